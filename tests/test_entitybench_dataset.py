@@ -1,0 +1,69 @@
+"""Episode loading: every problem named; statistics reproduce the paper's definitions."""
+import json
+
+import pytest
+
+from bench_assets.entitybench import dataset as D
+
+
+def episode(**over):
+    raw = {"episode_id": "e9", "tier": "easy", "title": "t", "summary": "s",
+           "entities": [{"id": "c1", "type": "character", "name": "Ann", "description": "a woman in red"},
+                        {"id": "o1", "type": "object", "name": "cup", "description": "a white cup"},
+                        {"id": "l1", "type": "location", "name": "room", "description": "a small room"}],
+           "shots": [{"index": 1, "cut": True, "entities": ["c1", "l1"], "action": "Ann enters"},
+                     {"index": 2, "cut": False, "entities": ["c1", "o1", "l1"], "action": "Ann lifts the cup"},
+                     {"index": 3, "cut": True, "entities": ["o1"], "action": "the cup"},
+                     {"index": 4, "cut": True, "entities": [], "action": "empty"},
+                     {"index": 5, "cut": False, "entities": ["c1"], "action": "Ann again"}]}
+    raw.update(over)
+    return raw
+
+
+def test_statistics():
+    ep = D.parse_episode(episode())
+    s = D.episode_statistics(ep)
+    assert s["cross_shot_characters"] == 1 and s["cross_shot_objects"] == 1 and s["cross_shot_locations"] == 1
+    # c1 at 1,2,5 -> gaps 0,2 ; o1 at 2,3 -> 0 ; l1 at 1,2 -> 0
+    assert s["recurrence_gap_max"] == 2
+    assert s["entity_slot_appearances"] == 7 and s["reappearances"] == 4
+    assert s["cuts"] == 3 and s["continuation_chains"] == 3 and s["max_chain_length"] == 2
+    assert s["registry_shots"] == 2 and s["memory_only_shots"] == 2
+    assert D.continuation_chains(ep) == [[1, 2], [3], [4, 5]]
+    assert D.shot_prompt(ep, 1).startswith("[Ann] a woman in red")
+    assert D.shot_prompt(ep, 5) == "Ann again"
+
+
+@pytest.mark.parametrize("mutate,msg", [
+    (lambda r: r["shots"][1].update(index=3), "1-based and contiguous"),
+    (lambda r: r["shots"][0].update(cut=False), "first shot must be a cut"),
+    (lambda r: r["shots"][2].update(entities=["zz"]), "unknown entity ids ['zz']"),
+    (lambda r: r.update(episode_id="bad|id"), "'|'"),
+    (lambda r: r["entities"][0].update(type="robot"), "unknown type 'robot'"),
+    (lambda r: r.update(shots=[]), "non-empty"),
+])
+def test_bad_episodes_named(mutate, msg):
+    raw = episode()
+    mutate(raw)
+    with pytest.raises(D.EpisodeError, match=None) as ei:
+        D.parse_episode(raw, "e9.json")
+    assert msg in str(ei.value) and ("e9" in str(ei.value) or "bad|id" in str(ei.value))
+
+
+def test_bad_json_file(tmp_path):
+    p = tmp_path / "e1.json"
+    p.write_text('{"episode_id": "e1", ')
+    with pytest.raises(D.EpisodeError, match=r"e1.json: bad JSON at line 1"):
+        D.load_episode(p)
+
+
+def test_shot_files(tmp_path):
+    ep = D.parse_episode(episode())
+    for i in (1, 2, 4, 5):
+        (tmp_path / f"shot_{i:02d}.mp4").write_bytes(b"x")
+    files = D.index_shot_files(ep, tmp_path, "g")
+    assert [f.error is None for f in files] == [True, True, False, True, True]
+    assert "shot 3: no shot_03" in files[2].error
+    (tmp_path / "shot_00.mp4").write_bytes(b"x")
+    files = D.index_shot_files(ep, tmp_path, "g")
+    assert all(f.error and "1-based" in f.error for f in files)
