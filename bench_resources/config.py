@@ -7,7 +7,7 @@ BENCH_ALLOW_HUB     1 lets the paper profile fetch from the hub        default 0
 BENCH_DEVICE        auto | cpu | cuda | cuda:N | mps                   default auto
 BENCH_BATCH_SIZE    inference batch size                               default 16
 BENCH_JUDGE_MODE    live | replay | off                                default: live with a key, replay with a cache, else off
-BENCH_JUDGE_MODEL   judge model id                                     default claude-sonnet-4-5
+BENCH_JUDGE_MODEL   judge model id                                     default claude-sonnet-4-6
 ANTHROPIC_API_KEY   read by the Judge from the environment only; never stored
 """
 from __future__ import annotations
@@ -51,7 +51,7 @@ def build_resources(**overrides: Any) -> dict[str, Any]:
                                 weights_dir=os.environ.get("BENCH_WEIGHTS_DIR", str(PROJECT_ROOT / "weights")),
                                 allow_hub=os.environ.get("BENCH_ALLOW_HUB", "0") == "1"),
         "judge": Judge(mode=judge_mode(cache_dir), cache_dir=cache_dir,
-                       model=os.environ.get("BENCH_JUDGE_MODEL", "claude-sonnet-4-5")),
+                       model=os.environ.get("BENCH_JUDGE_MODEL", "claude-sonnet-4-6")),
     }
     resources.update(overrides)
     return resources

@@ -182,8 +182,8 @@ def _episode_and_clips(outputs: pd.DataFrame, episode_df: pd.DataFrame):
 
 # ----------------------------------------------------------------------------- grounding
 
-def _detect(detector, frames: list[np.ndarray], query: str) -> tuple[list, Optional[str]]:
-    dets = detector.detect(frames, query)
+def _detect(detector, frames: list[np.ndarray], query: str, kind: str) -> tuple[list, Optional[str]]:
+    dets = detector.detect(frames, query, kind=kind)
     reason = getattr(detector, "last_reason", None)
     if reason and all(len(d) == 0 for d in dets):
         return dets, reason
@@ -220,7 +220,7 @@ def entitybench_grounding(context: AssetExecutionContext, entitybench_outputs: p
                 row["reason"] = det_reason
                 rows.append(row)
                 continue
-            dets, why = _detect(detector, list(frames), ent.description)
+            dets, why = _detect(detector, list(frames), ent.description, ent.type)
             if why:
                 row["reason"] = why
                 rows.append(row)

@@ -1,0 +1,108 @@
+"""Shared pieces of every model slot: counters, errors, status, fingerprints, batching."""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional, Sequence
+
+_lock = threading.Lock()
+_forwards = 0
+_items = 0
+_seconds = 0.0
+
+
+def forward_count() -> int:
+    return _forwards
+
+
+def forward_items() -> int:
+    return _items
+
+
+def forward_seconds() -> float:
+    return _seconds
+
+
+@contextmanager
+def counted(n_items: int) -> Iterator[None]:
+    """Count one batched model forward over n_items and its wall time."""
+    global _forwards, _items, _seconds
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        with _lock:
+            _forwards += 1
+            _items += n_items
+            _seconds += time.perf_counter() - t0
+
+
+def batches(seq: Sequence, size: int) -> Iterator[Sequence]:
+    for i in range(0, len(seq), max(1, size)):
+        yield seq[i:i + size]
+
+
+class SlotUnavailable(RuntimeError):
+    """One clear message: which slot, where its weights were expected, how to provide them."""
+
+    def __init__(self, slot: str, profile: str, checkpoint: str, expected: str, how: str):
+        self.slot, self.profile, self.checkpoint, self.expected, self.how = slot, profile, checkpoint, expected, how
+        super().__init__(f"slot '{slot}' ({profile} profile: {checkpoint}) is unavailable: {expected}. {how}")
+
+
+@dataclass(frozen=True)
+class SlotStatus:
+    slot: str
+    profile: str
+    available: bool
+    checkpoint: str
+    source: str
+    fingerprint: Optional[str]
+    reason: Optional[str]
+    purpose: str = ""
+
+
+def package_file(package: str, *relative: str) -> Optional[Path]:
+    """A file shipped inside an installed package, found without importing it (some import pkg_resources)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    p = Path(list(spec.submodule_search_locations)[0]).joinpath(*relative)
+    return p if p.exists() else None
+
+
+def fingerprint_path(path: Path) -> str:
+    """sha256 over a file or a folder's files (names + bytes), cached beside it by size and mtime."""
+    path = Path(path)
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()
+                                                 and not p.name.startswith(".fingerprint"))
+    stamp = json.dumps([(str(f.relative_to(path.parent)), f.stat().st_size, f.stat().st_mtime_ns) for f in files])
+    cache = (path.parent if path.is_file() else path) / f".fingerprint-{path.name}.json"
+    try:
+        cached = json.loads(cache.read_text())
+        if cached.get("stamp") == stamp:
+            return cached["sha256"]
+    except (OSError, ValueError):
+        pass
+    h = hashlib.sha256()
+    for f in files:
+        if path.is_dir():
+            h.update(str(f.relative_to(path)).encode() + b"\0")
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    digest = h.hexdigest()
+    try:
+        tmp = cache.with_suffix(f".tmp-{os.getpid()}")
+        tmp.write_text(json.dumps({"stamp": stamp, "sha256": digest}))
+        os.replace(tmp, cache)
+    except OSError:  # read-only site-packages: recompute next time
+        pass
+    return digest

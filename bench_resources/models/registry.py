@@ -1,0 +1,121 @@
+"""ModelRegistry: named slots, two profiles, lazy loading once per process, fingerprints."""
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import uuid
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from dagster import ConfigurableResource
+
+from bench_resources.device import Device
+from bench_resources.models.base import SlotStatus, SlotUnavailable, fingerprint_path
+from bench_resources.models.specs import SLOTS, Checkpoint, LoadContext
+
+_loaded: dict[tuple, Any] = {}
+_load_lock = threading.RLock()
+
+
+class ModelRegistry(ConfigurableResource):
+    """``paper``: the papers' checkpoints from a local weights dir (or the hub when allowed).
+    ``offline``: substitutes whose weights ship inside packages; a slot without one stays unavailable."""
+
+    profile: Literal["paper", "offline"] = "offline"
+    weights_dir: str = "weights"
+    allow_hub: bool = False
+    checkpoints: dict[str, str] = {}   # slot -> alternative name, e.g. {"open_vocab_detector": "yolo_world"}
+
+    def _checkpoint(self, name: str) -> Checkpoint:
+        if name not in SLOTS:
+            raise KeyError(f"unknown model slot {name!r}; slots: {sorted(SLOTS)}")
+        spec = SLOTS[name]
+        alt = self.checkpoints.get(name)
+        if alt:
+            if alt not in spec.alternatives:
+                raise KeyError(f"slot {name!r} has no alternative {alt!r}; have {sorted(spec.alternatives)}")
+            return spec.alternatives[alt]
+        if self.profile == "offline":
+            if spec.offline is None:
+                raise SlotUnavailable(name, "offline", spec.paper.name,
+                                      "no offline substitute ships in a package (never pretend)",
+                                      "Use the paper profile with its weights in the weights directory")
+            return spec.offline
+        return spec.paper
+
+    def _ctx(self, name: str, device: Optional[Device]) -> LoadContext:
+        dev = device or Device()
+        return LoadContext(name, Path(self.weights_dir), self.allow_hub, dev.torch_device(), dev.torch_dtype(),
+                           dev.batch_size, self)
+
+    def status(self, name: str) -> SlotStatus:
+        """Availability, source and fingerprint without loading the model."""
+        purpose = SLOTS[name].purpose if name in SLOTS else ""
+        try:
+            ckpt = self._checkpoint(name)
+        except SlotUnavailable as e:
+            return SlotStatus(name, self.profile, False, e.checkpoint, "none", None, str(e), purpose)
+        ctx = LoadContext(name, Path(self.weights_dir), self.allow_hub, None, None, 1, self)
+        paths, source, missing = ckpt.locate(ctx)
+        if paths is None:
+            return SlotStatus(name, self.profile, False, ckpt.name, source, None,
+                              str(SlotUnavailable(name, self.profile, ckpt.name, *missing.split(". ", 1))), purpose)
+        for dep in ckpt.needs:
+            st = self.status(dep)
+            if not st.available:
+                return SlotStatus(name, self.profile, False, ckpt.name, source, None,
+                                  f"slot '{name}' needs slot '{dep}': {st.reason}", purpose)
+        if ckpt.weightless:
+            fp = ckpt.weightless
+        elif paths:
+            fp = fingerprint_path(paths[0]) if len(paths) == 1 else "+".join(fingerprint_path(p)[:16] for p in paths)
+        else:
+            fp = f"hub:{ckpt.hub_id}"
+        return SlotStatus(name, self.profile, True, ckpt.name, source, fp, None, purpose)
+
+    def statuses(self) -> list[SlotStatus]:
+        return [self.status(n) for n in SLOTS]
+
+    def slot(self, name: str, device: Optional[Device] = None) -> Any:
+        """The loaded model of a slot (once per process); SlotUnavailable with one clear message otherwise."""
+        ckpt = self._checkpoint(name)
+        ctx = self._ctx(name, device)
+        key = (self.profile, name, ckpt.name, str(Path(self.weights_dir).resolve()), str(ctx.device), str(ctx.dtype),
+               ctx.batch_size)
+        with _load_lock:
+            if key in _loaded:
+                return _loaded[key]
+            st = self.status(name)
+            if not st.available:
+                raise SlotUnavailable(name, self.profile, ckpt.name, st.reason or "unavailable", "")
+            paths, _, _ = ckpt.locate(ctx)
+            model = ckpt.load(ctx, paths or [])
+            _loaded[key] = model
+            return model
+
+    def import_weights(self, name: str, src: str | os.PathLike) -> SlotStatus:
+        """Copy a checkpoint file or folder into <weights_dir>/<slot>/ atomically, then report the slot."""
+        if name not in SLOTS:
+            raise KeyError(f"unknown model slot {name!r}; slots: {sorted(SLOTS)}")
+        src = Path(src)
+        if not src.exists():
+            raise FileNotFoundError(f"{src} does not exist")
+        dest = Path(self.weights_dir) / name
+        dest.mkdir(parents=True, exist_ok=True)
+        tmp = dest.parent / f".{name}.import-{uuid.uuid4().hex[:8]}"
+        if src.is_dir():
+            shutil.copytree(src, tmp)
+            for item in tmp.iterdir():
+                os.replace(item, dest / item.name)
+            tmp.rmdir()
+        else:
+            shutil.copy2(src, tmp)
+            os.replace(tmp, dest / src.name)
+        return ModelRegistry(profile="paper", weights_dir=self.weights_dir, allow_hub=False,
+                             checkpoints=self.checkpoints).status(name)
+
+
+def clear_loaded() -> None:
+    with _load_lock:
+        _loaded.clear()

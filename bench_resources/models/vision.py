@@ -1,0 +1,147 @@
+"""Image embedders (DINOv2, EfficientNet-Lite0), CLIP, and the heads on top of CLIP."""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import cv2
+import numpy as np
+
+from bench_resources.models.base import batches, counted
+
+IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+LITE_MEAN, LITE_STD = (0.498, 0.498, 0.498), (0.502, 0.502, 0.502)  # EfficientNet-Lite: (x - 127) / 128
+
+
+def to_tensor(images: Sequence[np.ndarray], size: int, mean, std, device, dtype):
+    import torch
+    arr = np.stack([cv2.resize(im, (size, size), interpolation=cv2.INTER_AREA if im.shape[0] > size else
+                               cv2.INTER_LINEAR) for im in images]).astype(np.float32) / 255.0
+    arr = (arr - np.asarray(mean, np.float32)) / np.asarray(std, np.float32)
+    return torch.from_numpy(arr.transpose(0, 3, 1, 2)).to(device=device, dtype=dtype)
+
+
+class TorchImageEmbedder:
+    """RGB uint8 images -> L2-normalised features, batched, without gradients."""
+
+    def __init__(self, module, *, size: int, mean, std, features: Callable, device, dtype, batch_size: int):
+        self.module = module.eval().to(device=device, dtype=dtype)
+        self.size, self.mean, self.std, self.features = size, mean, std, features
+        self.device, self.dtype, self.batch_size = device, dtype, batch_size
+
+    def embed(self, images: Sequence[np.ndarray]) -> np.ndarray:
+        import torch
+        out = []
+        for chunk in batches(list(images), self.batch_size):
+            with torch.inference_mode(), counted(len(chunk)):
+                x = to_tensor(chunk, self.size, self.mean, self.std, self.device, self.dtype)
+                f = self.features(self.module, x).float()
+                out.append(torch.nn.functional.normalize(f, dim=-1).cpu().numpy())
+        return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
+
+
+def dinov2_module(state_dict_path=None, hub: bool = False):
+    import timm
+    import torch
+    name = "vit_base_patch14_dinov2.lvd142m"
+    model = timm.create_model(name, pretrained=hub, img_size=224, num_classes=0)
+    if state_dict_path is not None:
+        sd = torch.load(state_dict_path, map_location="cpu", weights_only=True)
+        model.load_state_dict(sd.get("state_dict", sd) if isinstance(sd, dict) else sd, strict=False)
+    return model
+
+
+def dinov2_embedder(module, device, dtype, batch_size) -> TorchImageEmbedder:
+    # timm's ViT with num_classes=0 and global_pool='token' returns the CLS token (768-d).
+    return TorchImageEmbedder(module, size=224, mean=IMAGENET_MEAN, std=IMAGENET_STD,
+                              features=lambda m, x: m(x), device=device, dtype=dtype, batch_size=batch_size)
+
+
+def efficientnet_lite0_embedder(weights_path, device, dtype, batch_size) -> TorchImageEmbedder:
+    import torch
+    from efficientnet_lite_pytorch import EfficientNet
+    model = EfficientNet.from_name("efficientnet-lite0")
+    sd = torch.load(weights_path, map_location="cpu", weights_only=True)
+    model.load_state_dict(sd)
+
+    def features(m, x):
+        return torch.flatten(m._avg_pooling(m.extract_features(x)), 1)  # 1280-d pooled features
+
+    return TorchImageEmbedder(model, size=224, mean=LITE_MEAN, std=LITE_STD, features=features,
+                              device=device, dtype=dtype, batch_size=batch_size)
+
+
+class ClipModel:
+    """open_clip model: image and text embeddings and their cosine similarity."""
+
+    def __init__(self, model, tokenizer, *, size: int, mean, std, device, dtype, batch_size: int):
+        self.model = model.eval().to(device=device, dtype=dtype)
+        self.tokenizer, self.size, self.mean, self.std = tokenizer, size, mean, std
+        self.device, self.dtype, self.batch_size = device, dtype, batch_size
+
+    @classmethod
+    def from_open_clip(cls, arch: str, pretrained, device, dtype, batch_size):
+        import open_clip
+        model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=pretrained)
+        norm = [t for t in preprocess.transforms if type(t).__name__ == "Normalize"][0]
+        size = model.visual.image_size[0] if isinstance(model.visual.image_size, tuple) else model.visual.image_size
+        return cls(model, open_clip.get_tokenizer(arch), size=size, mean=tuple(norm.mean), std=tuple(norm.std),
+                   device=device, dtype=dtype, batch_size=batch_size)
+
+    def embed_images(self, images: Sequence[np.ndarray]) -> np.ndarray:
+        import torch
+        out = []
+        for chunk in batches(list(images), self.batch_size):
+            with torch.inference_mode(), counted(len(chunk)):
+                x = to_tensor(chunk, self.size, self.mean, self.std, self.device, self.dtype)
+                out.append(torch.nn.functional.normalize(self.model.encode_image(x).float(), dim=-1).cpu().numpy())
+        return np.concatenate(out)
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+        out = []
+        for chunk in batches(list(texts), self.batch_size):
+            with torch.inference_mode(), counted(len(chunk)):
+                tok = self.tokenizer(list(chunk)).to(self.device)
+                out.append(torch.nn.functional.normalize(self.model.encode_text(tok).float(), dim=-1).cpu().numpy())
+        return np.concatenate(out)
+
+    def similarity(self, images: Sequence[np.ndarray], texts: Sequence[str]) -> np.ndarray:
+        """[n_images, n_texts] cosine."""
+        return self.embed_images(images) @ self.embed_texts(texts).T
+
+
+class AestheticPredictor:
+    """LAION aesthetic head (linear, 768 -> 1) on CLIP ViT-L/14 image embeddings; raw 0-10 scale."""
+
+    def __init__(self, clip: ClipModel, head_path):
+        import torch
+        sd = torch.load(head_path, map_location="cpu", weights_only=True)
+        dim = next(v for k, v in sd.items() if k.endswith("weight")).shape[-1]
+        self.head = torch.nn.Linear(dim, 1)
+        self.head.load_state_dict({k.split(".")[-1]: v for k, v in sd.items()})
+        self.head.eval().to(clip.device)
+        self.clip = clip
+
+    def score(self, images: Sequence[np.ndarray]) -> np.ndarray:
+        import torch
+        emb = torch.from_numpy(self.clip.embed_images(images)).to(self.clip.device)
+        with torch.inference_mode(), counted(len(images)):
+            return self.head(emb).squeeze(-1).float().cpu().numpy()
+
+
+class TorchScriptIQA:
+    """MUSIQ exported to TorchScript (pyiqa is not a dependency): image batch in [0,1] -> score 0-100."""
+
+    def __init__(self, path, device, batch_size: int):
+        import torch
+        self.module = torch.jit.load(str(path), map_location=device).eval()
+        self.device, self.batch_size = device, batch_size
+
+    def score(self, images: Sequence[np.ndarray]) -> np.ndarray:
+        import torch
+        out = []
+        for im in images:  # MUSIQ takes native resolution: one image per forward
+            with torch.inference_mode(), counted(1):
+                x = torch.from_numpy(im.astype(np.float32).transpose(2, 0, 1)[None] / 255.0).to(self.device)
+                out.append(float(self.module(x).reshape(-1)[0]))
+        return np.asarray(out)

@@ -1,0 +1,31 @@
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"
+
+
+@pytest.fixture
+def small_world(tmp_path):
+    """A copy of part of the embedded benchmark: the two smallest episodes and chosen generators."""
+    def make(generators=("faithful", "drift"), episodes=None):
+        import json
+        eps_dir = DATA / "entitybench" / "episodes"
+        if episodes is None:
+            sizes = sorted((len(json.loads(p.read_text())["shots"]), p.stem) for p in eps_dir.glob("*.json"))
+            episodes = [sizes[0][1]]
+        data = tmp_path / "data"
+        (data / "entitybench" / "episodes").mkdir(parents=True)
+        for e in episodes:
+            shutil.copy(eps_dir / f"{e}.json", data / "entitybench" / "episodes" / f"{e}.json")
+        for g in generators:
+            dst = data / "generators" / g
+            dst.mkdir(parents=True)
+            shutil.copy(DATA / "generators" / g / "generator.yaml", dst / "generator.yaml")
+            for e in episodes:
+                shutil.copytree(DATA / "generators" / g / e, dst / e)
+        return data, list(episodes)
+    return make

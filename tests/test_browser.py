@@ -1,0 +1,97 @@
+"""A real browser (headless Chromium) opens the Dagster UI's asset graph and the HTML report."""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run", "--disable-quic", "--disable-sync"]
+
+if not CHROMIUM:
+    if os.environ.get("BENCH_REQUIRE_BROWSER") == "1":
+        pytest.fail("BENCH_REQUIRE_BROWSER=1 but no chromium on PATH (apt-get install chromium)", pytrace=False)
+    pytest.skip("no chromium on PATH (apt-get install chromium); CI installs it", allow_module_level=True)
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.mark.slow
+def test_ui_shows_asset_graph(browser, tmp_path):
+    port = free_port()
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "BENCH_STORE_ROOT": str(tmp_path / "store")}
+    shutil.copy(ROOT / "dagster.yaml", tmp_path / "dagster.yaml")
+    proc = subprocess.Popen([sys.executable, "-m", "dagster_webserver", "-w", str(ROOT / "workspace.yaml"),
+                             "-h", "127.0.0.1", "-p", str(port)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2)
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
+                time.sleep(1)
+        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        page.goto(f"http://127.0.0.1:{port}/asset-groups/", wait_until="domcontentloaded")
+        page.get_by_text("entitybench_leaderboard").first.wait_for(timeout=90_000)
+        body = page.inner_text("body")
+        for name in ("entitybench_grounding", "entitybench_pillar1", "entitybench_episode"):
+            assert name in body, name
+        page.screenshot(path=str(tmp_path / "asset_graph.png"))
+        page.goto(f"http://127.0.0.1:{port}/automation", wait_until="domcontentloaded")
+        page.get_by_text("entitybench_generators_sensor").first.wait_for(timeout=60_000)
+        assert "bench_automation_sensor" in page.inner_text("body")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_report_in_browser(browser, tmp_path):
+    import pandas as pd
+    from bench_assets.core.report import render_report
+    board = pd.DataFrame([
+        {"generator": "faithful", "metric_id": "cs_face", "tier": "all", "value": 0.9, "raw_mean": 0.9,
+         "coverage": 1.0, "n_items": 2, "n_eval": 10, "n_failed": 0, "n_skipped": 0, "reason": None},
+        {"generator": "drift", "metric_id": "cs_face", "tier": "all", "value": 0.6, "raw_mean": 0.75,
+         "coverage": 0.8, "n_items": 2, "n_eval": 8, "n_failed": 0, "n_skipped": 2, "reason": None},
+        {"generator": "drift", "metric_id": "imaging_quality", "tier": "all", "value": None, "raw_mean": None,
+         "coverage": 0.0, "n_items": 0, "n_eval": 0, "n_failed": 0, "n_skipped": 9,
+         "reason": "slot 'musiq' unavailable offline"},
+    ])
+    manifest = {"protocol": "entitybench-1.0", "profile": "offline", "judge_mode": "off", "code_revision": "x",
+                "models": {"musiq": {"checkpoint": "MUSIQ", "source": "-", "available": False, "fingerprint": None}}}
+    out = render_report(benchmark="entitybench", board=board, manifest=manifest, out_path=tmp_path / "r.html")
+    page = browser.new_page()
+    page.goto(out.as_uri())
+    rows = page.locator("#leaderboard tr").all_inner_texts()
+    assert rows[0].split() == ["metric", "drift", "faithful"]
+    cs = next(r for r in rows if r.startswith("cs_face"))
+    assert "0.600" in cs and "0.900" in cs and "0.750" in cs
+    iq = next(r for r in rows if r.startswith("imaging_quality"))
+    assert "None" in iq and "musiq" in iq
