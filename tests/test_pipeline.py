@@ -12,7 +12,8 @@ from bench_assets.core.runner import evaluate
 from bench_resources.config import build_resources
 from bench_resources.paths import BenchPaths
 
-CONSISTENCY = ["subject_consistency", "temporal_flickering", "motion_smoothness", "cs_face", "cs_object"]
+# Consistency metrics the offline profile computes (Pillar 3 + subject consistency); flicker and smoothness measure motion quality.
+CONSISTENCY = ["subject_consistency", "cs_face", "cs_object", "cs_transition_boundary"]
 
 
 def run_eval(instance, data, store_root, generators_root=None):

@@ -17,8 +17,8 @@ from dagster import (
     schedule,
     sensor,
 )
-from dagster._core.definitions.asset_graph import AssetGraph
-from dagster._core.definitions.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
+from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._time import get_current_datetime
 

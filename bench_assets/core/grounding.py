@@ -85,3 +85,25 @@ def decide_status(best: Optional[Candidate], clip_available: bool, weak_conf_thr
     if clip_available and best.a_clip is not None:
         return "weak" if best.a_clip < WEAK_CLIP_THRESHOLD else "present"
     return "weak" if best.confidence < weak_conf_threshold else "present"
+
+
+def best_index(cands: list[Candidate]) -> Optional[int]:
+    return int(np.argmax([c.score for c in cands])) if cands else None
+
+
+def assign_shared_class(cands: list[Candidate], k: int) -> list[Optional[int]]:
+    """Distinct boxes for k entities that a closed-vocabulary detector cannot tell apart.
+
+    Takes the frame with the most boxes (ties: the highest total score) and hands its boxes out by
+    score to the entities in registry order; entities beyond the number of boxes get None. The
+    entity-to-box mapping is arbitrary, so callers mark these rows ambiguous and keep them out of
+    identity metrics (they still count for presence).
+    """
+    by_frame: dict[int, list[int]] = {}
+    for i, c in enumerate(cands):
+        by_frame.setdefault(c.frame_index, []).append(i)
+    if not by_frame:
+        return [None] * k
+    frame = max(by_frame, key=lambda f: (len(by_frame[f]), sum(cands[i].score for i in by_frame[f]), -f))
+    ranked = sorted(by_frame[frame], key=lambda i: -cands[i].score)
+    return [ranked[j] if j < len(ranked) else None for j in range(k)]

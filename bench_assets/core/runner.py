@@ -46,7 +46,8 @@ def _model_counters() -> tuple[int, float]:
 def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, partitions: BenchmarkPartitions,
              items: list[str], generators: list[GeneratorInfo], item_assets: Sequence[str],
              generator_assets: Sequence[str], aggregate_assets: Sequence[str],
-             progress: Callable[[str], None] = print, only_stale: bool = True) -> RunStats:
+             progress: Callable[[str], None] = print, only_stale: bool = True,
+             log_level: str = "WARNING") -> RunStats:
     """Materialise every missing or stale partition of the benchmark, item assets first, then aggregates."""
     stats = RunStats()
     t0 = time.perf_counter()
@@ -68,13 +69,17 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
             return True
         progress(f"  materialising {label}: {', '.join(k.to_user_string() for k in todo)}")
         result = materialize(assets, selection=todo, partition_key=partition_key, instance=instance,
-                             resources=resources, raise_on_error=False)
+                             resources=resources, raise_on_error=False,
+                             run_config={"loggers": {"console": {"config": {"log_level": log_level}}}})
         if result.success:
             stats.materialized += [(k.to_user_string(), partition_key) for k in todo]
             return True
         for ev in result.all_events:
             if ev.is_step_failure:
-                msg = ev.step_failure_data.error.message.strip().splitlines()[-1] if ev.step_failure_data.error else "failed"
+                err = ev.step_failure_data.error
+                while err is not None and err.cause is not None:  # the user's error, not Dagster's wrapper
+                    err = err.cause
+                msg = err.message.strip().splitlines()[-1] if err is not None else "failed"
                 stats.failed.append((ev.step_key or "?", partition_key, msg))
                 progress(f"  FAILED {label} {ev.step_key}: {msg}")
         return False

@@ -1,5 +1,4 @@
 """EntityBench wiring: partitions, resources, metadata. The math lives in metrics.py / core."""
-from __future__ import annotations
 
 import json
 from collections import defaultdict
@@ -190,7 +189,29 @@ def _detect(detector, frames: list[np.ndarray], query: str, kind: str) -> tuple[
     return dets, None
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="1", pool="gpu")
+def _candidates(fidx, frames, dets, description: str, clip_model) -> tuple[list, list]:
+    """Every detection on the sampled frames as a scored candidate, with its 224x224 padded crop."""
+    cands, crops = [], []
+    for fi, frame, d in zip(fidx, frames, dets):
+        labels = d.data.get("label") if hasattr(d, "data") else None
+        for j in range(len(d)):
+            box = d.xyxy[j]
+            try:
+                crop = G.crop_box(frame, box)
+            except ValueError:
+                continue
+            crops.append(crop)
+            cands.append(G.Candidate(int(fi), tuple(float(v) for v in box), float(d.confidence[j]),
+                                     str(labels[j]) if labels is not None else None, None,
+                                     G.a_sharp(crop), G.a_area(box, frame.shape)))
+    if cands and clip_model is not None:
+        sims = np.asarray(clip_model.similarity(crops, [description])).reshape(-1)
+        cands = [G.Candidate(c.frame_index, c.box, c.confidence, c.label, float(s), c.a_sharp, c.a_area)
+                 for c, s in zip(cands, sims)]
+    return cands, crops
+
+
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu")
 def entitybench_grounding(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                           entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
                           store: Store) -> Output[pd.DataFrame]:
@@ -200,57 +221,58 @@ def entitybench_grounding(context: AssetExecutionContext, entitybench_outputs: p
     reg = ep.registry
     detector, det_reason = _slot(models, device, "open_vocab_detector")
     clip_model, clip_reason = _slot(models, device, "clip_b32")
+    closed = bool(getattr(detector, "closed_vocabulary", False))
     rows = []
     for shot in ep.shots:
         base = {"generator": generator, "episode_id": episode_id, "shot": shot.index}
         clip = clips.get(shot.index)
         if clip is not None:
             fidx, frames = clip.even(GROUNDING_FRAMES)
+        found: dict[str, tuple[list, list]] = {}
         for eid in shot.entities:
             ent = reg[eid]
             row = {**base, "entity_id": eid, "entity_type": ent.type, "frame_index": None,
                    "x1": None, "y1": None, "x2": None, "y2": None, "confidence": None, "label": None,
                    "a_clip": None, "a_sharp": None, "a_area": None, "a": None, "status": "unavailable",
-                   "crop_id": None, "source_sha256": clip.sha256 if clip is not None else None, "reason": None}
+                   "ambiguous": False, "crop_id": None, "source_sha256": clip.sha256 if clip is not None else None,
+                   "reason": None}
+            rows.append(row)
             if clip is None:
                 row["reason"] = errors.get(shot.index, "shot missing")
-                rows.append(row)
                 continue
             if detector is None:
                 row["reason"] = det_reason
-                rows.append(row)
                 continue
             dets, why = _detect(detector, list(frames), ent.description, ent.type)
             if why:
                 row["reason"] = why
-                rows.append(row)
                 continue
-            cands, crops = [], []
-            for fi, frame, d in zip(fidx, frames, dets):
-                for j in range(len(d)):
-                    box = d.xyxy[j]
-                    try:
-                        crop = G.crop_box(frame, box)
-                    except ValueError:
-                        continue
-                    crops.append(crop)
-                    label = d.data.get("label", [None] * len(d))[j] if hasattr(d, "data") else None
-                    cands.append(G.Candidate(int(fi), tuple(float(v) for v in box), float(d.confidence[j]),
-                                             str(label) if label is not None else None, None,
-                                             G.a_sharp(crop), G.a_area(box, frame.shape)))
-            if cands and clip_model is not None:
-                sims = np.asarray(clip_model.similarity(crops, [ent.description])).reshape(-1)
-                cands = [G.Candidate(c.frame_index, c.box, c.confidence, c.label, float(s), c.a_sharp, c.a_area)
-                         for c, s in zip(cands, sims)]
-            best_i = int(np.argmax([c.score for c in cands])) if cands else None
-            best = cands[best_i] if best_i is not None else None
-            row["status"] = G.decide_status(best, clip_model is not None, OFFLINE_WEAK_CONF)
-            if best is not None:
-                row.update(frame_index=best.frame_index, x1=best.box[0], y1=best.box[1], x2=best.box[2],
-                           y2=best.box[3], confidence=best.confidence, label=best.label, a_clip=best.a_clip,
-                           a_sharp=best.a_sharp, a_area=best.a_area, a=best.score,
-                           crop_id=store.put_png(crops[best_i]))
-            rows.append(row)
+            found[eid] = _candidates(fidx, frames, dets, ent.description, clip_model)
+        shot_rows = {r["entity_id"]: r for r in rows if r["shot"] == shot.index}
+        groups: dict[str, list[str]] = defaultdict(list)
+        for eid, (cands, _) in found.items():
+            groups[(cands[0].label if closed and cands else eid) or eid].append(eid)
+        for members in groups.values():
+            if len(members) == 1:
+                cands, crops = found[members[0]]
+                picks, ambiguous = {members[0]: G.best_index(cands)}, False
+            else:  # closed vocabulary: k same-class entities, distinct boxes, arbitrary mapping
+                cands, crops = found[members[0]]
+                picks = dict(zip(members, G.assign_shared_class(cands, len(members))))
+                ambiguous = True
+            for eid in members:
+                row, i = shot_rows[eid], picks[eid]
+                best = cands[i] if i is not None else None
+                row["status"] = G.decide_status(best, clip_model is not None, OFFLINE_WEAK_CONF)
+                row["ambiguous"] = ambiguous
+                if ambiguous:
+                    row["reason"] = (f"closed-vocabulary detector: {len(members)} scheduled entities share class "
+                                     f"{cands[0].label!r}; boxes assigned by score, identity unknown")
+                if best is not None:
+                    row.update(frame_index=best.frame_index, x1=best.box[0], y1=best.box[1], x2=best.box[2],
+                               y2=best.box[3], confidence=best.confidence, label=best.label, a_clip=best.a_clip,
+                               a_sharp=best.a_sharp, a_area=best.a_area, a=best.score,
+                               crop_id=store.put_png(crops[i]))
     df = pd.DataFrame(rows)
     status_rule = ("a_clip(c*) >= 0.20 (CLIP ViT-B/32)" if clip_model is not None else
                    f"CLIP unavailable ({clip_reason}); a_clip recorded as None, a = confidence*a_sharp*a_area, "
@@ -360,14 +382,17 @@ def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embe
     """
     keys = {"benchmark": BENCH, "generator": generator, "item": ep.episode_id}
     rows: list[dict] = []
-    gated_out = 0
+    gated_out = 0   # present crops with fidelity < tau; fidelity is not judged in this slice, so none yet
     reg = ep.registry
     for etype, mid in TYPE_METRIC.items():
-        pooled, skipped = [], 0
+        pooled, skipped, n_ambiguous = [], 0, 0
         for ent in (e for e in ep.entities if e.type == etype):
             g = grounding[(grounding["entity_id"] == ent.id)].sort_values("shot")
-            admitted = g[(g["status"] == "present") & g["crop_id"].notna()]
-            gated_out += int((g["status"] == "weak").sum())
+            present = g[(g["status"] == "present") & g["crop_id"].notna()]
+            # boxes a closed-vocabulary detector could not attribute to this entity are not its appearances
+            ambiguous = present["ambiguous"].fillna(False).astype(bool) if "ambiguous" in present else False
+            admitted = present[~ambiguous] if "ambiguous" in present else present
+            n_ambiguous += int(len(present) - len(admitted)) if len(admitted) >= 2 else 0
             if len(admitted) < 2:
                 continue
             if embed is None:
@@ -380,9 +405,11 @@ def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embe
                 rows.append(instance_row(mid, float(s), "appearance", shot=int(r.shot), entity_id=ent.id,
                                          crop_id=r.crop_id, frame_index=int(r.frame_index),
                                          source_sha256=r.source_sha256, **keys))
-        rec = record_from_values(mid, pooled, n_skipped=skipped,
-                                 reason=embed_reason if skipped else (None if pooled else
-                                                                      "no entity with >= 2 admitted appearances"))
+        why = "; ".join(x for x in (embed_reason if skipped else None,
+                                    f"{n_ambiguous} appearances not attributable (shared class)" if n_ambiguous
+                                    else None) if x) or None
+        rec = record_from_values(mid, pooled, n_skipped=skipped + n_ambiguous,
+                                 reason=why or (None if pooled else "no entity with >= 2 admitted appearances"))
         rows.append(record_row(rec, **keys))
     # transition boundary over continuation pairs
     mid = "cs_transition_boundary"
@@ -408,7 +435,7 @@ def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embe
     return rows, gated_out
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="1", pool="gpu")
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu")
 def entitybench_presence_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                                      entitybench_outputs: pd.DataFrame, entitybench_episode: pd.DataFrame,
                                      models: ModelRegistry, device: Device, store: Store) -> Output[pd.DataFrame]:
@@ -420,9 +447,11 @@ def entitybench_presence_consistency(context: AssetExecutionContext, entitybench
     cs_rows, gated_out = cross_shot_rows(generator, ep, entitybench_grounding,
                                          embedder.embed if embedder is not None else None, why, store, clips)
     rows += cs_rows
-    rows.append(record_row(MetricRecord("_meta_cross_shot_gate", float(gated_out) if gated_out else None,
-                                        1 if gated_out else 0, 0, 0,
-                                        None if gated_out else "no appearance gated out"),
+    n_present = int((entitybench_grounding["status"] == "present").sum())
+    rows.append(record_row(MetricRecord("_meta_cross_shot_gate", float(gated_out) if n_present else None,
+                                        n_present, 0, 0,
+                                        "fidelity not judged (judge off in this slice): every present crop passed"
+                                        if n_present else "no present crop"),
                            benchmark=BENCH, generator=generator, item=ep.episode_id))
     df = metric_frame(rows)
     items = df[df.level == "item"]

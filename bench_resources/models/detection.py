@@ -1,6 +1,9 @@
 """Detectors: SSD-MobileNetV2 COCO (offline), GroundingDINO / YOLO-World (paper), YOLO persons (paper)."""
 from __future__ import annotations
 
+import hashlib
+import re
+from collections import OrderedDict
 from typing import Optional, Sequence
 
 import cv2
@@ -23,6 +26,7 @@ COCO_TF = {1: "person", 2: "bicycle", 3: "car", 4: "motorcycle", 5: "airplane", 
            79: "oven", 80: "toaster", 81: "sink", 82: "refrigerator", 84: "book", 85: "clock", 86: "vase",
            87: "scissors", 88: "teddy bear", 89: "hair drier", 90: "toothbrush"}
 # How each label is phrased for matching free-text descriptions (people are described by role, not "person").
+ANIMATE = {"person", "bird", "cat", "dog", "horse", "sheep", "cow", "elephant", "bear", "zebra", "giraffe"}
 LABEL_TEXT = {"person": "a person: a man, a woman, a boy, a girl, an astronaut, a photographer, a player",
               "cup": "a cup or mug of coffee or tea", "cat": "a cat, a kitten"}
 
@@ -35,27 +39,40 @@ def _empty() -> sv.Detections:
 class SsdCocoDetector:
     """SSD-MobileNetV2 COCO (TensorFlow graph run by OpenCV's dnn module)."""
 
-    def __init__(self, pb_path, pbtxt_path, min_score: float = 0.3):
+    def __init__(self, pb_path, pbtxt_path, min_score: float = 0.3, cache_frames: int = 256):
         self.net = cv2.dnn.readNetFromTensorflow(str(pb_path), str(pbtxt_path))
         self.min_score = min_score
+        # Several entities are queried on the same frames: detect each frame once (closed vocabulary).
+        self._cache: "OrderedDict[bytes, sv.Detections]" = OrderedDict()
+        self._cache_frames = cache_frames
 
     def detect_all(self, images: Sequence[np.ndarray]) -> list[sv.Detections]:
         out = []
         for im in images:
-            h, w = im.shape[:2]
-            blob = cv2.dnn.blobFromImage(im, size=(300, 300), swapRB=False)  # input is already RGB
-            with counted(1):
-                self.net.setInput(blob)
-                raw = self.net.forward()[0, 0]
-            raw = raw[raw[:, 2] >= self.min_score]
-            if len(raw) == 0:
-                out.append(_empty())
+            key = hashlib.blake2b(np.ascontiguousarray(im).tobytes(), digest_size=16).digest() + str(im.shape).encode()
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                out.append(self._cache[key])
                 continue
-            xyxy = np.clip(raw[:, 3:7] * [w, h, w, h], 0, [w, h, w, h]).astype(np.float32)
-            ids = raw[:, 1].astype(int)
-            out.append(sv.Detections(xyxy=xyxy, confidence=raw[:, 2].astype(np.float32), class_id=ids,
-                                     data={"label": np.array([COCO_TF.get(i, "?") for i in ids], dtype=object)}))
+            out.append(self._detect_one(im))
+            self._cache[key] = out[-1]
+            if len(self._cache) > self._cache_frames:
+                self._cache.popitem(last=False)
         return out
+
+    def _detect_one(self, im: np.ndarray) -> sv.Detections:
+        h, w = im.shape[:2]
+        blob = cv2.dnn.blobFromImage(im, size=(300, 300), swapRB=False)  # input is already RGB
+        with counted(1):
+            self.net.setInput(blob)
+            raw = self.net.forward()[0, 0]
+        raw = raw[raw[:, 2] >= self.min_score]
+        if len(raw) == 0:
+            return _empty()
+        xyxy = np.clip(raw[:, 3:7] * [w, h, w, h], 0, [w, h, w, h]).astype(np.float32)
+        ids = raw[:, 1].astype(int)
+        return sv.Detections(xyxy=xyxy, confidence=raw[:, 2].astype(np.float32), class_id=ids,
+                             data={"label": np.array([COCO_TF.get(i, "?") for i in ids], dtype=object)})
 
     def detect_label(self, images: Sequence[np.ndarray], label: str) -> list[sv.Detections]:
         return [d[d.data["label"] == label] if len(d) else d for d in self.detect_all(images)]
@@ -69,6 +86,8 @@ class SsdTextQueryDetector:
     boxes and sets ``last_reason``, so callers record 'unavailable' instead of 'absent'.
     """
 
+    closed_vocabulary = True  # entities of one class cannot be told apart by their descriptions
+
     def __init__(self, ssd: SsdCocoDetector, text_embedder, min_label_sim: float = 0.3):
         self.ssd, self.text, self.min_label_sim = ssd, text_embedder, min_label_sim
         self.labels = sorted(set(COCO_TF.values()))
@@ -77,18 +96,28 @@ class SsdTextQueryDetector:
         self.last_reason: Optional[str] = None
         self.last_label: Optional[str] = None
 
-    def match_label(self, query: str) -> tuple[Optional[str], float]:
-        if query not in self._cache:
-            sims = self.label_emb @ self.text.embed([query])[0]
-            i = int(np.argmax(sims))
-            self._cache[query] = (self.labels[i] if sims[i] >= self.min_label_sim else None, float(sims[i]))
-        return self._cache[query]
+    def match_label(self, query: str, kind: Optional[str] = None) -> tuple[Optional[str], float]:
+        """Nearest COCO label by MiniLM similarity. The registry's entity type narrows the vocabulary:
+        a character is a person unless its description names an animal class (MiniLM alone matches
+        "a man in a suit and tie" to 'tie'); an object is never a person."""
+        key = (query, kind)
+        if key not in self._cache:
+            if kind == "character":
+                words = set(re.findall(r"[a-z]+", query.lower()))
+                animals = sorted(l for l in ANIMATE - {"person"} if l in words)
+                self._cache[key] = (animals[0] if animals else "person", 1.0)
+            else:
+                allowed = np.array([l != "person" or kind != "object" for l in self.labels])
+                sims = np.where(allowed, self.label_emb @ self.text.embed([query])[0], -np.inf)
+                i = int(np.argmax(sims))
+                self._cache[key] = (self.labels[i] if sims[i] >= self.min_label_sim else None, float(sims[i]))
+        return self._cache[key]
 
     def detect(self, images: Sequence[np.ndarray], query: str, kind: Optional[str] = None) -> list[sv.Detections]:
         if kind == "location":
             self.last_reason = "offline detector (SSD-MobileNetV2 COCO) cannot ground locations: no scene classes"
             return [_empty() for _ in images]
-        label, sim = self.match_label(query)
+        label, sim = self.match_label(query, kind)
         self.last_label = label
         if label is None:
             self.last_reason = (f"offline detector (SSD-MobileNetV2 COCO) has no class for the query "

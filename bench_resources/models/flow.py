@@ -41,7 +41,8 @@ class RaftFlow:
         out = []
         for chunk in batches(list(pairs), self.batch_size):
             h, w = chunk[0][0].shape[:2]
-            ph, pw = (8 - h % 8) % 8, (8 - w % 8) % 8
+            # RAFT's correlation pyramid needs >= 128 px per side and multiples of 8
+            ph, pw = max(128, -(-h // 8) * 8) - h, max(128, -(-w // 8) * 8) - w
 
             def prep(frames):
                 x = torch.from_numpy(np.stack(frames).astype(np.float32).transpose(0, 3, 1, 2) / 127.5 - 1.0)
