@@ -8,7 +8,7 @@ photographs, so the offline detectors and face models see real people, cups and 
 Generators with known behaviour:
   faithful  every entity rendered the same every time (sprites move smoothly)
   drift     an entity's look drifts with the gap since its previous appearance, and keeps drifting
-            during the shot (hue, saturation, colour cast)
+            during the shot: it blends toward another entity of its type and its colours shift
   swap      every third re-appearance of a character or object shows another entity's identity
   static    faithful's first frame held for the whole shot (no motion)
 
@@ -34,7 +34,8 @@ SEED = 20261122
 GENERATORS = {
     "faithful": "Every entity rendered identically every time; smooth motion. Upper reference.",
     "drift": "Each entity's appearance drifts with the number of shots since its previous appearance and keeps "
-             "drifting within the shot (hue rotation, saturation, colour cast). Consistency falls with the gap.",
+             "drifting within the shot: it blends toward another entity of its type (up to 60 %) and its hue, "
+             "saturation and colour cast shift. Consistency falls with the gap.",
     "swap": "Every third re-appearance of a character or object shows another entity's identity.",
     "static": "Same composition as faithful but no motion: every frame of a shot is identical.",
 }
@@ -191,7 +192,7 @@ def render_shot(generator: str, ep: dict, shot_index: int, src: dict[str, np.nda
     objs = [e for e in shot["entities"] if types[e] == "object"]
     rng = np.random.default_rng([SEED, int(ep["episode_id"][1:]), shot_index])
     direction = 1 if rng.random() < 0.5 else -1
-    slots = {1: [0.5], 2: [0.28, 0.72], 3: [0.2, 0.5, 0.8]}
+    slots = {1: [0.4], 2: [0.22, 0.6], 3: [0.17, 0.45, 0.73]}  # props stand at the right edge
     frames, truth = [], []
     n = 1 if generator == "static" else FRAMES
     for t in range(n):
@@ -208,14 +209,20 @@ def render_shot(generator: str, ep: dict, shot_index: int, src: dict[str, np.nda
                 level = p["drift_base"] + 0.8 * progress
             elif generator == "drift":
                 level = 0.8 * progress
-            sprite = _fit(src[ep["_sources"][rendered]], int(H * (0.9 if kind == "character" else 0.42)))
-            sprite = drift_transform(sprite, level) if generator == "drift" else sprite
+            height = int(H * (0.9 if kind == "character" else 0.42))
+            sprite = _fit(src[ep["_sources"][rendered]], height)
+            if generator == "drift" and level > 0:
+                # identity drift: blend toward another entity of the same type, then shift the colours
+                pool = [n for n, _, _ in (CHARACTERS if kind == "character" else OBJECTS) if n != ep["_sources"][e]]
+                alpha = min(0.6, 0.3 * level)
+                target = cv2.resize(src[pool[0]], (sprite.shape[1], sprite.shape[0]))
+                sprite = drift_transform(cv2.addWeighted(sprite, 1 - alpha, target, alpha, 0), level)
             sh, sw = sprite.shape[:2]
             if kind == "character":
                 cx = slots[len(chars)][j] * W + direction * 40 * (progress - 0.5) * (1 if j % 2 == 0 else -1)
                 y0 = H - sh
             else:
-                cx = 0.5 * W + direction * 16 * (progress - 0.5)
+                cx = 0.88 * W + direction * 8 * (progress - 0.5)
                 y0 = H - sh - 2
             x0 = int(round(cx - sw / 2))
             xa, xb = max(0, x0), min(W, x0 + sw)

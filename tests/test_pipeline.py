@@ -117,3 +117,27 @@ def test_sensor_picks_up_new_generator(small_world, tmp_path):
         mats = instance.get_materialized_partitions(AssetKey("entitybench_pillar1"))
         assert any(k.endswith("|newgen") for k in mats)
         assert not any("bad" in k for k in mats)
+
+
+def test_bad_episode_and_generator_named_others_complete(small_world, tmp_path):
+    data, episodes = small_world(("faithful",))
+    (data / "entitybench" / "episodes" / "e9999.json").write_text('{"episode_id": "e9999", "shots": [')
+    raw = json.loads((data / "entitybench" / "episodes" / f"{episodes[0]}.json").read_text())
+    raw["episode_id"] = "e9998"
+    raw["shots"][1]["entities"].append("ghost")
+    (data / "entitybench" / "episodes" / "e9998.json").write_text(json.dumps(raw))
+    for bad in ("bad name", "a..b"):
+        (data / "generators" / bad).mkdir()
+        (data / "generators" / bad / "generator.yaml").write_text(f"name: '{bad}'\nbenchmark: entitybench\n")
+    with instance_for_test() as instance:
+        stats, resources, errors = run_eval(instance, data, tmp_path / "store")
+        assert len(errors) == 2 and any("'bad name': contains spaces" in e for e in errors)
+        assert any("'a..b': contains '..'" in e for e in errors)
+        failed = {(pk, msg) for _, pk, msg in stats.failed}
+        assert any(pk == "e9999" and "e9999.json: bad JSON at line 1" in msg for pk, msg in failed)
+        assert any(pk == "e9998" and "shot 2 schedules unknown entity ids ['ghost']" in msg for pk, msg in failed)
+        # the good episode still completes and reaches the leaderboard
+        board = resources["store"].query("SELECT DISTINCT generator FROM entitybench_leaderboard")
+        assert board.generator.tolist() == ["faithful"]
+        done = instance.get_materialized_partitions(AssetKey("entitybench_pillar1"))
+        assert done == {f"{episodes[0]}|faithful"}

@@ -113,7 +113,8 @@ def nightly_stale_schedule(*, name: str, assets_fn: Callable[[], Sequence], asse
         by_partition: dict[str, set[AssetKey]] = {}
         for key, pk, _ in stale:
             by_partition.setdefault(pk, set()).add(key)
-        return [RunRequest(run_key=None, partition_key=pk, asset_selection=sorted(keys, key=str),
+        tick = get_current_datetime().strftime("%Y-%m-%d")
+        return [RunRequest(run_key=f"stale/{pk}/{tick}", partition_key=pk, asset_selection=sorted(keys, key=str),
                            tags={"bench/reason": "stale"}) for pk, keys in sorted(by_partition.items())] or \
             SkipReason("nothing stale")
 

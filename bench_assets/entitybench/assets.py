@@ -408,7 +408,9 @@ def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embe
         why = "; ".join(x for x in (embed_reason if skipped else None,
                                     f"{n_ambiguous} appearances not attributable (shared class)" if n_ambiguous
                                     else None) if x) or None
-        rec = record_from_values(mid, pooled, n_skipped=skipped + n_ambiguous,
+        # Unattributable boxes are not instances (like gated-out appearances: coverage stays 1); the
+        # count is kept in the reason and every such row is flagged in entitybench_grounding.
+        rec = record_from_values(mid, pooled, n_skipped=skipped,
                                  reason=why or (None if pooled else "no entity with >= 2 admitted appearances"))
         rows.append(record_row(rec, **keys))
     # transition boundary over continuation pairs
