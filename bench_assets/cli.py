@@ -22,13 +22,13 @@ def _entitybench_plan(generators_root: str | None = None, generator_path: str | 
     from bench_resources.config import build_resources
     from bench_resources.paths import BenchPaths
 
-    paths = BenchPaths(**({"generators_root": generators_root} if generators_root else {}))
+    paths = BenchPaths(generators_root=generators_root)
     if generator_path:
         info = read_generator(generator_path)
         paths = BenchPaths(generators_root=str(Path(generator_path).resolve().parent))
         gens, errors = [info], []
     else:
-        gens, errors = discover_generators(paths.generators_root, "entitybench")
+        gens, errors = discover_generators(paths.generators_dir, "entitybench")
     resources = build_resources(paths=paths)
     items = discover_episodes(paths.benchmark_dir("entitybench") / "episodes")
     return d, resources, items, gens, errors

@@ -24,7 +24,7 @@ def _paths() -> BenchPaths:
 entitybench_sensor = generator_sensor_factory(
     benchmark="entitybench", partitions=ENTITYBENCH,
     item_ids=lambda: discover_episodes(_paths().benchmark_dir("entitybench") / "episodes"),
-    generators_root=lambda: _paths().generators_root,
+    generators_root=lambda: str(_paths().generators_dir),
     item_assets=ENTITYBENCH_ITEM_ASSETS, generator_assets=ENTITYBENCH_GENERATOR_ASSETS)
 
 entitybench_nightly = nightly_stale_schedule(

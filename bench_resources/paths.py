@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Optional
 
 from dagster import ConfigurableResource
 
@@ -18,13 +19,24 @@ def default_generators_root() -> str:
 
 
 class BenchPaths(ConfigurableResource):
-    """Dataset root (``<data_root>/<benchmark>/...``) and the generators root a sensor watches."""
+    """Dataset root (``<data_root>/<benchmark>/...``) and the generators root a sensor watches.
 
-    data_root: str = default_data_root()
-    generators_root: str = default_generators_root()
+    Unset fields follow BENCH_DATA_ROOT / BENCH_GENERATORS_ROOT at call time (default: the repo's data/).
+    """
+
+    data_root: Optional[str] = None
+    generators_root: Optional[str] = None
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.data_root or default_data_root())
+
+    @property
+    def generators_dir(self) -> Path:
+        return Path(self.generators_root or default_generators_root())
 
     def benchmark_dir(self, benchmark: str) -> Path:
-        return Path(self.data_root) / benchmark
+        return self.data_dir / benchmark
 
     def generator_dir(self, name: str) -> Path:
-        return Path(self.generators_root) / name
+        return self.generators_dir / name

@@ -12,7 +12,7 @@ METRIC_COLUMNS = {
     "benchmark": "string", "generator": "string", "item": "string", "level": "string", "metric_id": "string",
     "shot": "Int64", "entity_id": "string", "value": "Float64", "n_eval": "Int64", "n_failed": "Int64",
     "n_skipped": "Int64", "reason": "string", "crop_id": "string", "frame_index": "Int64",
-    "source_sha256": "string", "detail": "string",
+    "source_sha256": "string", "detail": "string", "protocol": "string",
 }
 
 

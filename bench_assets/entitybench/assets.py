@@ -17,6 +17,7 @@ from dagster import (
 
 from bench_assets.core import grounding as G
 from bench_assets.core.aggregate import corrected_mean
+from bench_assets.core.manifest import protocol_digest
 from bench_assets.core.media import ClipCache, DecodeError
 from bench_assets.core.partitions import ENTITYBENCH as P
 from bench_assets.core.records import MetricRecord, record_from_values, unavailable
@@ -63,6 +64,11 @@ def _slot(models: ModelRegistry, device: Device, name: str):
         return models.slot(name, device), None
     except SlotUnavailable as e:
         return None, str(e)
+
+
+def _protocol(models: ModelRegistry, names: list[str]) -> str:
+    """Digest of what decides a number's meaning here: checkpoints, fingerprints, constants, protocol id."""
+    return protocol_digest({"protocol": PROTOCOL, "models": _slot_manifest(models, names), "constants": CONSTANTS})
 
 
 def _slot_manifest(models: ModelRegistry, names: list[str]) -> dict[str, Any]:
@@ -285,70 +291,56 @@ def entitybench_grounding(context: AssetExecutionContext, entitybench_outputs: p
 
 # ----------------------------------------------------------------------------- Pillar 1
 
-PILLAR1 = ("subject_consistency", "temporal_flickering", "motion_smoothness", "dynamic_degree",
-           "aesthetic_quality", "imaging_quality")
-PILLAR1_SLOTS = {"subject_consistency": "image_embedder", "motion_smoothness": "flow", "dynamic_degree": "flow",
-                 "aesthetic_quality": "aesthetic", "imaging_quality": "musiq"}
+PILLAR1_SLOTS = sorted({m.slot for m in M.PILLAR1 if m.slot})
 
 
 def pillar1_rows(generator: str, ep: D.Episode, clips: dict, errors: dict, slots: dict[str, tuple]) -> list[dict]:
     """Per-shot values of the six intra-shot metrics plus one episode record each."""
     keys = {"benchmark": BENCH, "generator": generator, "item": ep.episode_id}
-    per_metric: dict[str, list] = defaultdict(list)
+    values: dict[str, list] = defaultdict(list)
     failed: dict[str, int] = defaultdict(int)
     rows = []
     for shot in ep.shots:
         clip = clips.get(shot.index)
-        for mid in PILLAR1:
-            slot_name = PILLAR1_SLOTS.get(mid)
-            model, why = slots.get(slot_name, (True, None)) if slot_name else (True, None)
-            if clip is None:
+        for metric in M.PILLAR1:
+            mid = metric.metric_id
+            model, why = slots[metric.slot] if metric.slot else (None, None)
+            if clip is None:  # missing or undecodable shot: a failure of this instance, not a zero
                 failed[mid] += 1
                 rows.append(instance_row(mid, None, "shot", reason=errors.get(shot.index), shot=shot.index, **keys)
                             | {"n_skipped": 0, "n_failed": 1})
                 continue
-            if model is None:
-                per_metric[mid].append(None)
+            if metric.slot and model is None:
+                values[mid].append(None)
                 rows.append(instance_row(mid, None, "shot", reason=why, shot=shot.index,
                                          source_sha256=clip.sha256, **keys))
                 continue
-            idx, frames = clip.even(PILLAR1_MAX_FRAMES)
-            if mid == "subject_consistency":
-                v = M.subject_consistency(model.embed(list(frames)))
-            elif mid == "temporal_flickering":
-                v = M.temporal_flickering(frames)
-            elif mid == "motion_smoothness":
-                v = M.motion_smoothness(frames, model.flow)
-            elif mid == "dynamic_degree":
-                v = M.dynamic_degree(clip.frames, clip.fps, model.flow)
-            elif mid == "aesthetic_quality":
-                v = float(np.mean(model.score(list(frames)))) / 10.0
-            else:
-                v = float(np.mean(model.score(list(frames))))
-            per_metric[mid].append(v)
+            _, frames = clip.even(PILLAR1_MAX_FRAMES)
+            v = metric.score(frames, clip.frames, clip.fps, model)
+            values[mid].append(v)
             rows.append(instance_row(mid, v, "shot", reason=None if v is not None else "too few frames",
                                      shot=shot.index, source_sha256=clip.sha256, **keys))
-    for mid in PILLAR1:
-        slot_name = PILLAR1_SLOTS.get(mid)
-        why = slots.get(slot_name, (True, None))[1] if slot_name else None
-        rec = record_from_values(mid, per_metric[mid], n_failed=failed[mid], reason=why)
-        rows.append(record_row(rec, **keys))
+    for metric in M.PILLAR1:
+        why = slots[metric.slot][1] if metric.slot else None
+        rows.append(record_row(record_from_values(metric.metric_id, values[metric.metric_id],
+                                                  n_failed=failed[metric.metric_id], reason=why), **keys))
     return rows
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="1", pool="gpu")
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu")
 def entitybench_pillar1(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                         entitybench_episode: pd.DataFrame, models: ModelRegistry,
                         device: Device) -> Output[pd.DataFrame]:
     """Pillar 1 (intra-shot quality, 6 metrics): per shot and the episode mean; never gated."""
     generator, _ = _split(context)
     ep, clips, errors = _episode_and_clips(entitybench_outputs, entitybench_episode)
-    slots = {name: _slot(models, device, name) for name in set(PILLAR1_SLOTS.values())}
+    slots = {name: _slot(models, device, name) for name in PILLAR1_SLOTS}
     df = metric_frame(pillar1_rows(generator, ep, clips, errors, slots))
+    df["protocol"] = _protocol(models, PILLAR1_SLOTS)
     items = df[df.level == "item"]
     return Output(df, metadata={**{r.metric_id: (float(r.value) if pd.notna(r.value) else "None")
                                    for r in items.itertuples()},
-                                "models": MetadataValue.json(_slot_manifest(models, sorted(set(PILLAR1_SLOTS.values()))))})
+                                "models": MetadataValue.json(_slot_manifest(models, PILLAR1_SLOTS))})
 
 
 # ----------------------------------------------------------------------------- Pillar 2 presence, Pillar 3 DINOv2
@@ -437,7 +429,7 @@ def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embe
     return rows, gated_out
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu")
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="3", pool="gpu")
 def entitybench_presence_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                                      entitybench_outputs: pd.DataFrame, entitybench_episode: pd.DataFrame,
                                      models: ModelRegistry, device: Device, store: Store) -> Output[pd.DataFrame]:
@@ -456,6 +448,7 @@ def entitybench_presence_consistency(context: AssetExecutionContext, entitybench
                                         if n_present else "no present crop"),
                            benchmark=BENCH, generator=generator, item=ep.episode_id))
     df = metric_frame(rows)
+    df["protocol"] = _protocol(models, ["image_embedder", "open_vocab_detector", "clip_b32"])
     items = df[df.level == "item"]
     return Output(df, metadata={**{r.metric_id: (float(r.value) if pd.notna(r.value) else "None")
                                    for r in items.itertuples()},
@@ -486,20 +479,37 @@ def leaderboard_table(records: pd.DataFrame, tiers: pd.DataFrame) -> pd.DataFram
     return pd.DataFrame(out)
 
 
-@asset(group_name=METRIC_GROUP, code_version="1",
+def comparability_table(records: pd.DataFrame) -> pd.DataFrame:
+    """Per (generator, metric): the protocol digest, and whether every generator was scored under it.
+
+    A metric whose partitions were computed under different protocols (another checkpoint, threshold or
+    profile) is flagged "not comparable" instead of being averaged silently (EntityBench B.5).
+    """
+    rows = []
+    for mid, part in records.groupby("metric_id"):
+        all_protocols = set(part["protocol"].dropna())
+        for gen, sub in part.groupby("generator"):
+            mine = sorted(set(sub["protocol"].dropna()))
+            rows.append({"generator": gen, "metric_id": mid, "protocol": "+".join(mine),
+                         "comparable": len(mine) == 1 and len(all_protocols) == 1})
+    return pd.DataFrame(rows)
+
+
+@asset(group_name=METRIC_GROUP, code_version="2",
        deps=["entitybench_pillar1", "entitybench_presence_consistency", "entitybench_episode"],
        automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
 def entitybench_leaderboard(context: AssetExecutionContext, store: Store) -> Output[pd.DataFrame]:
     """Headline table: every metric for every generator (value or None with reason), per tier and overall."""
     con = store.duckdb()
     present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    parts = [f"SELECT generator, item, metric_id, value, n_eval, n_failed, n_skipped, reason FROM {t} "
+    parts = [f"SELECT generator, item, metric_id, value, n_eval, n_failed, n_skipped, reason, protocol FROM {t} "
              f"WHERE level = 'item'" for t in METRIC_TABLES if t in present]
     if not parts:
         raise ValueError("no EntityBench metric partition has been materialised yet")
     records = con.execute(" UNION ALL ".join(parts)).df()
     tiers = con.execute("SELECT episode_id AS item, tier FROM entitybench_episode").df()
     board = leaderboard_table(records, tiers)
+    board = board.merge(comparability_table(records), on=["generator", "metric_id"], how="left")
     overall = board[board.tier == "all"].pivot(index="metric_id", columns="generator", values="value")
     return Output(board, metadata={"generators": MetadataValue.json(sorted(board["generator"].unique().tolist())),
                                    "table": MetadataValue.md(overall.to_markdown() if len(overall) else "empty")})

@@ -102,3 +102,33 @@ def presence_share(statuses: Sequence[str]) -> Optional[float]:
     if not known:
         return None
     return float(np.mean([s == "present" for s in known]))
+
+
+# ---------------------------------------------------------------------------------- Pillar 1 contracts
+
+from dataclasses import dataclass  # noqa: E402
+
+
+@dataclass(frozen=True)
+class ShotMetric:
+    """One intra-shot metric: its id, the model slot it needs (or None) and how a shot is scored.
+
+    ``score(frames, all_frames, fps, model)``: ``frames`` are the evenly sampled frames, ``all_frames``
+    the whole decoded shot (dynamic degree resamples at ~8 fps itself).
+    """
+
+    metric_id: str
+    slot: Optional[str]
+    score: Callable[[np.ndarray, np.ndarray, float, object], Optional[float]]
+
+
+PILLAR1 = (
+    ShotMetric("subject_consistency", "image_embedder", lambda f, a, fps, m: subject_consistency(m.embed(list(f)))),
+    ShotMetric("temporal_flickering", None, lambda f, a, fps, m: temporal_flickering(f)),
+    ShotMetric("motion_smoothness", "flow", lambda f, a, fps, m: motion_smoothness(f, m.flow)),
+    ShotMetric("dynamic_degree", "flow", lambda f, a, fps, m: dynamic_degree(a, fps, m.flow)),
+    # LAION head is 0-10; EntityBench reports [0, 1]
+    ShotMetric("aesthetic_quality", "aesthetic", lambda f, a, fps, m: float(np.mean(m.score(list(f)))) / 10.0),
+    # MUSIQ keeps its native 0-100 scale
+    ShotMetric("imaging_quality", "musiq", lambda f, a, fps, m: float(np.mean(m.score(list(f))))),
+)
