@@ -34,19 +34,6 @@ def _entitybench_plan(generators_root: str | None = None, generator_path: str | 
     return d, resources, items, gens, errors
 
 
-def _manifest(resources) -> dict:
-    from bench_assets.core.manifest import build_manifest
-    from bench_assets.entitybench.assets import CONSTANTS, PROTOCOL
-    models = resources["models"]
-    slots = {s.slot: {"checkpoint": s.checkpoint, "source": s.source, "fingerprint": s.fingerprint,
-                      "available": s.available, "reason": s.reason} for s in models.statuses()}
-    m = build_manifest(benchmark="entitybench", protocol=PROTOCOL, models=slots,
-                       judge=resources["judge"].fingerprint(), constants=CONSTANTS)
-    m["profile"] = models.profile
-    m["judge_mode"] = resources["judge"].mode
-    return m
-
-
 def _board(resources) -> pd.DataFrame:
     return resources["store"].query("SELECT * FROM entitybench_leaderboard")
 
@@ -60,24 +47,9 @@ def _print_board(board: pd.DataFrame) -> None:
 
 
 def _write_report(resources, board: pd.DataFrame, out: Path) -> Path:
-    from bench_assets.core.report import render_report
-    store = resources["store"]
-    try:
-        dataset = store.query("SELECT * FROM entitybench_dataset_statistics")
-    except Exception:  # the dataset table is optional in the report; the leaderboard is not
-        dataset = None
-    crops = {}
-    try:
-        g = store.query("SELECT generator, episode_id, shot, entity_id, status, crop_id FROM entitybench_grounding "
-                        "WHERE crop_id IS NOT NULL ORDER BY generator, episode_id, shot, entity_id")
-        first = g["episode_id"].min()
-        for gen, part in g[g.episode_id == first].groupby("generator"):
-            crops[gen] = [{"src": os.path.relpath(store.artifact_path(r.crop_id), out.parent), "shot": r.shot,
-                           "entity_id": r.entity_id, "status": r.status} for r in part.head(24).itertuples()]
-    except Exception:
-        crops = {}
-    return render_report(benchmark="entitybench", board=board, manifest=_manifest(resources), out_path=out,
-                         dataset=dataset, crops=crops)
+    from bench_assets.entitybench.report import entitybench_manifest, write_entitybench_report
+    manifest = entitybench_manifest(resources["models"], resources["judge"])
+    return write_entitybench_report(resources["store"], manifest, board, out)
 
 
 def cmd_demo(args) -> int:
@@ -93,7 +65,8 @@ def cmd_demo(args) -> int:
     stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=d.ENTITYBENCH,
                      items=items, generators=gens, item_assets=d.ENTITYBENCH_ITEM_ASSETS,
                      generator_assets=d.ENTITYBENCH_GENERATOR_ASSETS,
-                     aggregate_assets=["entitybench_dataset_statistics", "entitybench_leaderboard"])
+                     aggregate_assets=["entitybench_dataset_statistics", "entitybench_leaderboard",
+                                       "entitybench_report"])
     board = _board(resources)
     print()
     _print_board(board)

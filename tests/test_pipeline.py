@@ -24,7 +24,7 @@ def run_eval(instance, data, store_root, generators_root=None):
     stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=d.ENTITYBENCH, items=items,
                      generators=gens, item_assets=d.ENTITYBENCH_ITEM_ASSETS,
                      generator_assets=d.ENTITYBENCH_GENERATOR_ASSETS,
-                     aggregate_assets=["entitybench_dataset_statistics", "entitybench_leaderboard"],
+                     aggregate_assets=["entitybench_dataset_statistics", "entitybench_leaderboard", "entitybench_report"],
                      progress=lambda s: None)
     return stats, resources, errors
 
@@ -55,6 +55,10 @@ def test_slice_values_and_incrementality(small_world, tmp_path):
                                         "WHERE level = 'appearance'")
         assert len(rows) > 0
         assert all(resources["store"].has_artifact(c) for c in rows.crop_id)
+        report = resources["store"].query("SELECT path, manifest_json FROM entitybench_report")
+        html = open(report.path[0]).read()
+        assert "cs_face" in html and "faithful" in html and "EfficientNet-Lite0" in html
+        assert json.loads(report.manifest_json[0])["profile"] == "offline"
         # decode once per shot per process
         n_shots = sum(len(json.loads((data / "entitybench/episodes" / f"{e}.json").read_text())["shots"])
                       for e in episodes)

@@ -20,28 +20,19 @@ from bench_assets.core.aggregate import corrected_mean
 from bench_assets.core.manifest import protocol_digest
 from bench_assets.core.media import ClipCache, DecodeError
 from bench_assets.core.partitions import ENTITYBENCH as P
-from bench_assets.core.records import MetricRecord, record_from_values, unavailable
+from bench_assets.core.records import MetricRecord, record_from_values
 from bench_assets.core.tables import instance_row, metric_frame, record_row
 from bench_assets.entitybench import dataset as D
 from bench_assets.entitybench import metrics as M
+from bench_assets.entitybench.constants import (BENCH, CONSTANTS, GROUNDING_FRAMES, OFFLINE_WEAK_CONF,
+                                                  PILLAR1_MAX_FRAMES, PROTOCOL)
+from bench_assets.entitybench.report import entitybench_manifest, write_entitybench_report
 from bench_resources.device import Device
+from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry, SlotUnavailable
 from bench_resources.paths import BenchPaths
 from bench_resources.store import Store
 
-BENCH = "entitybench"
-PROTOCOL = "entitybench-1.0"
-GROUNDING_FRAMES = 5
-PILLAR1_MAX_FRAMES = 16
-OFFLINE_WEAK_CONF = 0.5   # offline status rule: detector confidence stands in for a_clip
-CONSTANTS = {
-    "grounding_frames": GROUNDING_FRAMES, "crop_pad": G.CROP_PAD, "crop_size": G.CROP_SIZE,
-    "sharp_center": G.SHARP_CENTER, "sharp_scale": G.SHARP_SCALE, "area_center_pct": G.AREA_CENTER_PCT,
-    "area_scale_pct": G.AREA_SCALE_PCT, "weak_clip_threshold": G.WEAK_CLIP_THRESHOLD,
-    "offline_weak_conf_threshold": OFFLINE_WEAK_CONF, "pillar1_max_frames": PILLAR1_MAX_FRAMES,
-    "dynamic_fps": M.DYNAMIC_FPS, "dynamic_top_fraction": M.DYNAMIC_TOP_FRACTION,
-    "dynamic_threshold_per_256": M.DYNAMIC_THRESHOLD_PER_256, "fidelity_gate_tau": 0.5,
-}
 TYPE_METRIC = {"character": "cs_face", "object": "cs_object"}
 
 # One decode per shot per process: every metric asset of a run asks this cache.
@@ -517,3 +508,25 @@ def entitybench_leaderboard(context: AssetExecutionContext, store: Store) -> Out
 
 ASSETS = [entitybench_episode, entitybench_entity_registry, entitybench_dataset_statistics, entitybench_outputs,
           entitybench_grounding, entitybench_pillar1, entitybench_presence_consistency, entitybench_leaderboard]
+
+
+@asset(group_name=METRIC_GROUP, code_version="1", deps=[entitybench_leaderboard, entitybench_dataset_statistics],
+       automation_condition=AutomationCondition.eager())
+def entitybench_report(context: AssetExecutionContext, store: Store, models: ModelRegistry,
+                       judge: Judge) -> Output[pd.DataFrame]:
+    """The HTML report (leaderboard with raw mean and coverage, models, dataset, crops) and the manifest."""
+    manifest = entitybench_manifest(models, judge)
+    board = store.query("SELECT * FROM entitybench_leaderboard")
+    out = Path(store.root) / "reports" / "entitybench.html" if store.is_local else None
+    if out is None:
+        raise ValueError(f"the HTML report is written next to a local store; {store.root} is remote")
+    path = write_entitybench_report(store, manifest, board, out)
+    df = pd.DataFrame([{"path": str(path), "protocol_digest": protocol_digest(manifest),
+                        "manifest_json": json.dumps(manifest, sort_keys=True, default=str)}])
+    return Output(df, metadata={"report": MetadataValue.path(str(path)),
+                                "open": MetadataValue.url(path.resolve().as_uri()),
+                                "protocol_digest": protocol_digest(manifest),
+                                "profile": manifest["profile"], "judge_mode": manifest["judge_mode"]})
+
+
+ASSETS.append(entitybench_report)

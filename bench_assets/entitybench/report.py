@@ -1,0 +1,40 @@
+"""EntityBench's protocol manifest and its HTML report (the leaderboard, models, dataset, crops)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bench_assets.core.manifest import build_manifest
+from bench_assets.core.report import render_report
+from bench_assets.entitybench.constants import CONSTANTS, PROTOCOL
+
+
+def entitybench_manifest(models, judge) -> dict[str, Any]:
+    slots = {s.slot: {"checkpoint": s.checkpoint, "source": s.source, "fingerprint": s.fingerprint,
+                      "available": s.available, "reason": s.reason} for s in models.statuses()}
+    m = build_manifest(benchmark="entitybench", protocol=PROTOCOL, models=slots, judge=judge.fingerprint(),
+                       constants=CONSTANTS)
+    m["profile"] = models.profile
+    m["judge_mode"] = judge.mode
+    return m
+
+
+def write_entitybench_report(store, manifest: dict[str, Any], board: pd.DataFrame, out: Path) -> Path:
+    tables = set(store.asset_tables())
+    dataset = store.query("SELECT * FROM entitybench_dataset_statistics") \
+        if "entitybench_dataset_statistics" in tables else None
+    crops: dict[str, list[dict]] = {}
+    if "entitybench_grounding" in tables:
+        g = store.query("SELECT generator, episode_id, shot, entity_id, status, crop_id FROM entitybench_grounding "
+                        "WHERE crop_id IS NOT NULL ORDER BY generator, episode_id, shot, entity_id")
+        if len(g):
+            first = g["episode_id"].min()
+            for gen, part in g[g.episode_id == first].groupby("generator"):
+                crops[gen] = [{"src": os.path.relpath(store.artifact_path(r.crop_id), Path(out).parent),
+                               "shot": r.shot, "entity_id": r.entity_id, "status": r.status}
+                              for r in part.head(24).itertuples()]
+    return render_report(benchmark="entitybench", board=board, manifest=manifest, out_path=out,
+                         dataset=dataset, crops=crops)
