@@ -351,8 +351,8 @@ def presence_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame) -> lis
             vals.append(v)
             rows.append(instance_row(mid, v, "shot", reason=reason, shot=shot.index,
                                      detail={"statuses": dict(zip(g["entity_id"], g["status"]))}, **keys))
-        rows.append(record_row(record_from_values(mid, vals, reason=None if any(v is not None for v in vals) else
-                                                  "grounding unavailable for every instance"), **keys))
+        why = sorted({r["reason"] for r in rows if r["metric_id"] == mid and r.get("reason")})
+        rows.append(record_row(record_from_values(mid, vals, reason="; ".join(why)[:500] or None), **keys))
     return rows
 
 
@@ -420,7 +420,7 @@ def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embe
     return rows, gated_out
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="3", pool="gpu")
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="4", pool="gpu")
 def entitybench_presence_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                                      entitybench_outputs: pd.DataFrame, entitybench_episode: pd.DataFrame,
                                      models: ModelRegistry, device: Device, store: Store) -> Output[pd.DataFrame]:
