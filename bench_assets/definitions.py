@@ -14,7 +14,8 @@ ALL_ASSETS = [*entitybench.ASSETS]
 
 ENTITYBENCH_ITEM_ASSETS = ["entitybench_episode", "entitybench_entity_registry"]
 ENTITYBENCH_GENERATOR_ASSETS = ["entitybench_outputs", "entitybench_grounding", "entitybench_pillar1",
-                                "entitybench_presence_consistency"]
+                                "entitybench_fidelity", "entitybench_action", "entitybench_presence_consistency",
+                                "entitybench_llm_consistency"]
 
 
 def _paths() -> BenchPaths:

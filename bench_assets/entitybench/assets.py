@@ -24,6 +24,8 @@ from bench_assets.core.records import MetricRecord, record_from_values
 from bench_assets.core.tables import instance_row, metric_frame, record_row
 from bench_assets.entitybench import dataset as D
 from bench_assets.entitybench import metrics as M
+from bench_assets.entitybench import judged as JD
+from bench_assets.entitybench import judging as J
 from bench_assets.entitybench.constants import (BENCH, CONSTANTS, GROUNDING_FRAMES, OFFLINE_WEAK_CONF,
                                                   PILLAR1_MAX_FRAMES, PROTOCOL)
 from bench_assets.entitybench.report import entitybench_manifest, write_entitybench_report
@@ -357,42 +359,47 @@ def presence_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame) -> lis
 
 
 def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embed, embed_reason: Optional[str],
-                    store: Store, clips: dict) -> tuple[list[dict], int]:
-    """cs_face / cs_object (centroid cosine over admitted crops) and cs_transition_boundary.
+                    store: Store, clips: dict, fidelity: dict) -> tuple[list[dict], int]:
+    """cs_face / cs_object (centroid cosine over the admitted crops C(e)), the DINOv2 gap-decay pairs
+    (adjacent admitted appearances) and cs_transition_boundary.
 
-    Fidelity gate: admitted = status present and (fidelity >= tau or fidelity None). Fidelity is judged in
-    the full EntityBench issue; until then it is None, so every present crop passes and is logged as such.
+    C(e) = present, attributable crops with fidelity overall >= tau or fidelity None (judge off or failed).
     """
     keys = {"benchmark": BENCH, "generator": generator, "item": ep.episode_id}
     rows: list[dict] = []
-    gated_out = 0   # present crops with fidelity < tau; fidelity is not judged in this slice, so none yet
-    reg = ep.registry
+    gated_out = 0
     for etype, mid in TYPE_METRIC.items():
         pooled, skipped, n_ambiguous = [], 0, 0
         for ent in (e for e in ep.entities if e.type == etype):
-            g = grounding[(grounding["entity_id"] == ent.id)].sort_values("shot")
-            present = g[(g["status"] == "present") & g["crop_id"].notna()]
-            # boxes a closed-vocabulary detector could not attribute to this entity are not its appearances
-            ambiguous = present["ambiguous"].fillna(False).astype(bool) if "ambiguous" in present else False
-            admitted = present[~ambiguous] if "ambiguous" in present else present
-            n_ambiguous += int(len(present) - len(admitted)) if len(admitted) >= 2 else 0
-            if len(admitted) < 2:
+            adm, gated = JD.admitted(grounding, fidelity, ent.id)
+            gated_out += gated
+            present = grounding[(grounding["entity_id"] == ent.id) & (grounding["status"] == "present")]
+            n_ambiguous += int(present.get("ambiguous", pd.Series(dtype=bool)).fillna(False).astype(bool).sum())
+            if len(adm) < 2:
                 continue
             if embed is None:
-                skipped += len(admitted)
+                skipped += len(adm)
                 continue
-            emb = embed([store.get_png(c) for c in admitted["crop_id"]])
+            emb = embed([store.get_png(c) for c in adm["crop_id"]])
             _, scores = M.centroid_scores(emb)
-            for (r, s) in zip(admitted.itertuples(), scores):
+            for (r, s) in zip(adm.itertuples(), scores):
                 pooled.append(float(s))
                 rows.append(instance_row(mid, float(s), "appearance", shot=int(r.shot), entity_id=ent.id,
                                          crop_id=r.crop_id, frame_index=int(r.frame_index),
                                          source_sha256=r.source_sha256, **keys))
+            e = M._l2n(emb)
+            shots = [int(x) for x in adm["shot"]]
+            for i in range(len(shots) - 1):
+                d = shots[i + 1] - shots[i]
+                rows.append(instance_row("gap_decay_dino", float(e[i] @ e[i + 1]), "pair", shot=shots[i + 1],
+                                         entity_id=ent.id, crop_id=adm["crop_id"].iloc[i + 1],
+                                         detail={"from_shot": shots[i], "shot_distance": d,
+                                                 "gap_bin": J.gap_bin(d), "entity_type": etype}, **keys))
+        # Unattributable boxes are not instances (like gated-out appearances: coverage stays 1); the
+        # count is kept in the reason and every such row is flagged in entitybench_grounding.
         why = "; ".join(x for x in (embed_reason if skipped else None,
                                     f"{n_ambiguous} appearances not attributable (shared class)" if n_ambiguous
                                     else None) if x) or None
-        # Unattributable boxes are not instances (like gated-out appearances: coverage stays 1); the
-        # count is kept in the reason and every such row is flagged in entitybench_grounding.
         rec = record_from_values(mid, pooled, n_skipped=skipped,
                                  reason=why or (None if pooled else "no entity with >= 2 admitted appearances"))
         rows.append(record_row(rec, **keys))
@@ -423,19 +430,23 @@ def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embe
 @asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="4", pool="gpu")
 def entitybench_presence_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                                      entitybench_outputs: pd.DataFrame, entitybench_episode: pd.DataFrame,
-                                     models: ModelRegistry, device: Device, store: Store) -> Output[pd.DataFrame]:
+                                     entitybench_fidelity: pd.DataFrame, models: ModelRegistry, device: Device,
+                                     store: Store) -> Output[pd.DataFrame]:
     """Pillar 2 presence (3) and Pillar 3 embedding consistency (cs_face, cs_object, cs_transition_boundary)."""
     generator, _ = _split(context)
     ep, clips, _ = _episode_and_clips(entitybench_outputs, entitybench_episode)
     embedder, why = _slot(models, device, "image_embedder")
     rows = presence_rows(generator, ep, entitybench_grounding)
     cs_rows, gated_out = cross_shot_rows(generator, ep, entitybench_grounding,
-                                         embedder.embed if embedder is not None else None, why, store, clips)
+                                         embedder.embed if embedder is not None else None, why, store, clips,
+                                         JD.fidelity_overall(entitybench_fidelity))
     rows += cs_rows
     n_present = int((entitybench_grounding["status"] == "present").sum())
+    judged = entitybench_fidelity["value"].notna().any() if len(entitybench_fidelity) else False
     rows.append(record_row(MetricRecord("_meta_cross_shot_gate", float(gated_out) if n_present else None,
                                         n_present, 0, 0,
-                                        "fidelity not judged (judge off in this slice): every present crop passed"
+                                        None if judged or not n_present else
+                                        "fidelity not judged: every present crop passed the gate (logged)"
                                         if n_present else "no present crop"),
                            benchmark=BENCH, generator=generator, item=ep.episode_id))
     df = metric_frame(rows)
@@ -443,14 +454,92 @@ def entitybench_presence_consistency(context: AssetExecutionContext, entitybench
     items = df[df.level == "item"]
     return Output(df, metadata={**{r.metric_id: (float(r.value) if pd.notna(r.value) else "None")
                                    for r in items.itertuples()},
-                                "fidelity_gate": MetadataValue.text(
-                                    "fidelity not judged in this slice: every present crop passes the gate"),
+                                "gated_out": gated_out,
                                 "models": MetadataValue.json(_slot_manifest(models, ["image_embedder"]))})
+
+
+# ----------------------------------------------------------------------------- judged metrics
+
+def _ask(judge: Judge):
+    return judge.ask_many
+
+
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="1")
+def entitybench_fidelity(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
+                         entitybench_episode: pd.DataFrame, judge: Judge, store: Store) -> Output[pd.DataFrame]:
+    """Pillar 2 fidelity (15): the judge scores each present/weak canonical crop against its description."""
+    generator, _ = _split(context)
+    ep = D.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
+    df = metric_frame(JD.fidelity_rows(generator, ep, entitybench_grounding, store.get_png, judge.ask_many))
+    df["protocol"] = protocol_digest({"judge": judge.fingerprint(), "protocol": PROTOCOL})
+    return Output(df, metadata=_item_metadata(df) | {"judge": MetadataValue.json(judge.fingerprint())})
+
+
+def _action_detector(detector, reg):
+    """frames, entity ids -> per frame {entity: box}: the highest-confidence box of each scheduled entity;
+    entities a closed-vocabulary detector cannot tell apart get distinct boxes by score."""
+    def boxes(frames, entity_ids):
+        out = [dict() for _ in frames]
+        by_label: dict[str, list[str]] = defaultdict(list)
+        dets = {}
+        for e in entity_ids:
+            d, why = _detect(detector, frames, reg[e].description, reg[e].type)
+            dets[e] = d
+            label = getattr(detector, "last_label", None) if getattr(detector, "closed_vocabulary", False) else e
+            by_label[label or e].append(e)
+        for members in by_label.values():
+            for t in range(len(frames)):
+                d = dets[members[0]][t]
+                order = list(np.argsort(-d.confidence)) if len(d) else []
+                for e, j in zip(members, order):
+                    out[t][e] = tuple(float(v) for v in d.xyxy[j])
+        return out
+    return boxes
+
+
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="1", pool="gpu")
+def entitybench_action(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
+                       entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
+                       judge: Judge) -> Output[pd.DataFrame]:
+    """Pillar 2 action (6): a 2x3 grid of 6 frames with labelled boxes, judged against the action text."""
+    generator, _ = _split(context)
+    ep, clips, errors = _episode_and_clips(entitybench_outputs, entitybench_episode)
+    detector, why = _slot(models, device, "open_vocab_detector")
+    detect = _action_detector(detector, ep.registry) if detector is not None else None
+    df = metric_frame(JD.action_rows(generator, ep, clips, errors, detect, why, judge.ask_many))
+    df["protocol"] = protocol_digest({"judge": judge.fingerprint(), "protocol": PROTOCOL,
+                                      "detector": _slot_manifest(models, ["open_vocab_detector"])})
+    return Output(df, metadata=_item_metadata(df))
+
+
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="1", pool="gpu")
+def entitybench_llm_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
+                                entitybench_fidelity: pd.DataFrame, entitybench_outputs: pd.DataFrame,
+                                entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
+                                judge: Judge, store: Store) -> Output[pd.DataFrame]:
+    """Pillar 3 LLM (12 + 6): pairwise identity against the centroid anchor; locations on full frames."""
+    generator, _ = _split(context)
+    ep, clips, _ = _episode_and_clips(entitybench_outputs, entitybench_episode)
+    embedder, why = _slot(models, device, "image_embedder")
+    embed = embedder.embed if embedder is not None else None
+    fid = JD.fidelity_overall(entitybench_fidelity)
+    rows = JD.llm_entity_rows(generator, ep, entitybench_grounding, fid, embed, why, store.get_png, judge.ask_many)
+    rows += JD.llm_location_rows(generator, ep, entitybench_grounding, clips, embed, why, judge.ask_many)
+    df = metric_frame(rows)
+    df["protocol"] = protocol_digest({"judge": judge.fingerprint(), "protocol": PROTOCOL,
+                                      "models": _slot_manifest(models, ["image_embedder"])})
+    return Output(df, metadata=_item_metadata(df))
+
+
+def _item_metadata(df: pd.DataFrame) -> dict:
+    items = df[df.level == "item"]
+    return {r.metric_id: (float(r.value) if pd.notna(r.value) else "None") for r in items.itertuples()}
 
 
 # ----------------------------------------------------------------------------- leaderboard
 
-METRIC_TABLES = ("entitybench_pillar1", "entitybench_presence_consistency")
+METRIC_TABLES = ("entitybench_pillar1", "entitybench_presence_consistency", "entitybench_fidelity",
+                 "entitybench_action", "entitybench_llm_consistency")
 
 
 def leaderboard_table(records: pd.DataFrame, tiers: pd.DataFrame) -> pd.DataFrame:
@@ -487,7 +576,7 @@ def comparability_table(records: pd.DataFrame) -> pd.DataFrame:
 
 
 @asset(group_name=METRIC_GROUP, code_version="2",
-       deps=["entitybench_pillar1", "entitybench_presence_consistency", "entitybench_episode"],
+       deps=[*METRIC_TABLES, "entitybench_episode"],
        automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
 def entitybench_leaderboard(context: AssetExecutionContext, store: Store) -> Output[pd.DataFrame]:
     """Headline table: every metric for every generator (value or None with reason), per tier and overall."""
@@ -507,7 +596,8 @@ def entitybench_leaderboard(context: AssetExecutionContext, store: Store) -> Out
 
 
 ASSETS = [entitybench_episode, entitybench_entity_registry, entitybench_dataset_statistics, entitybench_outputs,
-          entitybench_grounding, entitybench_pillar1, entitybench_presence_consistency, entitybench_leaderboard]
+          entitybench_grounding, entitybench_pillar1, entitybench_fidelity, entitybench_action,
+          entitybench_presence_consistency, entitybench_llm_consistency, entitybench_leaderboard]
 
 
 @asset(group_name=METRIC_GROUP, code_version="1", deps=[entitybench_leaderboard, entitybench_dataset_statistics],
