@@ -65,7 +65,7 @@ def cmd_demo(args) -> int:
     stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=d.ENTITYBENCH,
                      items=items, generators=gens, item_assets=d.ENTITYBENCH_ITEM_ASSETS,
                      generator_assets=d.ENTITYBENCH_GENERATOR_ASSETS,
-                     aggregate_assets=["entitybench_dataset_statistics", "entitybench_leaderboard",
+                     aggregate_assets=["entitybench_dataset_statistics", "entitybench_leaderboard", "entitybench_gap_decay",
                                        "entitybench_report"])
     board = _board(resources)
     print()

@@ -67,3 +67,28 @@ def test_shot_files(tmp_path):
     (tmp_path / "shot_00.mp4").write_bytes(b"x")
     files = D.index_shot_files(ep, tmp_path, "g")
     assert all(f.error and "1-based" in f.error for f in files)
+
+
+def test_tables_6_to_8_quantities():
+    ep = D.parse_episode(episode())
+    s = D.episode_statistics(ep)
+    assert (s["registry_characters"], s["registry_objects"], s["registry_locations"]) == (1, 1, 1)
+    assert (s["appearances_character"], s["appearances_object"], s["appearances_location"]) == (3, 2, 2)
+    assert (s["first_appearances_character"], s["reappearances_character"]) == (1, 2)
+    assert s["reappearance_rate_character"] == pytest.approx(2 / 3)
+    assert s["scenes"] == 3
+    assert s["mean_entities_per_shot"] == pytest.approx(7 / 5)
+    assert s["frac_shots_tritype"] == pytest.approx(1 / 5)  # only shot 2 has c + o + l
+    assert s["frac_shots_2c1o"] == 0.0
+
+
+def test_dataset_table_aggregates_tiers():
+    import pandas as pd
+    from bench_assets.entitybench.assets import dataset_table
+    a = D.episode_statistics(D.parse_episode(episode()))
+    b = D.episode_statistics(D.parse_episode(episode(episode_id="e8")))
+    t = dataset_table(pd.DataFrame([a, b])).set_index("tier")
+    assert list(t.index) == ["easy", "all"]
+    assert t.loc["all", "episodes"] == 2 and t.loc["all", "shots"] == 10
+    assert t.loc["all", "appearances_character"] == 6 and t.loc["all", "reappearance_rate"] == pytest.approx(4 / 7)
+    assert t.loc["all", "recurrence_gap_max"] == 2 and t.loc["all", "cut_rate"] == pytest.approx(0.6)

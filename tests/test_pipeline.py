@@ -24,7 +24,8 @@ def run_eval(instance, data, store_root, generators_root=None):
     stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=d.ENTITYBENCH, items=items,
                      generators=gens, item_assets=d.ENTITYBENCH_ITEM_ASSETS,
                      generator_assets=d.ENTITYBENCH_GENERATOR_ASSETS,
-                     aggregate_assets=["entitybench_dataset_statistics", "entitybench_leaderboard", "entitybench_report"],
+                     aggregate_assets=["entitybench_dataset_statistics", "entitybench_leaderboard", "entitybench_gap_decay",
+                                       "entitybench_report"],
                      progress=lambda s: None)
     return stats, resources, errors
 
@@ -59,6 +60,25 @@ def test_slice_values_and_incrementality(small_world, tmp_path):
         html = open(report.path[0]).read()
         assert "cs_face" in html and "faithful" in html and "EfficientNet-Lite0" in html
         assert json.loads(report.manifest_json[0])["profile"] == "offline"
+        # audit to pixels: the cs_face page of faithful shows the crops behind the number
+        from pathlib import Path
+        audit = Path(report.path[0]).parent / "audit" / "cs_face__faithful.html"
+        page = audit.read_text()
+        assert page.count('class="crop"') > 0 and "e0003" in page
+        first_src = page.split('class="crop" src="')[1].split('"')[0]
+        assert (audit.parent / first_src).resolve().is_file()
+        assert 'href="audit/cs_face__faithful.html"' in html
+        # every one of the 51 metric ids is on the board; the judged ones are None with "judge off"
+        from bench_assets.entitybench.judged import ALL_JUDGED_IDS
+        assert set(ALL_JUDGED_IDS) <= set(v.index)
+        judged = board[board.metric_id.isin(ALL_JUDGED_IDS)]
+        assert judged.value.isna().all(), judged[judged.value.notna()]
+        assert judged.reason.notna().all() and (judged.reason.str.len() > 0).all()
+        with_instances = judged[judged.metric_id.isin(["intra_face_fidelity", "intra_action_overall",
+                                                       "llm_face_accuracy", "llm_scene_accuracy"])]
+        assert with_instances.reason.str.contains("judge off").all(), with_instances.reason.tolist()
+        gap = resources["store"].query("SELECT * FROM entitybench_gap_decay WHERE signal = 'dino_cosine'")
+        assert set(gap.generator) == {"faithful", "drift", "static"} and (gap.pairs > 0).all()
         # decode once per shot per process
         n_shots = sum(len(json.loads((data / "entitybench/episodes" / f"{e}.json").read_text())["shots"])
                       for e in episodes)

@@ -25,6 +25,7 @@ from bench_assets.core.tables import instance_row, metric_frame, record_row
 from bench_assets.entitybench import dataset as D
 from bench_assets.entitybench import metrics as M
 from bench_assets.entitybench import judged as JD
+from bench_assets.entitybench import audit as AU
 from bench_assets.entitybench import judging as J
 from bench_assets.entitybench.constants import (BENCH, CONSTANTS, GROUNDING_FRAMES, OFFLINE_WEAK_CONF,
                                                   PILLAR1_MAX_FRAMES, PROTOCOL)
@@ -75,7 +76,7 @@ def _slot_manifest(models: ModelRegistry, names: list[str]) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- dataset
 
-@asset(partitions_def=P.items, group_name=METRIC_GROUP, code_version="1", kinds={"json"})
+@asset(partitions_def=P.items, group_name=METRIC_GROUP, code_version="2", kinds={"json"})
 def entitybench_episode(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.DataFrame]:
     """One validated episode (canonical JSON), with the paper's Table 3 / Table 10 statistics."""
     ep = _load_episode(paths, context.partition_key)
@@ -106,7 +107,7 @@ def entitybench_entity_registry(context: AssetExecutionContext,
                                 "by_type": MetadataValue.json(df.groupby("type").size().to_dict())})
 
 
-@asset(group_name=METRIC_GROUP, code_version="1", deps=[entitybench_episode],
+@asset(group_name=METRIC_GROUP, code_version="2", deps=[entitybench_episode],
        automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
 def entitybench_dataset_statistics(context: AssetExecutionContext, store: Store) -> pd.DataFrame:
     """Table 3 / Table 10 per tier and overall, over every materialised episode."""
@@ -131,6 +132,17 @@ def dataset_table(stats: pd.DataFrame) -> pd.DataFrame:
             "continuation_chains": int(part["continuation_chains"].sum()),
             "registry_shot_rate": float(part["registry_shots"].sum() / part["n_shots"].sum()),
             "memory_only_rate": float(part["memory_only_shots"].sum() / part["n_shots"].sum()),
+            "scenes": int(part["scenes"].sum()),
+            **{f"registry_{t}s": int(part[f"registry_{t}s"].sum()) for t in D.ENTITY_TYPES},
+            **{f"appearances_{t}": int(part[f"appearances_{t}"].sum()) for t in D.ENTITY_TYPES},
+            **{f"first_appearances_{t}": int(part[f"first_appearances_{t}"].sum()) for t in D.ENTITY_TYPES},
+            **{f"reappearance_rate_{t}": (float(part[f"reappearances_{t}"].sum() / part[f"appearances_{t}"].sum())
+                                          if part[f"appearances_{t}"].sum() else None) for t in D.ENTITY_TYPES},
+            **{f"{k}_per_shot": float((part[f"mean_{k}_per_shot"] * part["n_shots"]).sum() / part["n_shots"].sum())
+               for k in ("characters", "objects", "locations", "entities")},
+            "frac_shots_tritype": float((part["frac_shots_tritype"] * part["n_shots"]).sum() / part["n_shots"].sum()),
+            "frac_shots_2c1o": float((part["frac_shots_2c1o"] * part["n_shots"]).sum() / part["n_shots"].sum()),
+            "mean_per_entity_max_gap": float(part["mean_per_entity_max_gap"].mean()),
         })
     return pd.DataFrame(rows)
 
@@ -600,23 +612,65 @@ ASSETS = [entitybench_episode, entitybench_entity_registry, entitybench_dataset_
           entitybench_presence_consistency, entitybench_llm_consistency, entitybench_leaderboard]
 
 
-@asset(group_name=METRIC_GROUP, code_version="1", deps=[entitybench_leaderboard, entitybench_dataset_statistics],
+@asset(group_name=METRIC_GROUP, code_version="1",
+       deps=["entitybench_presence_consistency", "entitybench_llm_consistency"],
+       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
+def entitybench_gap_decay(context: AssetExecutionContext, store: Store) -> Output[pd.DataFrame]:
+    """Gap-decay diagnostic: DINOv2 cosine of adjacent admitted appearances and LLM sim of the anchor
+    comparisons, binned by shot distance (1-2, 3-5, 6-10, 11-20, 21-50), with pair counts; plotted."""
+    tables = set(store.asset_tables())
+    cols = "generator, item, shot, entity_id, value, detail"
+    dino = store.query(f"SELECT {cols} FROM entitybench_presence_consistency WHERE metric_id = 'gap_decay_dino'") \
+        if "entitybench_presence_consistency" in tables else None
+    llm = store.query(f"SELECT {cols} FROM entitybench_llm_consistency WHERE level = 'pair' AND metric_id IN "
+                      f"('llm_face_mean_score', 'llm_object_mean_score')") \
+        if "entitybench_llm_consistency" in tables else None
+    table = AU.gap_decay_table(dino, llm)
+    png = AU.gap_decay_plot(table)
+    plot_id = store.put_bytes(png, "png") if png else None
+    table["plot_id"] = plot_id
+    meta = {"pairs": int(table["pairs"].sum()) if len(table) else 0}
+    if plot_id:
+        meta["plot"] = MetadataValue.path(store.artifact_path(plot_id))
+    return Output(table, metadata=meta)
+
+
+@asset(group_name=METRIC_GROUP, code_version="2",
+       deps=[entitybench_leaderboard, entitybench_dataset_statistics, entitybench_gap_decay],
        automation_condition=AutomationCondition.eager())
 def entitybench_report(context: AssetExecutionContext, store: Store, models: ModelRegistry,
                        judge: Judge) -> Output[pd.DataFrame]:
-    """The HTML report (leaderboard with raw mean and coverage, models, dataset, crops) and the manifest."""
+    """The HTML report (leaderboard with raw mean and coverage, models, dataset, gap decay) with one audit page
+    per (metric, generator): headline -> per episode -> per instance -> crops, frames, judge answers."""
+    if not store.is_local:
+        raise ValueError(f"the HTML report is written next to a local store; {store.root} is remote")
     manifest = entitybench_manifest(models, judge)
     board = store.query("SELECT * FROM entitybench_leaderboard")
-    out = Path(store.root) / "reports" / "entitybench.html" if store.is_local else None
-    if out is None:
-        raise ValueError(f"the HTML report is written next to a local store; {store.root} is remote")
-    path = write_entitybench_report(store, manifest, board, out)
+    out = Path(store.root) / "reports" / "entitybench.html"
+    tables = set(store.asset_tables())
+    union = " UNION ALL ".join(
+        f"SELECT generator, item, level, metric_id, shot, entity_id, value, n_eval, n_failed, n_skipped, reason, "
+        f"crop_id, frame_index, source_sha256, detail FROM {t}" for t in METRIC_TABLES if t in tables)
+    rows = store.query(union)
+    tiers = store.query("SELECT episode_id AS item, tier FROM entitybench_episode")
+    items = rows[rows.level == "item"].merge(tiers, on="item", how="left")
+    inst = rows[rows.level != "item"]
+    overall = board[board.tier == "all"].set_index(["metric_id", "generator"])
+    audit_dir = out.parent / "audit"
+    for (mid, gen), head in overall.iterrows():
+        AU.render_audit(metric_id=mid, generator=gen, headline=head.to_dict(),
+                        episodes=items[(items.metric_id == mid) & (items.generator == gen)].sort_values("item"),
+                        instances=inst[(inst.metric_id == mid) & (inst.generator == gen)],
+                        artifact_path=store.artifact_path, out_dir=audit_dir)
+    gap = store.query("SELECT * FROM entitybench_gap_decay") if "entitybench_gap_decay" in tables else None
+    path = write_entitybench_report(store, manifest, board, out, gap_decay=gap)
     df = pd.DataFrame([{"path": str(path), "protocol_digest": protocol_digest(manifest),
                         "manifest_json": json.dumps(manifest, sort_keys=True, default=str)}])
     return Output(df, metadata={"report": MetadataValue.path(str(path)),
                                 "open": MetadataValue.url(path.resolve().as_uri()),
-                                "protocol_digest": protocol_digest(manifest),
+                                "audit_pages": len(overall), "protocol_digest": protocol_digest(manifest),
                                 "profile": manifest["profile"], "judge_mode": manifest["judge_mode"]})
 
 
+ASSETS.append(entitybench_gap_decay)
 ASSETS.append(entitybench_report)

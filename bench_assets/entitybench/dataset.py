@@ -208,7 +208,19 @@ def episode_statistics(episode: Episode) -> dict[str, Any]:
     chars_per_shot = [sum(1 for e in s.entities if reg[e].type == "character") for s in episode.shots]
     objs_per_shot = [sum(1 for e in s.entities if reg[e].type == "object") for s in episode.shots]
     scheduled = {e for s in episode.shots for e in s.entities}
+    locs_per_shot = [sum(1 for e in s.entities if reg[e].type == "location") for s in episode.shots]
+    for etype in ENTITY_TYPES:  # Tables 6 and 8: registry, appearances, first vs re-appearances per type
+        stats[f"registry_{etype}s"] = sum(1 for e in episode.entities if e.type == etype)
+        stats[f"appearances_{etype}"] = slots_by_type[etype]
+        stats[f"reappearances_{etype}"] = reappear_by_type[etype]
+        stats[f"first_appearances_{etype}"] = slots_by_type[etype] - reappear_by_type[etype]
     stats.update({
+        "scenes": sum(1 for s in episode.shots if s.cut),
+        "mean_objects_per_shot": float(np.mean(objs_per_shot)),
+        "mean_locations_per_shot": float(np.mean(locs_per_shot)),
+        "mean_entities_per_shot": float(np.mean([len(s.entities) for s in episode.shots])),
+        "frac_shots_tritype": float(np.mean([c >= 1 and o >= 1 and l >= 1 for c, o, l in
+                                             zip(chars_per_shot, objs_per_shot, locs_per_shot)])),
         "scheduled_entities": len(scheduled),
         "recurring_entity_rate": (sum(1 for e in scheduled if len(episode.appearances(e)) >= 2) / len(scheduled)
                                   if scheduled else None),

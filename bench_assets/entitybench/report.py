@@ -22,7 +22,8 @@ def entitybench_manifest(models, judge) -> dict[str, Any]:
     return m
 
 
-def write_entitybench_report(store, manifest: dict[str, Any], board: pd.DataFrame, out: Path) -> Path:
+def write_entitybench_report(store, manifest: dict[str, Any], board: pd.DataFrame, out: Path,
+                             gap_decay: pd.DataFrame | None = None) -> Path:
     tables = set(store.asset_tables())
     dataset = store.query("SELECT * FROM entitybench_dataset_statistics") \
         if "entitybench_dataset_statistics" in tables else None
@@ -36,5 +37,10 @@ def write_entitybench_report(store, manifest: dict[str, Any], board: pd.DataFram
                 crops[gen] = [{"src": os.path.relpath(store.artifact_path(r.crop_id), Path(out).parent),
                                "shot": r.shot, "entity_id": r.entity_id, "status": r.status}
                               for r in part.head(24).itertuples()]
+    plot = None
+    if gap_decay is not None and len(gap_decay) and gap_decay["plot_id"].notna().any():
+        plot = os.path.relpath(store.artifact_path(gap_decay["plot_id"].dropna().iloc[0]), Path(out).parent)
+    audit = (Path(out).parent / "audit").is_dir()
     return render_report(benchmark="entitybench", board=board, manifest=manifest, out_path=out,
-                         dataset=dataset, crops=crops)
+                         dataset=dataset, crops=crops, gap_decay=gap_decay, gap_plot=plot,
+                         audit_link=(lambda m, g: f"audit/{m}__{g}.html") if audit else None)
