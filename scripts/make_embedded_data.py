@@ -172,7 +172,7 @@ def plan_appearances(ep: dict) -> dict[tuple[int, str], dict]:
             if types[e] != "location" and seen_count[e] > 1 and (seen_count[e] - 1) % 3 == 0:
                 pool = [x for x in ep["_sources"] if types[x] == types[e] and x != e and x not in s["entities"]]
                 swap_to = pool[0] if pool else None
-            plan[(k, e)] = {"drift_base": 0.0 if gap == 0 else min(1.5, 0.15 * gap), "swap_to": swap_to, "gap": gap}
+            plan[(k, e)] = {"drift_base": 0.0 if gap == 0 else min(2.0, 0.3 * gap), "swap_to": swap_to, "gap": gap}
             last[e] = k
     return plan
 
@@ -206,9 +206,9 @@ def render_shot(generator: str, ep: dict, shot_index: int, src: dict[str, np.nda
             rendered = p["swap_to"] if generator == "swap" and p["swap_to"] else e
             level = 0.0
             if generator == "drift" and p["gap"] > 0:
-                level = p["drift_base"] + 0.8 * progress
+                level = p["drift_base"] + 0.4 * progress
             elif generator == "drift":
-                level = 0.8 * progress
+                level = 0.4 * progress
             height = int(H * (0.9 if kind == "character" else 0.42))
             sprite = _fit(src[ep["_sources"][rendered]], height)
             if generator == "drift" and level > 0:
