@@ -147,3 +147,23 @@ def test_pillar1_math():
     assert np.allclose(s, [np.sqrt(.5), np.sqrt(.5)])
     assert M.presence_share(["present", "absent", "unavailable"]) == 0.5
     assert M.presence_share(["unavailable"]) is None
+
+
+def test_effect_size_table_refuses_mixed_protocols():
+    from bench_assets.entitybench.assets import effect_size_table
+    rec = pd.DataFrame([
+        {"generator": "a", "item": "e1", "metric_id": "m", "value": 0.9, "protocol": "p"},
+        {"generator": "a", "item": "e2", "metric_id": "m", "value": 0.8, "protocol": "p"},
+        {"generator": "a", "item": "e3", "metric_id": "m", "value": 0.7, "protocol": "p"},
+        {"generator": "b", "item": "e1", "metric_id": "m", "value": 0.5, "protocol": "p"},
+        {"generator": "b", "item": "e2", "metric_id": "m", "value": 0.6, "protocol": "p"},
+        {"generator": "b", "item": "e3", "metric_id": "m", "value": 0.2, "protocol": "p"},
+        {"generator": "c", "item": "e1", "metric_id": "m", "value": 0.5, "protocol": "q"},
+        {"generator": "c", "item": "e2", "metric_id": "m", "value": 0.4, "protocol": "q"},
+    ])
+    t = effect_size_table(rec).set_index(["generator_a", "generator_b"])
+    ab = t.loc[("a", "b")]
+    assert ab.comparable and ab.cohens_d == pytest.approx(cohens_d([.9, .8, .7], [.5, .6, .2]))
+    assert ab.d_z == pytest.approx(paired_dz({"e1": .9, "e2": .8, "e3": .7}, {"e1": .5, "e2": .6, "e3": .2}))
+    ac = t.loc[("a", "c")]
+    assert not ac.comparable and pd.isna(ac.cohens_d) and pd.isna(ac.d_z) and "manifests differ" in ac.reason

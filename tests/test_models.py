@@ -125,3 +125,25 @@ def test_device_resource():
     if not torch.cuda.is_available():
         with pytest.raises(RuntimeError, match="CUDA is not available"):
             Device(device="cuda:0").torch_device()
+
+
+def test_paper_aesthetic_head_and_musiq_loading(tmp_path):
+    """The LAION head and a MUSIQ TorchScript file go through their real loading code (random weights)."""
+    from bench_resources.models.vision import AestheticPredictor, ClipModel
+    clip = ClipModel.from_open_clip("ViT-B-32", None, torch.device("cpu"), torch.float32, 2)
+    head = torch.nn.Linear(512, 1)
+    torch.save(head.state_dict(), tmp_path / "head.pth")
+    scores = AestheticPredictor(clip, tmp_path / "head.pth").score([sd.astronaut(), sd.coffee()])
+    emb = torch.from_numpy(clip.embed_images([sd.astronaut(), sd.coffee()]))
+    assert np.allclose(scores, head(emb).squeeze(-1).detach().numpy(), atol=1e-4)
+
+    class TinyIQA(torch.nn.Module):
+        def forward(self, x):
+            return x.mean(dim=(1, 2, 3)) * 100.0
+
+    (tmp_path / "w" / "musiq").mkdir(parents=True)
+    torch.jit.script(TinyIQA()).save(str(tmp_path / "w" / "musiq" / "musiq_koniq.pt"))
+    reg = ModelRegistry(profile="paper", weights_dir=str(tmp_path / "w"))
+    assert reg.status("musiq").available
+    img = np.full((32, 48, 3), 51, np.uint8)
+    assert reg.slot("musiq", CPU).score([img])[0] == pytest.approx(20.0, abs=1e-4)

@@ -16,7 +16,7 @@ from dagster import (
 )
 
 from bench_assets.core import grounding as G
-from bench_assets.core.aggregate import corrected_mean
+from bench_assets.core.aggregate import cohens_d, corrected_mean, paired_dz
 from bench_assets.core.manifest import protocol_digest
 from bench_assets.core.media import ClipCache, DecodeError
 from bench_assets.core.partitions import ENTITYBENCH as P
@@ -672,5 +672,40 @@ def entitybench_report(context: AssetExecutionContext, store: Store, models: Mod
                                 "profile": manifest["profile"], "judge_mode": manifest["judge_mode"]})
 
 
+def effect_size_table(records: pd.DataFrame) -> pd.DataFrame:
+    """Per metric and ordered generator pair: pooled Cohen's d over episode values and paired d_z over the
+    episodes both have; refused (None, with the reason) when the two were scored under different protocols."""
+    rows = []
+    vals = records.dropna(subset=["value"])
+    for mid, part in vals.groupby("metric_id"):
+        gens = sorted(part["generator"].unique())
+        for a in gens:
+            for b in gens:
+                if a >= b:
+                    continue
+                pa, pb = part[part.generator == a], part[part.generator == b]
+                protocols = set(pa["protocol"].dropna()) | set(pb["protocol"].dropna())
+                ok = len(protocols) <= 1
+                ea, eb = dict(zip(pa["item"], pa["value"])), dict(zip(pb["item"], pb["value"]))
+                rows.append({"metric_id": mid, "generator_a": a, "generator_b": b, "comparable": ok,
+                             "cohens_d": cohens_d(ea.values(), eb.values()) if ok else None,
+                             "d_z": paired_dz(ea, eb) if ok else None,
+                             "n_a": len(ea), "n_b": len(eb), "n_shared": len(set(ea) & set(eb)),
+                             "reason": None if ok else "not comparable: manifests differ"})
+    return pd.DataFrame(rows)
+
+
+@asset(group_name=METRIC_GROUP, code_version="1", deps=[entitybench_leaderboard],
+       automation_condition=AutomationCondition.eager())
+def entitybench_effect_sizes(context: AssetExecutionContext, store: Store) -> Output[pd.DataFrame]:
+    """Cohen's d (pooled) and d_z (paired over shared episodes) between every two generators, per metric."""
+    tables = set(store.asset_tables())
+    parts = [f"SELECT generator, item, metric_id, value, protocol FROM {t} WHERE level = 'item'"
+             for t in METRIC_TABLES if t in tables]
+    table = effect_size_table(store.query(" UNION ALL ".join(parts)))
+    return Output(table, metadata={"pairs": len(table)})
+
+
 ASSETS.append(entitybench_gap_decay)
+ASSETS.append(entitybench_effect_sizes)
 ASSETS.append(entitybench_report)
