@@ -66,7 +66,7 @@ def cmd_demo(args) -> int:
                      items=items, generators=gens, item_assets=d.ENTITYBENCH_ITEM_ASSETS,
                      generator_assets=d.ENTITYBENCH_GENERATOR_ASSETS,
                      aggregate_assets=["entitybench_dataset_statistics", "entitybench_leaderboard", "entitybench_gap_decay",
-                                       "entitybench_report"])
+                                       "entitybench_effect_sizes", "entitybench_report"])
     board = _board(resources)
     print()
     _print_board(board)

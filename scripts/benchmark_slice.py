@@ -2,7 +2,7 @@
 """Measure the EntityBench slice on this machine: decodes per shot, model time vs wall time, and what
 decoding once per step saves over decoding per metric (the VBench pattern).
 
-Usage: python scripts/benchmark_slice.py [--episodes e0003] [--generators faithful,drift]
+Usage: python scripts/benchmark_slice.py [--episodes e0003|all] [--generators faithful,drift|all]
 Prints a table; asserts nothing (speed targets live here, not in tests).
 """
 from __future__ import annotations
@@ -33,7 +33,10 @@ def main() -> int:
     from bench_resources.config import build_resources
     from bench_resources.paths import BenchPaths
 
-    episodes, gens = args.episodes.split(","), args.generators.split(",")
+    episodes = (sorted(p.stem for p in (ROOT / "data/entitybench/episodes").glob("*.json"))
+                if args.episodes == "all" else args.episodes.split(","))
+    gens = (sorted(p.name for p in (ROOT / "data/generators").iterdir() if (p / "generator.yaml").exists())
+            if args.generators == "all" else args.generators.split(","))
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
         (data / "entitybench" / "episodes").mkdir(parents=True)

@@ -66,7 +66,8 @@ def test_slice_values_and_incrementality(small_world, tmp_path):
         report = resources["store"].query("SELECT path, manifest_json FROM entitybench_report")
         html = open(report.path[0]).read()
         assert "cs_face" in html and "faithful" in html and "EfficientNet-Lite0" in html
-        assert json.loads(report.manifest_json[0])["profile"] == "offline"
+        manifest = json.loads(report.manifest_json[0])
+        assert manifest["profile"] == "offline" and "CLIP unavailable" in manifest["grounding_status_rule"]
         # audit to pixels: the cs_face page of faithful shows the crops behind the number
         from pathlib import Path
         audit = Path(report.path[0]).parent / "audit" / "cs_face__faithful.html"

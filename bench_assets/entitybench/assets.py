@@ -509,7 +509,7 @@ def _action_detector(detector, reg):
     return boxes
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="1", pool="gpu")
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu")
 def entitybench_action(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                        entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
                        judge: Judge) -> Output[pd.DataFrame]:
@@ -518,13 +518,15 @@ def entitybench_action(context: AssetExecutionContext, entitybench_outputs: pd.D
     ep, clips, errors = _episode_and_clips(entitybench_outputs, entitybench_episode)
     detector, why = _slot(models, device, "open_vocab_detector")
     detect = _action_detector(detector, ep.registry) if detector is not None else None
-    df = metric_frame(JD.action_rows(generator, ep, clips, errors, detect, why, judge.ask_many))
+    ok, judge_why = judge.available()
+    df = metric_frame(JD.action_rows(generator, ep, clips, errors, detect, why, judge.ask_many,
+                                     judge_reason=None if ok else judge_why))
     df["protocol"] = protocol_digest({"judge": judge.fingerprint(), "protocol": PROTOCOL,
                                       "detector": _slot_manifest(models, ["open_vocab_detector"])})
     return Output(df, metadata=_item_metadata(df))
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="1", pool="gpu")
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu")
 def entitybench_llm_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                                 entitybench_fidelity: pd.DataFrame, entitybench_outputs: pd.DataFrame,
                                 entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
@@ -535,8 +537,12 @@ def entitybench_llm_consistency(context: AssetExecutionContext, entitybench_grou
     embedder, why = _slot(models, device, "image_embedder")
     embed = embedder.embed if embedder is not None else None
     fid = JD.fidelity_overall(entitybench_fidelity)
-    rows = JD.llm_entity_rows(generator, ep, entitybench_grounding, fid, embed, why, store.get_png, judge.ask_many)
-    rows += JD.llm_location_rows(generator, ep, entitybench_grounding, clips, embed, why, judge.ask_many)
+    ok, judge_why = judge.available()
+    jr = None if ok else judge_why   # nothing to ask: skip the anchors' embeddings too
+    rows = JD.llm_entity_rows(generator, ep, entitybench_grounding, fid, embed, why, store.get_png, judge.ask_many,
+                              judge_reason=jr)
+    rows += JD.llm_location_rows(generator, ep, entitybench_grounding, clips, embed, why, judge.ask_many,
+                                 judge_reason=jr)
     df = metric_frame(rows)
     df["protocol"] = protocol_digest({"judge": judge.fingerprint(), "protocol": PROTOCOL,
                                       "models": _slot_manifest(models, ["image_embedder"])})
@@ -635,7 +641,7 @@ def entitybench_gap_decay(context: AssetExecutionContext, store: Store) -> Outpu
     return Output(table, metadata=meta)
 
 
-@asset(group_name=METRIC_GROUP, code_version="2",
+@asset(group_name=METRIC_GROUP, code_version="3",
        deps=[entitybench_leaderboard, entitybench_dataset_statistics, entitybench_gap_decay],
        automation_condition=AutomationCondition.eager())
 def entitybench_report(context: AssetExecutionContext, store: Store, models: ModelRegistry,

@@ -114,7 +114,8 @@ def admitted(grounding: pd.DataFrame, fidelity: dict, entity_id: str) -> tuple[p
 # ---------------------------------------------------------------------------------------------- action
 
 def action_rows(generator: str, ep: D.Episode, clips: dict, errors: dict, detect: Optional[Callable],
-                detect_reason: Optional[str], ask_many) -> list[dict]:
+                detect_reason: Optional[str], ask_many, judge_reason: Optional[str] = None) -> list[dict]:
+    """``judge_reason`` set (judge off, no key): every shot is skipped with it, no detection or grid is built."""
     keys = {"benchmark": "entitybench", "generator": generator, "item": ep.episode_id}
     reg = ep.registry
     jobs, rows = [], []
@@ -127,7 +128,7 @@ def action_rows(generator: str, ep: D.Episode, clips: dict, errors: dict, detect
         clip = clips.get(shot.index)
         why = (errors.get(shot.index, "shot missing") if clip is None else
                "no scheduled character" if not chars else
-               detect_reason if detect is None else None)
+               judge_reason or (detect_reason if detect is None else None))
         if why:
             for f in J.ACTION_FIELDS:
                 skipped[f] += 1
@@ -174,9 +175,10 @@ def action_rows(generator: str, ep: D.Episode, clips: dict, errors: dict, detect
 # ---------------------------------------------------------------------------------------------- LLM consistency
 
 def llm_entity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, fidelity: dict, embed: Optional[Callable],
-                    embed_reason: Optional[str], load_crop: Callable, ask_many) -> list[dict]:
+                    embed_reason: Optional[str], load_crop: Callable, ask_many,
+                    judge_reason: Optional[str] = None) -> list[dict]:
     """Characters and objects: anchor = admitted crop closest to the centroid; every other scheduled appearance
-    is judged against it (gated-out or absent -> skipped)."""
+    is judged against it (gated-out or absent -> skipped). With ``judge_reason`` no anchor is computed."""
     keys = {"benchmark": "entitybench", "generator": generator, "item": ep.episode_id}
     rows, jobs = [], []
     skipped: dict[str, int] = defaultdict(int)
@@ -187,9 +189,9 @@ def llm_entity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, fide
             scheduled = ep.appearances(ent.id)
             if len(adm) < 2:
                 continue
-            if embed is None:
+            if embed is None or judge_reason:
                 skipped[etype] += len(scheduled) - 1
-                reasons[etype].add(embed_reason)
+                reasons[etype].add(judge_reason or embed_reason)
                 continue
             crops = [load_crop(c) for c in adm["crop_id"]]
             _, scores = centroid_scores(embed(crops))
@@ -241,7 +243,7 @@ def llm_entity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, fide
 
 
 def llm_location_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, clips: dict, embed: Optional[Callable],
-                      embed_reason: Optional[str], ask_many) -> list[dict]:
+                      embed_reason: Optional[str], ask_many, judge_reason: Optional[str] = None) -> list[dict]:
     """Locations on full frames, pairwise against the anchor shot (closest to the location's centroid); each call
     gets <= 2 sharpness-ranked frames per shot. Per location: allcons = product of same, cons = mean sim."""
     keys = {"benchmark": "entitybench", "generator": generator, "item": ep.episode_id}
@@ -256,9 +258,9 @@ def llm_location_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, cl
             continue
         # absent / weak grounding excludes a shot; 'unavailable' (no location detector offline) does not
         ok = [k for k in shots if k in clips and status.get((k, loc.id)) not in ("absent", "weak")]
-        if len(ok) < 2 or embed is None:
+        if len(ok) < 2 or embed is None or judge_reason:
             skipped += 1
-            why = embed_reason if embed is None else f"{loc.id}: fewer than 2 admitted shots"
+            why = (f"{loc.id}: fewer than 2 admitted shots" if len(ok) < 2 else judge_reason or embed_reason)
             reasons.add(why)
             rows.append(instance_row("llm_scene_accuracy", None, "entity", entity_id=loc.id, reason=why, **keys))
             continue
