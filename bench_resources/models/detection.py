@@ -10,7 +10,7 @@ import cv2
 import numpy as np
 import supervision as sv
 
-from bench_resources.models.base import batches, counted, runtime
+from bench_resources.models.base import counted
 
 # TF Object Detection API COCO label map (ids 1..90 with gaps), as the SSD graph outputs them.
 COCO_TF = {1: "person", 2: "bicycle", 3: "car", 4: "motorcycle", 5: "airplane", 6: "bus", 7: "train", 8: "truck",
@@ -25,95 +25,81 @@ COCO_TF = {1: "person", 2: "bicycle", 3: "car", 4: "motorcycle", 5: "airplane", 
            72: "tv", 73: "laptop", 74: "mouse", 75: "remote", 76: "keyboard", 77: "cell phone", 78: "microwave",
            79: "oven", 80: "toaster", 81: "sink", 82: "refrigerator", 84: "book", 85: "clock", 86: "vase",
            87: "scissors", 88: "teddy bear", 89: "hair drier", 90: "toothbrush"}
+# How each label is phrased for matching free-text descriptions (people are described by role, not "person").
 ANIMATE = {"person", "bird", "cat", "dog", "horse", "sheep", "cow", "elephant", "bear", "zebra", "giraffe"}
-COCO_NAMES = sorted(set(COCO_TF.values()))  # the 80 class names
+LABEL_TEXT = {"person": "a person: a man, a woman, a boy, a girl, an astronaut, a photographer, a player",
+              "cup": "a cup or mug of coffee or tea", "cat": "a cat, a kitten"}
 
 
-def empty_detections() -> sv.Detections:
+def _empty() -> sv.Detections:
     return sv.Detections(xyxy=np.zeros((0, 4), np.float32), confidence=np.zeros(0, np.float32),
                          class_id=np.zeros(0, int), data={"label": np.array([], dtype=object)})
 
 
-_empty = empty_detections
-
-
 class SsdCocoDetector:
-    """SSD-MobileNetV2 COCO (TF Object Detection API frozen graph run by OpenCV dnn), 300x300 input,
-    batched by batch_size. Each frame is detected once and remembered (closed vocabulary: several queries
-    on the same frames reuse the boxes)."""
+    """SSD-MobileNetV2 COCO (TensorFlow graph run by OpenCV's dnn module)."""
 
-    def __init__(self, pb_path, pbtxt_path, min_score: float = 0.3, batch_size: int = 16, cache_frames: int = 256):
+    def __init__(self, pb_path, pbtxt_path, min_score: float = 0.3, cache_frames: int = 256):
         self.net = cv2.dnn.readNetFromTensorflow(str(pb_path), str(pbtxt_path))
-        self.min_score, self.batch_size = min_score, batch_size
+        self.min_score = min_score
+        # Several entities are queried on the same frames: detect each frame once (closed vocabulary).
         self._cache: "OrderedDict[bytes, sv.Detections]" = OrderedDict()
         self._cache_frames = cache_frames
 
-    @staticmethod
-    def _key(im: np.ndarray) -> bytes:
-        return hashlib.blake2b(np.ascontiguousarray(im).tobytes(), digest_size=16).digest() + str(im.shape).encode()
-
     def detect_all(self, images: Sequence[np.ndarray]) -> list[sv.Detections]:
-        keys = [self._key(im) for im in images]
-        todo = [i for i, k in enumerate(keys) if k not in self._cache]
-        todo = list(OrderedDict((keys[i], i) for i in todo).values())  # a frame repeated in one call: once
-        for i0 in range(0, len(todo), max(1, self.batch_size)):
-            chunk = todo[i0:i0 + self.batch_size]
-            for i, det in zip(chunk, self._forward([images[i] for i in chunk])):
-                self._cache[keys[i]] = det
         out = []
-        for k in keys:
-            self._cache.move_to_end(k)
-            out.append(self._cache[k])
-        while len(self._cache) > self._cache_frames:
-            self._cache.popitem(last=False)
+        for im in images:
+            key = hashlib.blake2b(np.ascontiguousarray(im).tobytes(), digest_size=16).digest() + str(im.shape).encode()
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                out.append(self._cache[key])
+                continue
+            out.append(self._detect_one(im))
+            self._cache[key] = out[-1]
+            if len(self._cache) > self._cache_frames:
+                self._cache.popitem(last=False)
         return out
 
-    def _forward(self, images: Sequence[np.ndarray]) -> list[sv.Detections]:
-        # the graph normalises internally; input is RGB already (the TF model was trained on RGB)
-        blob = cv2.dnn.blobFromImages([np.ascontiguousarray(im) for im in images], size=(300, 300), swapRB=False)
-        with counted(len(images)):
+    def _detect_one(self, im: np.ndarray) -> sv.Detections:
+        h, w = im.shape[:2]
+        blob = cv2.dnn.blobFromImage(im, size=(300, 300), swapRB=False)  # input is already RGB
+        with counted(1):
             self.net.setInput(blob)
-            raw = self.net.forward().reshape(-1, 7)  # [image_id, class_id, score, x1, y1, x2, y2] (relative)
-        out = []
-        for n, im in enumerate(images):
-            h, w = im.shape[:2]
-            r = raw[(raw[:, 0] == n) & (raw[:, 2] >= self.min_score)]
-            if len(r) == 0:
-                out.append(empty_detections())
-                continue
-            xyxy = np.clip(r[:, 3:7] * [w, h, w, h], 0, [w, h, w, h]).astype(np.float32)
-            ids = r[:, 1].astype(int)
-            out.append(sv.Detections(xyxy=xyxy, confidence=r[:, 2].astype(np.float32), class_id=ids,
-                                     data={"label": np.array([COCO_TF.get(i, "?") for i in ids], dtype=object)}))
-        return out
+            raw = self.net.forward()[0, 0]
+        raw = raw[raw[:, 2] >= self.min_score]
+        if len(raw) == 0:
+            return _empty()
+        xyxy = np.clip(raw[:, 3:7] * [w, h, w, h], 0, [w, h, w, h]).astype(np.float32)
+        ids = raw[:, 1].astype(int)
+        return sv.Detections(xyxy=xyxy, confidence=raw[:, 2].astype(np.float32), class_id=ids,
+                             data={"label": np.array([COCO_TF.get(i, "?") for i in ids], dtype=object)})
 
     def detect_label(self, images: Sequence[np.ndarray], label: str) -> list[sv.Detections]:
         return [d[d.data["label"] == label] if len(d) else d for d in self.detect_all(images)]
 
 
 class SsdTextQueryDetector:
-    """Offline stand-in for an open-vocabulary detector ("ssd_mobilenet_v2_coco+minilm_label_match"): the query
-    is mapped to the COCO class name with the highest MiniLM cosine similarity, and SSD's boxes of that class
-    are returned.
+    """Offline stand-in for an open-vocabulary detector: the query is mapped to the nearest COCO label
+    by MiniLM sentence similarity, then SSD's boxes of that label are returned.
 
-    Closed vocabulary: a query whose best label similarity is below ``min_label_sim`` returns no boxes and
-    sets ``last_reason``, so callers record 'unavailable' instead of 'absent'. The entity type (``kind``)
-    narrows the vocabulary: a character is a person unless its description names an animal class (MiniLM alone
-    maps "a man in a suit and tie" to 'tie'); an object is never a person; a location cannot be grounded.
+    Closed vocabulary: a query with no COCO label above ``min_label_sim`` (a location, say) returns no
+    boxes and sets ``last_reason``, so callers record 'unavailable' instead of 'absent'.
     """
 
     closed_vocabulary = True  # entities of one class cannot be told apart by their descriptions
 
     def __init__(self, ssd: SsdCocoDetector, text_embedder, min_label_sim: float = 0.3):
         self.ssd, self.text, self.min_label_sim = ssd, text_embedder, min_label_sim
-        self.labels = COCO_NAMES
-        self.label_emb = text_embedder.embed(self.labels)
-        self._cache: dict[tuple, tuple[Optional[str], float]] = {}
+        self.labels = sorted(set(COCO_TF.values()))
+        self.label_emb = text_embedder.embed([LABEL_TEXT.get(l, f"a {l}") for l in self.labels])
+        self._cache: dict[str, tuple[Optional[str], float]] = {}
         self.last_reason: Optional[str] = None
         self.last_label: Optional[str] = None
 
     def match_label(self, query: str, kind: Optional[str] = None) -> tuple[Optional[str], float]:
-        """(COCO label or None, its MiniLM similarity)."""
+        """Nearest COCO label by MiniLM similarity. The registry's entity type narrows the vocabulary:
+        a character is a person unless its description names an animal class (MiniLM alone matches
+        "a man in a suit and tie" to 'tie'); an object is never a person."""
         key = (query, kind)
         if key not in self._cache:
             if kind == "character":
@@ -129,23 +115,19 @@ class SsdTextQueryDetector:
 
     def detect(self, images: Sequence[np.ndarray], query: str, kind: Optional[str] = None) -> list[sv.Detections]:
         if kind == "location":
-            self.last_label = None
             self.last_reason = "offline detector (SSD-MobileNetV2 COCO) cannot ground locations: no scene classes"
-            return [empty_detections() for _ in images]
+            return [_empty() for _ in images]
         label, sim = self.match_label(query, kind)
         self.last_label = label
         if label is None:
-            best = self.labels[int(np.argmax(self.label_emb @ self.text.embed([query])[0]))]
-            self.last_reason = (f"offline detector (SSD-MobileNetV2 COCO) has no class for {query!r}: best MiniLM "
-                                f"label similarity {sim:.2f} ({best!r}) < {self.min_label_sim}")
-            return [empty_detections() for _ in images]
+            self.last_reason = (f"offline detector (SSD-MobileNetV2 COCO) has no class for the query "
+                                f"(best MiniLM label similarity {sim:.2f} < {self.min_label_sim})")
+            return [_empty() for _ in images]
         self.last_reason = None
         return self.ssd.detect_label(images, label)
 
 
 class SsdPersonDetector:
-    """SSD-MobileNetV2 COCO, class 'person', score >= 0.3."""
-
     def __init__(self, ssd: SsdCocoDetector):
         self.ssd = ssd
 
@@ -154,84 +136,54 @@ class SsdPersonDetector:
 
 
 class GroundingDinoDetector:
-    """GroundingDINO through Hugging Face transformers (no compiled extension); box 0.25 / text 0.20.
+    """GroundingDINO through Hugging Face transformers (no compiled extension)."""
 
-    The query is lower-cased and period-terminated as GroundingDINO expects. Images of a batch are padded by
-    the processor (pixel_mask), so a batch may mix sizes. ``data["label"]`` is the query (the entity
-    description), ``data["phrase"]`` the query words above the text threshold."""
-
-    def __init__(self, model, processor, device=None, box_threshold: float = 0.25, text_threshold: float = 0.20):
-        self.device, _, self.batch_size = runtime(device)
-        self.model, self.processor = model.eval().to(self.device), processor
+    def __init__(self, model, processor, device, box_threshold: float = 0.25, text_threshold: float = 0.20):
+        self.model, self.processor, self.device = model.eval().to(device), processor, device
         self.box_threshold, self.text_threshold = box_threshold, text_threshold
-        self.last_reason: Optional[str] = None
+        self.last_reason = None
 
     @classmethod
-    def from_module(cls, model, processor, device=None, **thresholds):
-        return cls(model, processor, device, **thresholds)
-
-    @classmethod
-    def load(cls, source: str, device=None):
-        """A local folder saved by save_pretrained (model + processor files) or a hub id."""
+    def load(cls, source: str, device):
         from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
         return cls(AutoModelForZeroShotObjectDetection.from_pretrained(source), AutoProcessor.from_pretrained(source),
                    device)
 
     def detect(self, images: Sequence[np.ndarray], query: str, kind: Optional[str] = None) -> list[sv.Detections]:
         import torch
-        from PIL import Image
-        text = query.lower().strip().rstrip(".") + "."
+        text = query.lower().strip().rstrip(".") + "."  # GroundingDINO expects lower-case, period-terminated
         out = []
-        self.last_reason = None
-        for chunk in batches(list(images), self.batch_size):
-            pil = [Image.fromarray(np.ascontiguousarray(im)) for im in chunk]
-            inputs = self.processor(images=pil, text=[text] * len(chunk), return_tensors="pt").to(self.device)
-            with torch.inference_mode(), counted(len(chunk)):
+        for im in images:
+            inputs = self.processor(images=im, text=text, return_tensors="pt").to(self.device)
+            with torch.inference_mode(), counted(1):
                 res = self.model(**inputs)
-            results = self.processor.post_process_grounded_object_detection(
-                res, inputs["input_ids"], threshold=self.box_threshold, text_threshold=self.text_threshold,
-                target_sizes=[im.shape[:2] for im in chunk])
-            for im, r in zip(chunk, results):
-                n = len(r["boxes"])
-                if n == 0:
-                    out.append(empty_detections())
-                    continue
-                h, w = im.shape[:2]
-                phrases = r.get("text_labels", r.get("labels"))
-                out.append(sv.Detections(
-                    xyxy=np.clip(r["boxes"].float().cpu().numpy(), 0, [w, h, w, h]).astype(np.float32),
-                    confidence=r["scores"].float().cpu().numpy().astype(np.float32),
-                    class_id=np.zeros(n, int),
-                    data={"label": np.array([query] * n, dtype=object),
-                          "phrase": np.array([str(p) for p in phrases], dtype=object)}))
+            r = self.processor.post_process_grounded_object_detection(
+                res, inputs.input_ids, threshold=self.box_threshold, text_threshold=self.text_threshold,
+                target_sizes=[im.shape[:2]])[0]
+            if len(r["boxes"]) == 0:
+                out.append(_empty())
+                continue
+            out.append(sv.Detections(xyxy=r["boxes"].cpu().numpy().astype(np.float32),
+                                     confidence=r["scores"].cpu().numpy().astype(np.float32),
+                                     class_id=np.zeros(len(r["boxes"]), int),
+                                     data={"label": np.array([query] * len(r["boxes"]), dtype=object)}))
         return out
 
 
 class UltralyticsDetector:
-    """YOLO-World (open vocabulary: set_classes([query])) or plain YOLOv8 (person class) via ultralytics.
+    """YOLO-World (open vocabulary: set_classes([query])) or plain YOLO (person class) via ultralytics."""
 
-    Ultralytics expects BGR arrays; batches of batch_size go to one predict call."""
-
-    def __init__(self, model, device=None, open_vocab: bool = False, min_score: float = 0.25):
-        self.device, _, self.batch_size = runtime(device)
-        self.model, self.open_vocab, self.min_score = model, open_vocab, min_score
-        self.last_reason: Optional[str] = None
+    def __init__(self, model, device, open_vocab: bool, min_score: float = 0.25):
+        self.model, self.device, self.open_vocab, self.min_score = model, device, open_vocab, min_score
+        self.last_reason = None
         self._classes: Optional[str] = None
-
-    @classmethod
-    def from_module(cls, model, device=None, open_vocab: bool = False, **kw):
-        return cls(model, device, open_vocab, **kw)
 
     def _run(self, images) -> list[sv.Detections]:
         out = []
-        for chunk in batches(list(images), self.batch_size):
-            bgr = [np.ascontiguousarray(im[..., ::-1]) for im in chunk]
-            with counted(len(chunk)):
-                results = self.model.predict(bgr, device=str(self.device), conf=self.min_score, verbose=False)
-            for r in results:
-                d = sv.Detections.from_ultralytics(r)
-                d.data["label"] = np.asarray(d.data.get("class_name", np.array([], dtype=object)), dtype=object)
-                out.append(d)
+        for im in images:
+            with counted(1):
+                r = self.model.predict(im[..., ::-1], device=str(self.device), conf=self.min_score, verbose=False)[0]
+            out.append(sv.Detections.from_ultralytics(r))
         return out
 
     def detect(self, images: Sequence[np.ndarray], query: Optional[str] = None,
@@ -242,9 +194,6 @@ class UltralyticsDetector:
             if self._classes != query:  # YOLO-World's CLIP text encoder truncates at 77 tokens
                 self.model.set_classes([query])
                 self._classes = query
-            dets = self._run(images)
-            for d in dets:
-                d.data["label"] = np.array([query] * len(d), dtype=object)
-            return dets
+            return self._run(images)
         dets = self._run(images)
-        return [d[d.data["label"] == "person"] if len(d) else d for d in dets]
+        return [d[d.data["class_name"] == "person"] if len(d) else d for d in dets]
