@@ -148,8 +148,8 @@ class Judge(ConfigurableResource):
         return True, self.mode
 
     def fingerprint(self) -> dict[str, Any]:
-        return {"backend": "anthropic-messages", "model": self.model, "mode": self.mode,
-                "max_tokens": self.max_tokens}
+        # mode stays out: a replayed answer is the live answer, so live and replay runs stay comparable
+        return {"backend": "anthropic-messages", "model": self.model, "max_tokens": self.max_tokens}
 
     def stats(self) -> dict[str, int]:
         c = _COUNTERS
