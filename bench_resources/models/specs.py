@@ -223,3 +223,16 @@ SLOTS: dict[str, SlotSpec] = {
         offline=None),
     "text_embedder": SlotSpec("sentence embeddings: label matching, text alignment", paper=MINILM, offline=MINILM),
 }
+
+
+def _merge_benchmark_slots() -> None:
+    """Each benchmark keeps its own slots in ``slots_<benchmark>.py``; a name may be defined only once."""
+    from bench_resources.models import slots_locot2v, slots_mbench, slots_narrativetrack, slots_vistorybench
+    for mod in (slots_vistorybench, slots_mbench, slots_locot2v, slots_narrativetrack):
+        clash = set(mod.SLOTS) & set(SLOTS)
+        if clash:
+            raise ValueError(f"{mod.__name__} redefines slots {sorted(clash)}")
+        SLOTS.update(mod.SLOTS)
+
+
+_merge_benchmark_slots()

@@ -1,0 +1,247 @@
+"""ViStoryBench's official release format -> typed stories; generated outputs -> shot images.
+
+Release layout: ``<root>/<NN>/story.json`` (utf-8-sig) and ``<root>/<NN>/image/<CharacterKey>/*.jpg``.
+Everything that can be wrong with one story raises ``StoryError`` naming the story; other stories are unaffected.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import cv2
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+LANGUAGES = ("en", "ch")
+TAGS = ("non_human", "realistic_human", "unrealistic_human")
+LITE = frozenset("01 08 09 15 17 19 24 27 28 29 32 41 52 53 55 57 60 64 68 79".split())
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
+VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".mkv", ".webm")
+SHOT_FIELDS = ("Plot Correspondence", "Setting Description", "Shot Perspective Design", "Static Shot Description")
+
+
+class StoryError(ValueError):
+    """One story cannot be read; the message names the story and what is wrong."""
+
+
+class OutputError(ValueError):
+    """One generator's outputs for one story cannot be aligned with the story's shots."""
+
+
+@dataclass(frozen=True)
+class Character:
+    key: str
+    tag: str
+    names: dict[str, str]
+    prompts: dict[str, str]
+    references: tuple[str, ...]          # reference image paths, sorted
+
+
+@dataclass(frozen=True)
+class Shot:
+    index: int                           # 1-based, as in story.json
+    text: dict[str, dict[str, str]]      # field -> language -> text
+    appearing: dict[str, tuple[str, ...]]  # language -> character keys on stage
+
+
+@dataclass(frozen=True)
+class Story:
+    story_id: str
+    story_type: dict[str, str]
+    characters: dict[str, Character]
+    shots: tuple[Shot, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def lite(self) -> bool:
+        return self.story_id in LITE
+
+    def shot(self, index: int) -> Shot:
+        return self.shots[[s.index for s in self.shots].index(index)]
+
+    def on_stage(self, index: int, language: str) -> tuple[str, ...]:
+        return self.shot(index).appearing[language]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"story_id": self.story_id, "story_type": self.story_type,
+                "characters": {k: {"tag": c.tag, "names": c.names, "prompts": c.prompts,
+                                   "references": list(c.references)} for k, c in self.characters.items()},
+                "shots": [{"index": s.index, "text": s.text, "appearing": {l: list(v) for l, v in s.appearing.items()}}
+                          for s in self.shots],
+                "warnings": list(self.warnings)}
+
+
+def story_from_json(d: dict[str, Any]) -> Story:
+    chars = {k: Character(k, c["tag"], c["names"], c["prompts"], tuple(c["references"]))
+             for k, c in d["characters"].items()}
+    shots = tuple(Shot(int(s["index"]), s["text"], {l: tuple(v) for l, v in s["appearing"].items()})
+                  for s in d["shots"])
+    return Story(d["story_id"], d["story_type"], chars, shots, tuple(d.get("warnings", ())))
+
+
+def discover_stories(root: str | Path) -> list[str]:
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "story.json").is_file())
+
+
+def _text(obj: Any, sid: str, what: str) -> dict[str, str]:
+    if isinstance(obj, str):
+        return {"en": obj}
+    if not isinstance(obj, dict):
+        raise StoryError(f"story {sid}: {what} must be a {{'en': ..., 'ch': ...}} mapping, got {type(obj).__name__}")
+    return {k: str(v) for k, v in obj.items()}
+
+
+def _check_image(path: Path, sid: str, key: str) -> None:
+    try:
+        with Image.open(path) as im:
+            im.load()
+    except (UnidentifiedImageError, OSError) as e:
+        raise StoryError(f"story {sid}: reference image {path.name} of character {key!r} does not decode ({e})") from None
+
+
+def load_story(story_dir: str | Path) -> Story:
+    """Read and validate one story of the release (both languages)."""
+    story_dir = Path(story_dir)
+    sid = story_dir.name
+    f = story_dir / "story.json"
+    if not f.is_file():
+        raise StoryError(f"story {sid}: {f} does not exist")
+    try:
+        raw = json.loads(f.read_text(encoding="utf-8-sig"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise StoryError(f"story {sid}: story.json is not valid UTF-8 JSON ({e})") from None
+    if not isinstance(raw, dict):
+        raise StoryError(f"story {sid}: story.json must be an object")
+    raw_chars = raw.get("Characters")
+    if not isinstance(raw_chars, dict) or not raw_chars:
+        raise StoryError(f"story {sid}: 'Characters' is missing or empty")
+    chars: dict[str, Character] = {}
+    for key, c in raw_chars.items():
+        if not isinstance(c, dict):
+            raise StoryError(f"story {sid}: character {key!r} must be an object")
+        tag = c.get("tag")
+        if tag not in TAGS:
+            raise StoryError(f"story {sid}: character {key!r} has tag {tag!r}; expected one of {list(TAGS)}")
+        ref_dir = story_dir / "image" / key
+        if not ref_dir.is_dir():
+            raise StoryError(f"story {sid}: character {key!r} has no reference folder {ref_dir}")
+        refs = sorted(p for p in ref_dir.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+        if not refs:
+            raise StoryError(f"story {sid}: reference folder of character {key!r} holds no image")
+        for p in refs:
+            _check_image(p, sid, key)
+        names = {l: str(c.get(f"name_{l}", "")) for l in LANGUAGES if c.get(f"name_{l}")}
+        prompts = {l: str(c.get(f"prompt_{l}", "")) for l in LANGUAGES if c.get(f"prompt_{l}")}
+        chars[key] = Character(key, tag, names, prompts, tuple(str(p) for p in refs))
+    raw_shots = raw.get("Shots")
+    if not isinstance(raw_shots, list) or not raw_shots:
+        raise StoryError(f"story {sid}: the story has no shots")
+    by_name = {lang: {c.names[lang]: k for k, c in chars.items() if lang in c.names} for lang in LANGUAGES}
+    shots, warnings = [], []
+    for n, s in enumerate(raw_shots, start=1):
+        idx = s.get("index")
+        if not isinstance(idx, int) or idx < 1:
+            raise StoryError(f"story {sid}: shot #{n} has index {idx!r}; shot indices are 1-based integers")
+        text = {fld: _text(s.get(fld, ""), sid, f"shot {idx} {fld!r}") for fld in SHOT_FIELDS}
+        appearing: dict[str, tuple[str, ...]] = {}
+        raw_app = s.get("Characters Appearing", {})
+        raw_app = {"en": raw_app} if isinstance(raw_app, list) else raw_app
+        for lang, names in raw_app.items():
+            keys = []
+            for name in names:
+                key = by_name.get(lang, {}).get(name) or (name if name in chars else None)
+                if key is None:
+                    raise StoryError(f"story {sid}: shot {idx} lists {name!r} ({lang}) in 'Characters Appearing', "
+                                     f"which is not in 'Characters'")
+                keys.append(key)
+            appearing[lang] = tuple(dict.fromkeys(keys))
+        shots.append(Shot(idx, text, appearing))
+    indices = [s.index for s in shots]
+    if sorted(indices) != list(range(1, len(shots) + 1)):
+        raise StoryError(f"story {sid}: shot indices {indices} are not 1..{len(shots)}")
+    for lang in LANGUAGES:
+        if any(lang not in s.appearing for s in shots):
+            warnings.append(f"'Characters Appearing' has no {lang!r} list in some shots")
+    return Story(sid, _text(raw.get("Story_type", {}), sid, "'Story_type'"), chars, tuple(shots), tuple(warnings))
+
+
+# ----------------------------------------------------------------------------------- generated outputs
+
+_INDEX = re.compile(r"(?:^|_)(\d+)$")
+
+
+def shot_index_from_name(name: str) -> Optional[int]:
+    """``shot_07.png`` / ``07.png`` / ``x_7.jpg`` -> 7: the integer after the last underscore (or the whole stem)."""
+    m = _INDEX.search(Path(name).stem)
+    return int(m.group(1)) if m else None
+
+
+@dataclass(frozen=True)
+class OutputIndex:
+    files: dict[int, str]     # shot index -> path
+    missing: tuple[int, ...]  # story shots without an output
+
+
+def index_outputs(story: Story, folder: str | Path, generator: str) -> OutputIndex:
+    """Validate a generator's output folder against the story's 1-based shot indices.
+
+    A 0-based set, indices beyond the story, or two files for one shot are errors for the whole story (never a
+    silent shift); an incomplete set is scored on the shots present with the missing ones listed.
+    """
+    folder = Path(folder)
+    where = f"generator {generator!r}, story {story.story_id}"
+    if not folder.is_dir():
+        raise OutputError(f"{where}: no output folder {folder}")
+    files: dict[int, str] = {}
+    for p in sorted(folder.iterdir()):
+        if p.suffix.lower() not in IMAGE_SUFFIXES + VIDEO_SUFFIXES:
+            continue
+        idx = shot_index_from_name(p.name)
+        if idx is None:
+            raise OutputError(f"{where}: cannot read a shot index from {p.name!r} (expected shot_NN, NN or x_N)")
+        if idx in files:
+            raise OutputError(f"{where}: shot {idx} has two outputs ({Path(files[idx]).name}, {p.name})")
+        files[idx] = str(p)
+    if not files:
+        raise OutputError(f"{where}: the output folder holds no shot image or video")
+    n = len(story.shots)
+    if 0 in files:
+        raise OutputError(f"{where}: outputs start at index 0 ({Path(files[0]).name}); ViStoryBench shot indices are "
+                          f"1-based, so this set would be misaligned by one shot. Rename the outputs to 1..{n}")
+    beyond = sorted(i for i in files if i > n)
+    if beyond:
+        raise OutputError(f"{where}: outputs for shots {beyond} but the story has {n} shots")
+    missing = tuple(i for i in range(1, n + 1) if i not in files)
+    return OutputIndex(files, missing)
+
+
+class ShotReadError(ValueError):
+    pass
+
+
+def read_shot_image(path: str | Path) -> np.ndarray:
+    """RGB uint8 image of one shot; for a video, its first frame."""
+    path = Path(path)
+    if path.suffix.lower() in VIDEO_SUFFIXES:
+        cap = cv2.VideoCapture(str(path))
+        ok, frame = cap.read()
+        cap.release()
+        if not ok or frame is None:
+            raise ShotReadError(f"{path.name}: video has no decodable first frame")
+        return cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
+    try:
+        with Image.open(path) as im:
+            return np.asarray(im.convert("RGB"))
+    except (UnidentifiedImageError, OSError) as e:
+        raise ShotReadError(f"{path.name}: image does not decode ({e})") from None
+
+
+def read_image(path: str | Path) -> np.ndarray:
+    with Image.open(path) as im:
+        return np.asarray(im.convert("RGB"))

@@ -1,0 +1,4 @@
+"""Model slots used only by mbench (merged into SLOTS by specs.py)."""
+from __future__ import annotations
+
+SLOTS: dict = {}
