@@ -1,45 +1,46 @@
-"""The one Definitions object of the code location: it only assembles."""
+"""The one Definitions object of the code location: it only assembles (the table is benchmarks.py)."""
 from __future__ import annotations
 
-from dagster import AutomationConditionSensorDefinition, DefaultSensorStatus, Definitions, AssetSelection
+from dagster import AssetSelection, AutomationConditionSensorDefinition, DefaultSensorStatus, Definitions
 
+from bench_assets.benchmarks import BENCHMARKS
 from bench_assets.core.automation import generator_sensor_factory, nightly_stale_schedule
-from bench_assets.core.partitions import ENTITYBENCH
-from bench_assets.entitybench import assets as entitybench
-from bench_assets.entitybench.dataset import discover_episodes
+from bench_assets.core.partitions import ENTITYBENCH  # noqa: F401  (re-exported for scripts and tests)
 from bench_resources.config import build_resources
 from bench_resources.paths import BenchPaths
 
-ALL_ASSETS = [*entitybench.ASSETS]
+ALL_ASSETS = [a for b in BENCHMARKS.values() for a in b.assets]
 
-ENTITYBENCH_ITEM_ASSETS = ["entitybench_episode", "entitybench_entity_registry"]
-ENTITYBENCH_GENERATOR_ASSETS = ["entitybench_outputs", "entitybench_grounding", "entitybench_pillar1",
-                                "entitybench_fidelity", "entitybench_action", "entitybench_presence_consistency",
-                                "entitybench_llm_consistency"]
+ENTITYBENCH_ITEM_ASSETS = list(BENCHMARKS["entitybench"].item_assets)
+ENTITYBENCH_GENERATOR_ASSETS = list(BENCHMARKS["entitybench"].generator_assets)
 
 
-def _paths() -> BenchPaths:
-    return BenchPaths()
+def _sensor(b):
+    return generator_sensor_factory(
+        benchmark=b.name, partitions=b.partitions, item_ids=lambda: b.item_ids(BenchPaths()),
+        generators_root=lambda: str(BenchPaths().generators_dir),
+        item_assets=b.item_assets, generator_assets=b.generator_assets)
 
 
-entitybench_sensor = generator_sensor_factory(
-    benchmark="entitybench", partitions=ENTITYBENCH,
-    item_ids=lambda: discover_episodes(_paths().benchmark_dir("entitybench") / "episodes"),
-    generators_root=lambda: str(_paths().generators_dir),
-    item_assets=ENTITYBENCH_ITEM_ASSETS, generator_assets=ENTITYBENCH_GENERATOR_ASSETS)
+def _nightly(b):
+    return nightly_stale_schedule(name=f"{b.name}_nightly_stale", assets_fn=lambda: ALL_ASSETS,
+                                  asset_keys=b.generator_assets, partitions=b.partitions)
 
-entitybench_nightly = nightly_stale_schedule(
-    name="entitybench_nightly_stale", assets_fn=lambda: ALL_ASSETS,
-    asset_keys=ENTITYBENCH_GENERATOR_ASSETS, partitions=ENTITYBENCH)
+
+SENSORS = {name: _sensor(b) for name, b in BENCHMARKS.items()}
+entitybench_sensor = SENSORS["entitybench"]
 
 # Dagster's default automation sensor starts stopped; ours runs, so aggregates follow their inputs.
 automation_sensor = AutomationConditionSensorDefinition(
     name="bench_automation_sensor", target=AssetSelection.all(), default_status=DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=30)
 
+SCHEDULES = {name: _nightly(b) for name, b in BENCHMARKS.items()}
+entitybench_nightly = SCHEDULES["entitybench"]
+
 defs = Definitions(
     assets=ALL_ASSETS,
-    sensors=[entitybench_sensor, automation_sensor],
-    schedules=[entitybench_nightly],
+    sensors=[*SENSORS.values(), automation_sensor],
+    schedules=list(SCHEDULES.values()),
     resources=build_resources(),
 )

@@ -1,0 +1,44 @@
+"""One entry per benchmark: its assets, partitions, item discovery and run plan. definitions.py and the CLI
+read this table; adding a benchmark is one entry here plus its folder."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from bench_assets.core.partitions import ENTITYBENCH, BenchmarkPartitions
+from bench_assets.entitybench import assets as entitybench
+from bench_assets.entitybench.dataset import discover_episodes
+from bench_assets.vistorybench import assets as vistorybench
+from bench_assets.vistorybench.dataset import discover_stories
+from bench_resources.paths import BenchPaths
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    partitions: BenchmarkPartitions
+    assets: Sequence
+    item_ids: Callable[[BenchPaths], list[str]]
+    item_assets: Sequence[str]
+    generator_assets: Sequence[str]
+    aggregate_assets: Sequence[str]       # unpartitioned, in dependency order
+    leaderboard: str                      # the asset whose table `bench leaderboard` prints
+
+
+BENCHMARKS: dict[str, Benchmark] = {
+    "entitybench": Benchmark(
+        "entitybench", ENTITYBENCH, entitybench.ASSETS,
+        lambda p: discover_episodes(p.benchmark_dir("entitybench") / "episodes"),
+        ["entitybench_episode", "entitybench_entity_registry"],
+        ["entitybench_outputs", "entitybench_grounding", "entitybench_pillar1", "entitybench_fidelity",
+         "entitybench_action", "entitybench_presence_consistency", "entitybench_llm_consistency"],
+        ["entitybench_dataset_statistics", "entitybench_leaderboard", "entitybench_gap_decay",
+         "entitybench_effect_sizes", "entitybench_report"],
+        "entitybench_leaderboard"),
+    "vistorybench": Benchmark(
+        "vistorybench", vistorybench.P, vistorybench.ASSETS,
+        lambda p: discover_stories(p.benchmark_dir("vistorybench")),
+        vistorybench.ITEM_ASSETS, vistorybench.GENERATOR_ASSETS,
+        ["vistorybench_inception_score", "vistorybench_leaderboard", "vistorybench_human_alignment"],
+        "vistorybench_leaderboard"),
+}

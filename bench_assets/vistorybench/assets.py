@@ -1,0 +1,648 @@
+"""ViStoryBench wiring: partitions (generator x story), resources, metadata. Math lives in metrics.py,
+per-story model work in characters.py."""
+
+import hashlib
+import json
+from collections import defaultdict
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+from dagster import AssetExecutionContext, AutomationCondition, Failure, MetadataValue, Output, asset
+
+from bench_assets.core.generators import GeneratorError, read_generator
+from bench_assets.core.manifest import build_manifest, protocol_digest
+from bench_assets.core.partitions import BenchmarkPartitions
+from bench_assets.core.records import MetricRecord, record_from_values
+from bench_assets.core.tables import instance_row, metric_frame, record_row
+from bench_assets.vistorybench import characters as C
+from bench_assets.vistorybench import dataset as D
+from bench_assets.vistorybench import judging as J
+from bench_assets.vistorybench import metrics as M
+from bench_assets.vistorybench.constants import BENCH, CONSTANTS, PROTOCOL, SLOTS, STARRED_SCALE
+from bench_resources.device import Device
+from bench_resources.judge import Judge
+from bench_resources.models import ModelRegistry, SlotUnavailable
+from bench_resources.paths import BenchPaths
+from bench_resources.store import Store
+
+P = BenchmarkPartitions(BENCH)
+GROUP = "vistorybench"
+SCORE_METRICS = ("cids_cross", "cids_self", "occm", "copy_paste", "copy_paste_paper", "csd_cross", "csd_self",
+                 "aesthetics")
+LEADERBOARD_METRICS = ("csd_cross", "csd_self", "cids_cross", "cids_self", "alignment", "occm", "inception_score",
+                       "aesthetics", "copy_paste", "copy_paste_paper")
+
+
+def _slot(models: ModelRegistry, device: Device, name: str):
+    try:
+        return models.slot(name, device), None
+    except SlotUnavailable as e:
+        return None, str(e)
+
+
+def slot_manifest(models: ModelRegistry, names=SLOTS) -> dict[str, Any]:
+    out = {}
+    for n in names:
+        st = models.status(n)
+        out[n] = {"checkpoint": st.checkpoint, "source": st.source, "fingerprint": st.fingerprint,
+                  "available": st.available}
+    return out
+
+
+def vistorybench_manifest(models: ModelRegistry, judge: Judge) -> dict[str, Any]:
+    m = build_manifest(benchmark=BENCH, protocol=PROTOCOL, models=slot_manifest(models), judge=judge.fingerprint(),
+                       constants=CONSTANTS)
+    m["profile"] = models.profile
+    return m
+
+
+def _protocol(models: ModelRegistry, judge: Optional[Judge] = None) -> str:
+    return protocol_digest({"protocol": PROTOCOL, "models": slot_manifest(models), "constants": CONSTANTS,
+                            "judge": judge.fingerprint() if judge is not None else None})
+
+
+def _language(paths: BenchPaths, generator: str) -> str:
+    try:
+        card = read_generator(paths.generator_dir(generator)).card
+    except (GeneratorError, FileNotFoundError) as e:
+        raise Failure(f"generator {generator!r}: {e}") from None
+    lang = card.get("language", "en")
+    if lang not in D.LANGUAGES:
+        raise Failure(f"generator {generator!r}: language {lang!r} is not one of {list(D.LANGUAGES)}")
+    return lang
+
+
+@lru_cache(maxsize=512)
+def _image(path: str, mtime_ns: int) -> np.ndarray:
+    return D.read_shot_image(path)
+
+
+def shot_image(path: str) -> np.ndarray:
+    """Each shot image is decoded once per process, whichever asset asks first."""
+    return _image(path, Path(path).stat().st_mtime_ns)
+
+
+def _story(df: pd.DataFrame) -> D.Story:
+    return D.story_from_json(json.loads(df["story_json"].iloc[0]))
+
+
+# ----------------------------------------------------------------------------------------- dataset
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1", kinds={"json"})
+def vistorybench_story(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.DataFrame]:
+    """One story of the release (both languages), validated: characters, reference folders, shots."""
+    try:
+        story = D.load_story(paths.benchmark_dir(BENCH) / context.partition_key)
+    except D.StoryError as e:
+        raise Failure(description=str(e)) from None
+    tags = {k: c.tag for k, c in story.characters.items()}
+    df = pd.DataFrame([{"story_id": story.story_id, "lite": story.lite, "n_shots": len(story.shots),
+                        "n_characters": len(story.characters), "tags": json.dumps(tags, sort_keys=True),
+                        "n_references": sum(len(c.references) for c in story.characters.values()),
+                        "story_json": json.dumps(story.to_json(), ensure_ascii=False, sort_keys=True),
+                        "warnings": "; ".join(story.warnings)}])
+    return Output(df, metadata={"shots": len(story.shots), "characters": len(story.characters), "lite": story.lite,
+                                "tags": MetadataValue.json(tags)})
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1", pool="gpu")
+def vistorybench_references(context: AssetExecutionContext, vistorybench_story: pd.DataFrame, models: ModelRegistry,
+                            device: Device, store: Store) -> Output[pd.DataFrame]:
+    """Per reference image: the top-1 'character' box (whole image if none), its crop, the identity vector in the
+    character's space (face for realistic humans), the mirrored crop's vector, and the CSD style vector."""
+    story = _story(vistorybench_story)
+    detector, det_reason = _slot(models, device, "character_detector")
+    enc = encoders(models, device)
+    style, style_reason = _slot(models, device, "style_csd")
+    rows = []
+    for key, ch in story.characters.items():
+        space = C.space_of(ch.tag)
+        for i, ref in enumerate(ch.references):
+            image = D.read_image(ref)
+            box, conf = C.top_box(detector, image) if detector is not None else (None, None)
+            crop = C.crop_box(image, box) if box is not None else None
+            crop = image if crop is None else crop
+            vec, mirror = C.embed(enc, space, [crop, np.ascontiguousarray(crop[:, ::-1])])
+            reason = enc.reason(space) if not enc.available(space) else (
+                "no face found on the reference" if vec is None else None)
+            rows.append({"story_id": story.story_id, "character": key, "tag": ch.tag, "space": space, "ref_index": i,
+                         "ref_path": ref, "ref_sha256": store.put_bytes(Path(ref).read_bytes(), Path(ref).suffix[1:].lower()),
+                         "box": json.dumps(box), "box_confidence": conf,
+                         "detector_reason": det_reason if detector is None else None,
+                         "crop_id": store.put_png(crop),
+                         "embedding": vec.tolist() if vec is not None else None,
+                         "mirror_embedding": mirror.tolist() if mirror is not None else None,
+                         "style": (style.embed([image])[0].tolist() if style is not None and i == 0 else None),
+                         "reason": reason})
+    df = pd.DataFrame(rows)
+    return Output(df, metadata={"references": len(df), "embedded": int(df["embedding"].notna().sum()),
+                                "style": style_reason or "CSD", "models": MetadataValue.json(slot_manifest(models))})
+
+
+def encoders(models: ModelRegistry, device: Device) -> C.Encoders:
+    face, face_reason = _slot(models, device, "face")
+    feats, feats_reason = _slot(models, device, "character_embedder")
+    return C.Encoders(face, face_reason, feats, feats_reason)
+
+
+# ----------------------------------------------------------------------------------------- outputs
+
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1")
+def vistorybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
+                         vistorybench_story: pd.DataFrame) -> Output[pd.DataFrame]:
+    """Index of one generator's shot images for one story, validated against the story's 1-based indices.
+    A misaligned set (0-based, beyond the story, duplicates) is one error row for the story; missing shots are
+    listed; nothing is shifted."""
+    generator, sid = P.split(context.partition_key)
+    story = _story(vistorybench_story)
+    language = _language(paths, generator)
+    base = {"generator": generator, "story_id": sid, "language": language}
+    rows = []
+    try:
+        index = D.index_outputs(story, paths.generator_dir(generator) / sid, generator)
+    except D.OutputError as e:
+        context.log.error(str(e))
+        df = pd.DataFrame([{**base, "shot": None, "path": None, "sha256": None, "status": "story_error",
+                            "error": str(e)}])
+        return Output(df, metadata={"error": MetadataValue.text(str(e))})
+    for s in story.shots:
+        path = index.files.get(s.index)
+        row = {**base, "shot": s.index, "path": path, "sha256": None, "status": "ok", "error": None}
+        if path is None:
+            row.update(status="missing", error=f"generator {generator!r}, story {sid}: shot {s.index} has no output")
+        else:
+            try:
+                shot_image(path)
+                row["sha256"] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            except D.ShotReadError as e:
+                row.update(status="unreadable", error=f"generator {generator!r}, story {sid}: {e}")
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    bad = df[df.status != "ok"]
+    for e in bad["error"]:
+        context.log.warning(e)
+    return Output(df, metadata={"shots": len(df), "ok": int((df.status == "ok").sum()),
+                                "missing": MetadataValue.json([int(x) for x in bad["shot"]]),
+                                "language": language})
+
+
+def _ok_shots(outputs: pd.DataFrame) -> pd.DataFrame:
+    return outputs[outputs["status"] == "ok"]
+
+
+def _story_error(outputs: pd.DataFrame) -> Optional[str]:
+    err = outputs[outputs["status"] == "story_error"]
+    return str(err["error"].iloc[0]) if len(err) else None
+
+
+# ----------------------------------------------------------------------------------------- characters
+
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu")
+def vistorybench_matches(context: AssetExecutionContext, vistorybench_outputs: pd.DataFrame,
+                         vistorybench_story: pd.DataFrame, vistorybench_references: pd.DataFrame,
+                         models: ModelRegistry, device: Device, store: Store) -> Output[pd.DataFrame]:
+    """Per shot: every 'character' box (OCCM's D), each crop's vectors in both spaces, and the Hungarian assignment
+    of the on-stage characters to crops."""
+    generator, sid = P.split(context.partition_key)
+    story = _story(vistorybench_story)
+    detector, det_reason = _slot(models, device, "character_detector")
+    enc = encoders(models, device)
+    refs = reference_vectors(vistorybench_references)
+    tags = {k: c.tag for k, c in story.characters.items()}
+    rows = []
+    for r in _ok_shots(vistorybench_outputs).itertuples():
+        shot = int(r.shot)
+        language = r.language
+        on_stage = list(story.on_stage(shot, language)) if language in story.shot(shot).appearing else []
+        base = {"generator": generator, "story_id": sid, "shot": shot, "source_sha256": r.sha256}
+        if detector is None:
+            rows.append({**base, "kind": "shot", "n_detections": None, "on_stage": json.dumps(on_stage),
+                         "reason": det_reason})
+            continue
+        image = shot_image(r.path)
+        dets = detector.detect([image], "character")[0]
+        rows.append({**base, "kind": "shot", "n_detections": len(dets), "on_stage": json.dumps(on_stage),
+                     "reason": None})
+        crops, boxes = [], []
+        for j in range(len(dets)):
+            crop = C.crop_box(image, dets.xyxy[j])
+            if crop is not None:
+                crops.append(crop)
+                boxes.append((dets.xyxy[j], float(dets.confidence[j])))
+        needed = {C.space_of(tags[c]) for c in on_stage}
+        vecs = {sp: C.embed(enc, sp, crops) if sp in needed else [None] * len(crops) for sp in C.SPACES}
+        assignment = {j: (c, s) for c, j, s in C.match_shot(on_stage, tags, refs, vecs)}
+        for j, (crop, (box, conf)) in enumerate(zip(crops, boxes)):
+            who, score = assignment.get(j, (None, None))
+            rows.append({**base, "kind": "crop", "crop_index": j, "box": json.dumps([float(v) for v in box]),
+                         "confidence": conf, "crop_id": store.put_png(crop),
+                         "face": vecs["face"][j].tolist() if vecs["face"][j] is not None else None,
+                         "features": vecs["features"][j].tolist() if vecs["features"][j] is not None else None,
+                         "matched": who, "match_score": score})
+    df = pd.DataFrame(rows)
+    for col in ("kind", "crop_index", "box", "confidence", "crop_id", "face", "features", "matched", "match_score",
+                "n_detections", "on_stage", "reason"):
+        if col not in df.columns:
+            df[col] = None
+    crops_df = df[df["kind"] == "crop"]
+    return Output(df, metadata={"shots": int((df["kind"] == "shot").sum()) if len(df) else 0,
+                                "crops": len(crops_df), "matched": int(crops_df["matched"].notna().sum())})
+
+
+def reference_vectors(refs: pd.DataFrame) -> dict[str, np.ndarray]:
+    """character -> [k, d] vectors of the references that could be embedded (in the character's space)."""
+    out = {}
+    for key, g in refs.groupby("character"):
+        vecs = [np.asarray(v, np.float32) for v in g.sort_values("ref_index")["embedding"] if v is not None]
+        out[str(key)] = np.stack(vecs) if vecs else np.zeros((0, 0), np.float32)
+    return out
+
+
+# ----------------------------------------------------------------------------------------- scores
+
+def character_rows(generator: str, story: D.Story, language: str, refs: pd.DataFrame, matches: pd.DataFrame,
+                   scored_shots: list[int], single_reference: bool) -> list[dict]:
+    """cids_cross, cids_self, copy_paste, copy_paste_paper per character and per story (x100)."""
+    keys = {"benchmark": BENCH, "generator": generator, "item": story.story_id}
+    crops = matches[matches["kind"] == "crop"]
+    scheduled = sorted({c for s in story.shots if s.index in scored_shots
+                        for c in s.appearing.get(language, ())})
+    vals: dict[str, list] = defaultdict(list)
+    failed: dict[str, int] = defaultdict(int)
+    reasons: dict[str, set] = defaultdict(set)
+    rows = []
+    for key in scheduled:
+        tag = story.characters[key].tag
+        space = C.space_of(tag)
+        r = refs[refs["character"] == key].sort_values("ref_index")
+        ref_vecs = [np.asarray(v, np.float32) if v is not None else None for v in r["embedding"]]
+        good_refs = [v for v in ref_vecs if v is not None]
+        mine = crops[crops["matched"] == key]
+        if not good_refs:
+            why = str(r["reason"].dropna().iloc[0]) if r["reason"].notna().any() else "no reference vector"
+            for mid in ("cids_cross", "cids_self"):
+                failed[mid] += 1
+                reasons[mid].add(f"{key}: {why}")
+                rows.append(instance_row(mid, None, "character", reason=why, entity_id=key, **keys)
+                            | {"n_skipped": 0, "n_failed": 1})
+            continue
+        R = np.stack(good_refs)
+        G = np.stack([np.asarray(v, np.float32) for v in mine[space]]) if len(mine) else np.zeros((0, R.shape[1]))
+        detail = {"matched_crops": len(mine), "references": len(good_refs), "space": space,
+                  "crop_ids": list(mine["crop_id"]), "shots": [int(s) for s in mine["shot"]]}
+        for mid, v in (("cids_cross", M.cids_cross(G, R)), ("cids_self", M.cids_self(G))):
+            vals[mid].append(v * STARRED_SCALE)
+            rows.append(instance_row(mid, v * STARRED_SCALE, "character", entity_id=key, detail=detail, **keys))
+        if not len(mine):
+            continue
+        # copy-paste against the first reference ("the reference used") and its mirror image
+        if ref_vecs[0] is not None and single_reference:
+            mirror = r["mirror_embedding"].iloc[0]
+            if mirror is not None:
+                p = [M.copy_paste_probability(g, ref_vecs[0], np.asarray(mirror, np.float32)) for g in G]
+                v = float(np.mean(p)) * STARRED_SCALE
+                vals["copy_paste"].append(v)
+                rows.append(instance_row("copy_paste", v, "character", entity_id=key,
+                                         detail={"per_crop": [round(x, 4) for x in p]}, **keys))
+            others = [x for x in ref_vecs[1:] if x is not None]
+            if others:
+                d = [M.copy_paste_paper(g, ref_vecs[0], np.stack(others)) for g in G]
+                v = float(np.mean(d)) * STARRED_SCALE
+                vals["copy_paste_paper"].append(v)
+                rows.append(instance_row("copy_paste_paper", v, "character", entity_id=key,
+                                         detail={"per_crop": [round(x, 4) for x in d]}, **keys))
+    for mid in ("cids_cross", "cids_self", "copy_paste", "copy_paste_paper"):
+        why = "; ".join(sorted(reasons[mid])) or None
+        if mid.startswith("copy_paste") and not vals[mid]:
+            why = ("generator declares multiple references (copy_paste applies to single-reference methods)"
+                   if not single_reference else
+                   "no matched character with a usable first reference" if mid == "copy_paste" else
+                   "no matched character with >= 2 references")
+        rows.append(record_row(record_from_values(mid, vals[mid], n_failed=failed[mid], reason=why), **keys))
+    return rows
+
+
+def occm_rows(generator: str, story: D.Story, matches: pd.DataFrame) -> list[dict]:
+    keys = {"benchmark": BENCH, "generator": generator, "item": story.story_id}
+    rows, vals, skipped, reasons = [], [], 0, set()
+    for s in matches[matches["kind"] == "shot"].itertuples():
+        expected = len(json.loads(s.on_stage))
+        if s.n_detections is None or pd.isna(s.n_detections):
+            skipped += 1
+            reasons.add(str(s.reason))
+            continue
+        v = M.occm(int(s.n_detections), expected)
+        if v is None:
+            continue  # no scheduled character: not an instance
+        vals.append(v)
+        rows.append(instance_row("occm", v, "shot", shot=int(s.shot), source_sha256=s.source_sha256,
+                                 detail={"detected": int(s.n_detections), "expected": expected}, **keys))
+    rows.append(record_row(record_from_values("occm", vals, n_skipped=skipped,
+                                              reason="; ".join(sorted(reasons)) or None), **keys))
+    return rows
+
+
+def style_rows(generator: str, story: D.Story, language: str, refs: pd.DataFrame, shots: pd.DataFrame,
+               style, style_reason: Optional[str]) -> list[dict]:
+    keys = {"benchmark": BENCH, "generator": generator, "item": story.story_id}
+    if style is None:
+        return [record_row(MetricRecord(m, None, 0, 0, len(shots), style_reason), **keys)
+                for m in ("csd_cross", "csd_self")]
+    first_ref = {r.character: np.asarray(r.style, np.float32) for r in refs.itertuples()
+                 if r.ref_index == 0 and r.style is not None}
+    shot_styles = style.embed([shot_image(p) for p in shots["path"]])
+    rows, cross = [], []
+    for (r, s) in zip(shots.itertuples(), shot_styles):
+        on = [c for c in story.on_stage(int(r.shot), language) if c in first_ref] \
+            if language in story.shot(int(r.shot)).appearing else []
+        v = M.style_cross(s, np.stack([first_ref[c] for c in on])) if on else None
+        if v is None:
+            continue  # nobody on stage: not an instance of csd_cross
+        cross.append(v * STARRED_SCALE)
+        rows.append(instance_row("csd_cross", v * STARRED_SCALE, "shot", shot=int(r.shot),
+                                 source_sha256=r.sha256, **keys))
+    rows.append(record_row(record_from_values("csd_cross", cross), **keys))
+    v = M.style_self(np.asarray(shot_styles))
+    rows.append(record_row(MetricRecord("csd_self", v * STARRED_SCALE if v is not None else None,
+                                        len(shot_styles) if v is not None else 0, 0,
+                                        0 if v is not None else len(shot_styles),
+                                        None if v is not None else "fewer than 2 shots"), **keys))
+    return rows
+
+
+def aesthetic_rows(generator: str, story: D.Story, shots: pd.DataFrame, model, reason: Optional[str]) -> list[dict]:
+    keys = {"benchmark": BENCH, "generator": generator, "item": story.story_id}
+    if model is None:
+        return [record_row(MetricRecord("aesthetics", None, 0, 0, len(shots), reason), **keys)]
+    scores = model.score([shot_image(p) for p in shots["path"]])
+    rows = [instance_row("aesthetics", float(v), "shot", shot=int(r.shot), source_sha256=r.sha256, **keys)
+            for r, v in zip(shots.itertuples(), scores)]
+    rows.append(record_row(record_from_values("aesthetics", [float(v) for v in scores]), **keys))
+    return rows
+
+
+def _story_failed_rows(generator: str, sid: str, metric_ids, error: str) -> list[dict]:
+    keys = {"benchmark": BENCH, "generator": generator, "item": sid}
+    return [record_row(MetricRecord(m, None, 0, 1, 0, error), **keys) for m in metric_ids]
+
+
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu")
+def vistorybench_scores(context: AssetExecutionContext, paths: BenchPaths, vistorybench_outputs: pd.DataFrame,
+                        vistorybench_story: pd.DataFrame, vistorybench_references: pd.DataFrame,
+                        vistorybench_matches: pd.DataFrame, models: ModelRegistry,
+                        device: Device) -> Output[pd.DataFrame]:
+    """Per story: CIDS cross/self, OCCM, copy-paste (1.3 and paper), CSD cross/self, aesthetics, with per-character
+    and per-shot provenance rows (crop ids, source hashes)."""
+    generator, sid = P.split(context.partition_key)
+    story = _story(vistorybench_story)
+    err = _story_error(vistorybench_outputs)
+    if err:
+        df = metric_frame(_story_failed_rows(generator, sid, SCORE_METRICS, err))
+    else:
+        card = read_generator(paths.generator_dir(generator)).card
+        single = card.get("reference_mode", "single") == "single"
+        shots = _ok_shots(vistorybench_outputs)
+        language = str(shots["language"].iloc[0]) if len(shots) else "en"
+        scored = [int(s) for s in shots["shot"]]
+        style, style_reason = _slot(models, device, "style_csd")
+        aesthetic, aesthetic_reason = _slot(models, device, "aesthetic_v25")
+        rows = (character_rows(generator, story, language, vistorybench_references, vistorybench_matches, scored,
+                               single)
+                + occm_rows(generator, story, vistorybench_matches)
+                + style_rows(generator, story, language, vistorybench_references, shots, style, style_reason)
+                + aesthetic_rows(generator, story, shots, aesthetic, aesthetic_reason))
+        df = metric_frame(rows)
+    df["protocol"] = _protocol(models)
+    items = df[df.level == "item"]
+    return Output(df, metadata={r.metric_id: (round(float(r.value), 3) if pd.notna(r.value) else "None")
+                                for r in items.itertuples()})
+
+
+# ----------------------------------------------------------------------------------------- alignment (judge)
+
+def alignment_requests(story: D.Story, language: str, shots: pd.DataFrame, matches: pd.DataFrame, store: Store):
+    """(aspect, shot, character, request) for every judge question of one story."""
+    out = []
+    crops = matches[matches["kind"] == "crop"] if len(matches) else matches
+    for r in shots.itertuples():
+        shot = story.shot(int(r.shot))
+        image = shot_image(r.path)
+        for aspect, field in (("scene", "Setting Description"), ("camera", "Shot Perspective Design"),
+                              ("character_action", "Static Shot Description")):
+            text = shot.text[field].get(language)
+            if text:
+                out.append((aspect, shot.index, None, J.shot_request(aspect, text, language, image)))
+        action = shot.text["Static Shot Description"].get(language, "")
+        for c in crops[(crops["shot"] == shot.index) & crops["matched"].notna()].itertuples():
+            name = story.characters[c.matched].names.get(language, c.matched)
+            out.append(("single_character_action", shot.index, c.matched,
+                        J.single_character_request(name, action, language, store.get_png(c.crop_id))))
+    return out
+
+
+def alignment_rows(generator: str, sid: str, asked: list[tuple], results) -> list[dict]:
+    keys = {"benchmark": BENCH, "generator": generator, "item": sid}
+    rows, by_aspect, failed, skipped, reasons = [], defaultdict(list), 0, 0, set()
+    for (aspect, shot, character, _), res in zip(asked, results):
+        detail = {"aspect": aspect, "cache_key": res.cache_key, "answer": res.answer, "model": res.model}
+        if res.status == "ok":
+            by_aspect[aspect].append(float(res.answer["score"]))
+            rows.append(instance_row(f"alignment.{aspect}", float(res.answer["score"]) * 25.0, "question", shot=shot,
+                                     entity_id=character, detail=detail, **keys))
+        else:
+            failed += res.status == "failed"
+            skipped += res.status == "skipped"
+            reasons.add(res.reason or res.status)
+            rows.append(instance_row(f"alignment.{aspect}", None, "question", shot=shot, entity_id=character,
+                                     reason=res.reason, detail=detail, **keys)
+                        | {"n_failed": int(res.status == "failed"), "n_skipped": int(res.status == "skipped")})
+    value, missing = M.alignment_score(by_aspect)
+    n = sum(len(v) for v in by_aspect.values())
+    why = "; ".join(sorted(reasons))[:500] or None
+    if missing and value is not None:
+        why = "; ".join(x for x in (why, f"aspects without an answer: {missing}") if x)
+    rows.append(record_row(MetricRecord("alignment", value, n if value is not None else 0, failed, skipped,
+                                        why if (why or value is None) else None), **keys))
+    for aspect in M.ALIGNMENT_ASPECTS:
+        v = by_aspect.get(aspect)
+        rows.append(record_row(MetricRecord(f"alignment.{aspect}", float(np.mean(v)) * 25.0 if v else None,
+                                            len(v) if v else 0, 0, 0 if v else 1,
+                                            None if v else "no answered question"), **keys))
+    return rows
+
+
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1")
+def vistorybench_alignment(context: AssetExecutionContext, vistorybench_outputs: pd.DataFrame,
+                           vistorybench_story: pd.DataFrame, vistorybench_matches: pd.DataFrame, judge: Judge,
+                           models: ModelRegistry, store: Store) -> Output[pd.DataFrame]:
+    """Prompt alignment through the judge: scene, camera, character action (whole shot) and single-character
+    action (each matched crop with its name), 0-4 each; alignment = mean of aspect means x 25."""
+    generator, sid = P.split(context.partition_key)
+    story = _story(vistorybench_story)
+    err = _story_error(vistorybench_outputs)
+    if err:
+        df = metric_frame(_story_failed_rows(generator, sid, ["alignment"], err))
+    else:
+        shots = _ok_shots(vistorybench_outputs)
+        language = str(shots["language"].iloc[0]) if len(shots) else "en"
+        asked = alignment_requests(story, language, shots, vistorybench_matches, store)
+        ok, why = judge.available()
+        if not ok:
+            keys = {"benchmark": BENCH, "generator": generator, "item": sid}
+            df = metric_frame([record_row(MetricRecord("alignment", None, 0, 0, len(asked), why), **keys)])
+        else:
+            df = metric_frame(alignment_rows(generator, sid, asked, judge.ask_many([a[3] for a in asked])))
+    df["protocol"] = _protocol(models, judge)
+    rec = df[(df.level == "item") & (df.metric_id == "alignment")].iloc[0]
+    return Output(df, metadata={"alignment": float(rec.value) if pd.notna(rec.value) else "None",
+                                "reason": MetadataValue.text(str(rec.reason) if pd.notna(rec.reason) else "none")})
+
+
+# ----------------------------------------------------------------------------------------- generator level
+
+@asset(group_name=GROUP, code_version="1", deps=[vistorybench_outputs], pool="gpu",
+       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
+def vistorybench_inception_score(context: AssetExecutionContext, store: Store, models: ModelRegistry,
+                                 device: Device) -> Output[pd.DataFrame]:
+    """Inception Score over all shot images of each generator (one split), and over the Lite stories."""
+    outputs = store.query("SELECT generator, story_id, shot, path, sha256 FROM vistorybench_outputs "
+                          "WHERE status = 'ok'")
+    model, reason = _slot(models, device, "inception")
+    rows = []
+    for generator, g in outputs.groupby("generator"):
+        for split, part in (("full", g), ("lite", g[g["story_id"].isin(D.LITE)])):
+            keys = {"benchmark": BENCH, "generator": generator, "item": f"split:{split}"}
+            if model is None or part.empty:
+                rec = MetricRecord("inception_score", None, 0, 0, len(part), reason or "no shot image in this split")
+            else:
+                probs = model.probs([shot_image(p) for p in part["path"]])
+                rec = MetricRecord("inception_score", M.inception_score(probs), len(part))
+            rows.append(record_row(rec, **keys) | {"detail": json.dumps({"split": split, "images": len(part)})})
+    df = metric_frame(rows)
+    df["protocol"] = _protocol(models)
+    return Output(df, metadata={"generators": int(outputs["generator"].nunique()) if len(outputs) else 0})
+
+
+def leaderboard_table(records: pd.DataFrame, stories: pd.DataFrame, inception: pd.DataFrame,
+                      cards: dict[str, dict]) -> pd.DataFrame:
+    """Mean over stories per (generator, split, metric); IS from its own asset; rank = mean rank over the eight
+    quality columns among generators with ``rank`` not false."""
+    lite = set(stories.loc[stories["lite"], "story_id"])
+    all_ids = set(stories["story_id"])
+    rows = []
+    for split, ids in (("full", all_ids), ("lite", lite)):
+        part = records[records["item"].isin(ids)]
+        for generator in sorted(set(records["generator"]) | set(inception["generator"])):
+            g = part[part["generator"] == generator]
+            for mid in LEADERBOARD_METRICS:
+                if mid == "inception_score":
+                    r = inception[(inception["generator"] == generator) & (inception["item"] == f"split:{split}")]
+                    value = float(r["value"].iloc[0]) if len(r) and pd.notna(r["value"].iloc[0]) else None
+                    reason = None if value is not None else (str(r["reason"].iloc[0]) if len(r) else "not computed")
+                    rows.append({"generator": generator, "split": split, "metric_id": mid, "value": value,
+                                 "stories": len(ids), "stories_scored": len(ids) if value is not None else 0,
+                                 "n_eval": int(r["n_eval"].iloc[0]) if len(r) else 0, "reason": reason,
+                                 "protocol": str(r["protocol"].iloc[0]) if len(r) else None})
+                    continue
+                m = g[g["metric_id"] == mid]
+                have = m[m["value"].notna()]
+                reasons = sorted(set(m.loc[m["value"].isna(), "reason"].dropna().astype(str)))
+                missing = sorted(ids - set(m["item"]))
+                if missing:
+                    reasons.append(f"stories not evaluated: {missing}")
+                rows.append({"generator": generator, "split": split, "metric_id": mid,
+                             "value": float(have["value"].mean()) if len(have) else None,
+                             "stories": len(ids), "stories_scored": len(have),
+                             "n_eval": int(m["n_eval"].sum()), "reason": "; ".join(reasons)[:800] or None,
+                             "protocol": ",".join(sorted(set(m["protocol"].dropna().astype(str)))) or None})
+    board = pd.DataFrame(rows)
+    ranks = []
+    for split, b in board.groupby("split"):
+        ranked = {g: {m: (float(v) if pd.notna(v) else None) for m, v in zip(x["metric_id"], x["value"])}
+                  for g, x in b.groupby("generator")
+                  if cards.get(g, {}).get("rank", True) is not False}
+        for g, r in M.mean_rank(ranked).items():
+            ranks.append({"generator": g, "split": split, **r})
+    rank_df = pd.DataFrame(ranks, columns=["generator", "split", "mean_rank", "ranked_columns"])
+    board = board.merge(rank_df, on=["generator", "split"], how="left")
+    board["ranked"] = board["generator"].map(lambda g: cards.get(g, {}).get("rank", True) is not False)
+    return board
+
+
+@asset(group_name=GROUP, code_version="1",
+       deps=[vistorybench_scores, vistorybench_alignment, vistorybench_inception_score, vistorybench_story],
+       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
+def vistorybench_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths) -> Output[pd.DataFrame]:
+    """Every metric for every generator, full set and Lite: mean over stories (value or None with reason), and the
+    leaderboard rank (mean rank over the eight quality columns; copy-paste baseline shown, not ranked)."""
+    tables = set(store.asset_tables())
+    cols = "generator, item, metric_id, value, n_eval, n_failed, n_skipped, reason, protocol"
+    parts = [f"SELECT {cols} FROM {t} WHERE level = 'item'" for t in ("vistorybench_scores", "vistorybench_alignment")
+             if t in tables]
+    if not parts or "vistorybench_story" not in tables:
+        raise ValueError("no ViStoryBench score partition has been materialised yet")
+    records = store.query(" UNION ALL ".join(parts))
+    # every story of the release counts, including one whose story.json failed validation (it shows as missing)
+    ids = sorted(set(D.discover_stories(paths.benchmark_dir(BENCH)))
+                 | set(store.query("SELECT story_id FROM vistorybench_story")["story_id"]))
+    stories = pd.DataFrame({"story_id": ids, "lite": [i in D.LITE for i in ids]})
+    inception = store.query(f"SELECT {cols} FROM vistorybench_inception_score") \
+        if "vistorybench_inception_score" in tables else pd.DataFrame(columns=cols.split(", "))
+    cards = {}
+    for g in set(records["generator"]):
+        try:
+            cards[g] = read_generator(paths.generator_dir(g)).card
+        except (GeneratorError, FileNotFoundError):
+            cards[g] = {}
+    board = leaderboard_table(records, stories, inception, cards)
+    full = board[board.split == "full"].pivot(index="metric_id", columns="generator", values="value")
+    return Output(board, metadata={"generators": MetadataValue.json(sorted(board["generator"].unique().tolist())),
+                                   "table": MetadataValue.md(full.round(3).to_markdown() if len(full) else "empty")})
+
+
+@asset(group_name=GROUP, code_version="1", deps=[vistorybench_leaderboard],
+       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
+def vistorybench_human_alignment(context: AssetExecutionContext, store: Store,
+                                 paths: BenchPaths) -> Output[pd.DataFrame]:
+    """Kendall tau, Spearman rho and Pearson r between the human ratings table (``human_ratings.csv``:
+    method, dimension, rating) and every leaderboard metric, over the methods both have."""
+    ratings_path = paths.benchmark_dir(BENCH) / "human_ratings.csv"
+    if not ratings_path.is_file():
+        raise Failure(f"no human ratings table at {ratings_path} (columns: method, dimension, rating)")
+    ratings = read_ratings(ratings_path)
+    board = store.query("SELECT generator, split, metric_id, value FROM vistorybench_leaderboard WHERE split = 'full'")
+    df = human_alignment_table(ratings, board)
+    return Output(df, metadata={"pairs": len(df), "table": MetadataValue.md(
+        df[["dimension", "metric_id", "kendall_tau", "spearman_rho", "pearson_r", "n_methods"]].round(3)
+        .to_markdown(index=False) if len(df) else "empty")})
+
+
+def read_ratings(path) -> pd.DataFrame:
+    df = pd.read_csv(path)
+    need = {"method", "dimension", "rating"}
+    if not need <= set(df.columns):
+        raise ValueError(f"{path}: human ratings need columns {sorted(need)}, found {list(df.columns)}")
+    return df
+
+
+def human_alignment_table(ratings: pd.DataFrame, board: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for dim, r in ratings.groupby("dimension"):
+        human = r.groupby("method")["rating"].mean().to_dict()
+        for mid, b in board.groupby("metric_id"):
+            metric = {g: (float(v) if pd.notna(v) else None) for g, v in zip(b["generator"], b["value"])}
+            c = M.human_alignment(human, metric)
+            rows.append({"dimension": dim, "metric_id": mid, **{k: getattr(c, k) for k in (
+                "kendall_tau", "kendall_p", "spearman_rho", "spearman_p", "pearson_r", "pearson_p", "n_methods")},
+                "methods": json.dumps(list(c.methods)), "reason": c.reason})
+    return pd.DataFrame(rows)
+
+
+ASSETS = [vistorybench_story, vistorybench_references, vistorybench_outputs, vistorybench_matches,
+          vistorybench_scores, vistorybench_alignment, vistorybench_inception_score, vistorybench_leaderboard,
+          vistorybench_human_alignment]
+ITEM_ASSETS = ["vistorybench_story", "vistorybench_references"]
+GENERATOR_ASSETS = ["vistorybench_outputs", "vistorybench_matches", "vistorybench_scores", "vistorybench_alignment"]
