@@ -23,6 +23,7 @@ class Benchmark:
     generator_assets: Sequence[str]
     aggregate_assets: Sequence[str]       # unpartitioned, in dependency order
     leaderboard: str                      # the asset whose table `bench leaderboard` prints
+    headline: dict = None                 # leaderboard rows the CLI pivots (e.g. {"tier": "all"})
 
 
 BENCHMARKS: dict[str, Benchmark] = {
@@ -34,11 +35,11 @@ BENCHMARKS: dict[str, Benchmark] = {
          "entitybench_action", "entitybench_presence_consistency", "entitybench_llm_consistency"],
         ["entitybench_dataset_statistics", "entitybench_leaderboard", "entitybench_gap_decay",
          "entitybench_effect_sizes", "entitybench_report"],
-        "entitybench_leaderboard"),
+        "entitybench_leaderboard", {"tier": "all"}),
     "vistorybench": Benchmark(
         "vistorybench", vistorybench.P, vistorybench.ASSETS,
         lambda p: discover_stories(p.benchmark_dir("vistorybench")),
         vistorybench.ITEM_ASSETS, vistorybench.GENERATOR_ASSETS,
         ["vistorybench_inception_score", "vistorybench_leaderboard", "vistorybench_human_alignment"],
-        "vistorybench_leaderboard"),
+        "vistorybench_leaderboard", {"split": "full"}),
 }

@@ -1,4 +1,4 @@
-"""`bench`: demo, ui, evaluate, leaderboard, weights."""
+"""`bench`: demo, ui, evaluate, leaderboard, human-alignment, weights."""
 from __future__ import annotations
 
 import argparse
@@ -12,36 +12,40 @@ import pandas as pd
 
 from bench_resources.paths import PROJECT_ROOT
 
-BENCHMARKS = ("entitybench",)
+def _benchmarks():
+    from bench_assets.benchmarks import BENCHMARKS
+    return BENCHMARKS
 
 
-def _entitybench_plan(generators_root: str | None = None, generator_path: str | None = None):
-    from bench_assets import definitions as d
-    from bench_assets.core.generators import discover_generators, read_generator
-    from bench_assets.entitybench.dataset import discover_episodes
+def _plan(benchmark: str, generators_root: str | None = None, generator_path: str | None = None):
+    from bench_assets.core.generators import GeneratorError, discover_generators, read_generator
     from bench_resources.config import build_resources
     from bench_resources.paths import BenchPaths
 
+    b = _benchmarks()[benchmark]
     paths = BenchPaths(generators_root=generators_root)
     if generator_path:
         info = read_generator(generator_path)
+        if info.benchmark != benchmark:
+            raise GeneratorError(f"generator {info.name!r} is for benchmark {info.benchmark!r}, not {benchmark!r}")
         paths = BenchPaths(generators_root=str(Path(generator_path).resolve().parent))
         gens, errors = [info], []
     else:
-        gens, errors = discover_generators(paths.generators_dir, "entitybench")
+        gens, errors = discover_generators(paths.generators_dir, benchmark)
     resources = build_resources(paths=paths)
-    items = discover_episodes(paths.benchmark_dir("entitybench") / "episodes")
-    return d, resources, items, gens, errors
+    return b, resources, b.item_ids(paths), gens, errors
 
 
-def _board(resources) -> pd.DataFrame:
-    return resources["store"].query("SELECT * FROM entitybench_leaderboard")
+def _board(resources, benchmark: str = "entitybench") -> pd.DataFrame:
+    return resources["store"].query(f"SELECT * FROM {_benchmarks()[benchmark].leaderboard}")
 
 
-def _print_board(board: pd.DataFrame) -> None:
-    overall = board[board.tier == "all"].copy()
-    overall["cell"] = [("None" if pd.isna(v) else f"{v:.3f}") for v in overall["value"]]
-    table = overall.pivot(index="metric_id", columns="generator", values="cell")
+def _print_board(board: pd.DataFrame, benchmark: str = "entitybench") -> None:
+    head = board.copy()
+    for col, val in (_benchmarks()[benchmark].headline or {}).items():
+        head = head[head[col] == val]
+    head["cell"] = [("None" if pd.isna(v) else f"{v:.3f}") for v in head["value"]]
+    table = head.pivot(index="metric_id", columns="generator", values="cell")
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         print(table.to_string())
 
@@ -52,57 +56,76 @@ def _write_report(resources, board: pd.DataFrame, out: Path) -> Path:
     return write_entitybench_report(resources["store"], manifest, board, out)
 
 
-def cmd_demo(args) -> int:
+def _run(benchmark: str, generator_path: str | None = None, aggregates: bool = True):
     from dagster import DagsterInstance
     from bench_assets.core.runner import dagster_home, evaluate
     home = dagster_home()
-    d, resources, items, gens, errors = _entitybench_plan()
+    b, resources, items, gens, errors = _plan(benchmark, generator_path=generator_path)
     for e in errors:
         print(f"error: {e}", file=sys.stderr)
-    print(f"EntityBench demo: {len(items)} episodes x {len(gens)} generators; profile "
-          f"{resources['models'].profile}; judge {resources['judge'].mode}; DAGSTER_HOME={home}")
-    instance = DagsterInstance.get()
-    stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=d.ENTITYBENCH,
-                     items=items, generators=gens, item_assets=d.ENTITYBENCH_ITEM_ASSETS,
-                     generator_assets=d.ENTITYBENCH_GENERATOR_ASSETS,
-                     aggregate_assets=["entitybench_dataset_statistics", "entitybench_leaderboard", "entitybench_gap_decay",
-                                       "entitybench_effect_sizes", "entitybench_report"])
-    board = _board(resources)
-    print()
-    _print_board(board)
-    report = _write_report(resources, board, Path(args.report))
-    print(f"\nmaterialised {len(stats.materialized)} asset partitions, {len(stats.failed)} failed; "
-          f"{stats.forwards} model forwards ({stats.forward_s:.1f} s), {stats.judge_calls} judge calls, "
-          f"{stats.decodes} video decodes; wall {stats.wall_s:.1f} s")
-    print(f"report: {report}")
+    print(f"{benchmark}: {len(items)} items x {len(gens)} generators; profile {resources['models'].profile}; "
+          f"judge {resources['judge'].mode}; DAGSTER_HOME={home}")
+    stats = evaluate(DagsterInstance.get(), assets=b.assets, resources=resources, partitions=b.partitions,
+                     items=items, generators=gens, item_assets=b.item_assets, generator_assets=b.generator_assets,
+                     aggregate_assets=b.aggregate_assets if aggregates else [b.leaderboard])
+    return resources, gens, stats
+
+
+def cmd_demo(args) -> int:
+    names = [args.benchmark] if args.benchmark else list(_benchmarks())
+    failed = 0
+    for name in names:
+        resources, _, stats = _run(name)
+        board = _board(resources, name)
+        print()
+        _print_board(board, name)
+        if name == "entitybench":
+            print(f"report: {_write_report(resources, board, Path(args.report))}")
+        print(f"\n{name}: materialised {len(stats.materialized)} asset partitions, {len(stats.failed)} failed; "
+              f"{stats.forwards} model forwards ({stats.forward_s:.1f} s), {stats.judge_calls} judge calls, "
+              f"{stats.decodes} video decodes; wall {stats.wall_s:.1f} s\n")
+        failed += len(stats.failed)
     print("UI: `bench ui` (or `make ui`) shows this Dagster home")
-    return 0 if not stats.failed else 1
+    return 0 if not failed else 1
 
 
 def cmd_evaluate(args) -> int:
-    from dagster import DagsterInstance
-    from bench_assets.core.runner import dagster_home, evaluate
-    if args.benchmark not in BENCHMARKS:
-        print(f"unknown or not yet implemented benchmark {args.benchmark!r}; have {BENCHMARKS}", file=sys.stderr)
+    if args.benchmark not in _benchmarks():
+        print(f"unknown or not yet implemented benchmark {args.benchmark!r}; have {sorted(_benchmarks())}",
+              file=sys.stderr)
         return 2
-    dagster_home()
-    d, resources, items, gens, errors = _entitybench_plan(generator_path=args.generator)
-    instance = DagsterInstance.get()
-    stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=d.ENTITYBENCH, items=items,
-                     generators=gens, item_assets=d.ENTITYBENCH_ITEM_ASSETS,
-                     generator_assets=d.ENTITYBENCH_GENERATOR_ASSETS, aggregate_assets=["entitybench_leaderboard"])
-    board = _board(resources)
-    _print_board(board[board.generator == gens[0].name])
+    resources, gens, stats = _run(args.benchmark, generator_path=args.generator, aggregates=False)
+    board = _board(resources, args.benchmark)
+    _print_board(board[board.generator == gens[0].name], args.benchmark)
     return 0 if not stats.failed else 1
+
+
+def cmd_human_alignment(args) -> int:
+    """Kendall / Spearman / Pearson between a ratings table and the leaderboard's metric values."""
+    from bench_assets.vistorybench.assets import human_alignment_table, read_ratings
+    from bench_resources.config import build_resources
+    board = _board(build_resources(), args.benchmark)
+    for col, val in (_benchmarks()[args.benchmark].headline or {}).items():
+        board = board[board[col] == val]
+    table = human_alignment_table(read_ratings(args.ratings), board[["generator", "metric_id", "value"]])
+    if args.metric:
+        table = table[table.metric_id.isin(args.metric)]
+    if args.json:
+        print(table.to_json(orient="records", indent=2))
+    else:
+        cols = ["dimension", "metric_id", "kendall_tau", "spearman_rho", "pearson_r", "n_methods", "methods", "reason"]
+        with pd.option_context("display.width", 220, "display.max_colwidth", 80):
+            print(table[cols].round(4).to_string(index=False))
+    return 0
 
 
 def cmd_leaderboard(args) -> int:
     from bench_resources.config import build_resources
-    board = _board(build_resources())
+    board = _board(build_resources(), args.benchmark)
     if args.json:
         print(board.to_json(orient="records", indent=2))
     else:
-        _print_board(board)
+        _print_board(board, args.benchmark)
     return 0
 
 
@@ -137,7 +160,8 @@ def cmd_weights(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench", description="Entity-consistency benchmarks as Dagster assets")
     sub = p.add_subparsers(dest="cmd", required=True)
-    demo = sub.add_parser("demo", help="evaluate the embedded benchmark with the offline profile")
+    demo = sub.add_parser("demo", help="evaluate the embedded benchmarks with the offline profile")
+    demo.add_argument("--benchmark", choices=sorted(_benchmarks()), help="one benchmark (default: all)")
     demo.add_argument("--report", default=str(PROJECT_ROOT / "reports" / "entitybench.html"))
     demo.set_defaults(fn=cmd_demo)
     ui = sub.add_parser("ui", help="Dagster webserver + daemon on 127.0.0.1")
@@ -148,9 +172,15 @@ def main(argv: list[str] | None = None) -> int:
     ev.add_argument("--generator", required=True, help="folder holding generator.yaml and the outputs")
     ev.set_defaults(fn=cmd_evaluate)
     lb = sub.add_parser("leaderboard", help="print a benchmark's leaderboard")
-    lb.add_argument("--benchmark", required=True, choices=BENCHMARKS)
+    lb.add_argument("--benchmark", required=True, choices=sorted(_benchmarks()))
     lb.add_argument("--json", action="store_true")
     lb.set_defaults(fn=cmd_leaderboard)
+    ha = sub.add_parser("human-alignment", help="correlate human ratings (method,dimension,rating CSV) with metrics")
+    ha.add_argument("--benchmark", default="vistorybench", choices=sorted(_benchmarks()))
+    ha.add_argument("--ratings", required=True, help="CSV with columns method, dimension, rating")
+    ha.add_argument("--metric", action="append", help="only these metric ids (repeatable)")
+    ha.add_argument("--json", action="store_true")
+    ha.set_defaults(fn=cmd_human_alignment)
     w = sub.add_parser("weights", help="list model slots or import a checkpoint")
     w.add_argument("action", nargs="?", default="list", choices=("list", "import"))
     w.add_argument("slot", nargs="?")

@@ -35,7 +35,7 @@ def test_evaluate_then_leaderboard_json(env, tmp_path, capsys):
     assert 0.5 < row["value"] <= 1.0 and row["coverage"] == 1.0
     miq = rows[("mygen", "imaging_quality", "all")]
     assert miq["value"] is None and "musiq" in miq["reason"]
-    assert cli.main(["evaluate", "--benchmark", "mbench", "--generator", str(outside)]) == 2
+    assert cli.main(["evaluate", "--benchmark", "nosuchbench", "--generator", str(outside)]) == 2
 
 
 def test_weights_list_and_import(env, tmp_path, capsys):
@@ -50,3 +50,42 @@ def test_weights_list_and_import(env, tmp_path, capsys):
     import hashlib
     assert "available=True" in out and hashlib.sha256(b"not really raft").hexdigest() in out
     assert (tmp_path / "weights" / "flow" / "raft_large.pth").exists()
+
+
+def test_vistorybench_evaluate_leaderboard_and_human_alignment(tmp_path, monkeypatch, capsys):
+    import shutil
+    from pathlib import Path
+    src = Path(__file__).resolve().parents[1] / "data"
+    data = tmp_path / "data"
+    shutil.copytree(src / "vistorybench" / "08", data / "vistorybench" / "08")
+    for g in ("vistory_faithful", "vistory_drift", "vistory_copy_paste"):
+        (data / "generators" / g).mkdir(parents=True)
+        shutil.copy(src / "generators" / g / "generator.yaml", data / "generators" / g / "generator.yaml")
+        shutil.copytree(src / "generators" / g / "08", data / "generators" / g / "08")
+    for k, v in {"BENCH_DATA_ROOT": data, "BENCH_GENERATORS_ROOT": data / "generators",
+                 "BENCH_STORE_ROOT": tmp_path / "store", "DAGSTER_HOME": tmp_path / "home",
+                 "BENCH_JUDGE_MODE": "off"}.items():
+        monkeypatch.setenv(k, str(v))
+    for g in ("vistory_faithful", "vistory_drift", "vistory_copy_paste"):
+        assert cli.main(["evaluate", "--benchmark", "vistorybench", "--generator", str(data / "generators" / g)]) == 0
+    out = capsys.readouterr().out
+    assert "cids_self" in out and "vistory_copy_paste" in out
+    from bench_assets.core.generators import GeneratorError
+    with pytest.raises(GeneratorError, match="is for benchmark 'vistorybench', not 'entitybench'"):
+        cli.main(["evaluate", "--benchmark", "entitybench", "--generator", str(data / "generators" / "vistory_drift")])
+    capsys.readouterr()
+    assert cli.main(["leaderboard", "--benchmark", "vistorybench", "--json"]) == 0
+    board = json.loads(capsys.readouterr().out)
+    cells = {(r["generator"], r["metric_id"], r["split"]): r for r in board}
+    assert cells[("vistory_faithful", "cids_self", "lite")]["stories"] == 1        # story 08 is in Lite
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text("method,dimension,rating\nvistory_faithful,character,5\nvistory_drift,character,1\n"
+                       "vistory_copy_paste,character,3\n")
+    assert cli.main(["human-alignment", "--ratings", str(ratings), "--metric", "cids_self", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 1 and rows[0]["n_methods"] == 3
+    assert json.loads(rows[0]["methods"]) == ["vistory_copy_paste", "vistory_drift", "vistory_faithful"]
+    from scipy import stats
+    metric = [cells[(g, "cids_self", "full")]["value"] for g in ("vistory_copy_paste", "vistory_drift", "vistory_faithful")]
+    assert rows[0]["kendall_tau"] == pytest.approx(stats.kendalltau([3, 1, 5], metric).statistic)
+    assert rows[0]["pearson_r"] == pytest.approx(stats.pearsonr([3, 1, 5], metric).statistic)
