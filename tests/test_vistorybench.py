@@ -304,3 +304,28 @@ def test_alignment_through_the_judge_copy_paste_lowest(tmp_path, monkeypatch):
         assert all(json.loads(d)["cache_key"] for d in rows["detail"])
         # identical questions (a copy-paste canvas repeats when the cast repeats) are asked once
         assert len(srv.requests) == len({json.loads(d)["cache_key"] for d in rows["detail"]}) < len(rows)
+
+
+def test_embedded_set_regenerates_byte_for_byte():
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_vistorybench_data.py"), "--check"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 differ" in r.stdout
+
+
+def test_sensor_requests_a_new_vistorybench_generator(tmp_path):
+    from dagster import DagsterInstance, build_sensor_context
+    from bench_assets.core.automation import generator_sensor_factory
+    data = _world(tmp_path, generators=("vistory_drift",), stories=("08",))
+    paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
+    sensor = generator_sensor_factory(benchmark="vistorybench", partitions=VSB.partitions,
+                                      item_ids=lambda: VSB.item_ids(paths), generators_root=lambda: str(paths.generators_dir),
+                                      item_assets=VSB.item_assets, generator_assets=VSB.generator_assets)
+    with instance_for_test() as instance:
+        res = sensor(build_sensor_context(instance=instance))
+        assert instance.get_dynamic_partitions("vistorybench_stories") == ["08"]
+        assert instance.get_dynamic_partitions("vistorybench_generators") == ["vistory_drift"]
+        keys = {r.partition_key for r in res.run_requests}
+        assert "08" in keys  # the story's own assets first; generator runs follow once it is materialised

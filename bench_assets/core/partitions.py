@@ -30,7 +30,8 @@ class BenchmarkPartitions:
 
     @cached_property
     def items(self) -> DynamicPartitionsDefinition:
-        return DynamicPartitionsDefinition(name=f"{self.benchmark}_{self.item_dim}s")
+        plural = "stories" if self.item_dim == "story" else f"{self.item_dim}s"
+        return DynamicPartitionsDefinition(name=f"{self.benchmark}_{plural}")
 
     @cached_property
     def generators(self) -> DynamicPartitionsDefinition:
