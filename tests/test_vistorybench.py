@@ -329,3 +329,8 @@ def test_sensor_requests_a_new_vistorybench_generator(tmp_path):
         assert instance.get_dynamic_partitions("vistorybench_generators") == ["vistory_drift"]
         keys = {r.partition_key for r in res.run_requests}
         assert "08" in keys  # the story's own assets first; generator runs follow once it is materialised
+
+
+def test_leaderboard_cells_carry_one_protocol(offline_run):
+    _, _, _, board, _ = offline_run
+    assert board["comparable"].all() and board.loc[board.metric_id == "cids_self", "protocol"].str.len().gt(0).all()

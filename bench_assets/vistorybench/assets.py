@@ -572,10 +572,11 @@ def leaderboard_table(records: pd.DataFrame, stories: pd.DataFrame, inception: p
     return board
 
 
-@asset(group_name=GROUP, code_version="1",
+@asset(group_name=GROUP, code_version="2",
        deps=[vistorybench_scores, vistorybench_alignment, vistorybench_inception_score, vistorybench_story],
        automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
-def vistorybench_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths) -> Output[pd.DataFrame]:
+def vistorybench_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths, models: ModelRegistry,
+                             judge: Judge) -> Output[pd.DataFrame]:
     """Every metric for every generator, full set and Lite: mean over stories (value or None with reason), and the
     leaderboard rank (mean rank over the eight quality columns; copy-paste baseline shown, not ranked)."""
     tables = set(store.asset_tables())
@@ -599,8 +600,12 @@ def vistorybench_leaderboard(context: AssetExecutionContext, store: Store, paths
             cards[g] = {}
     board = leaderboard_table(records, stories, inception, cards)
     full = board[board.split == "full"].pivot(index="metric_id", columns="generator", values="value")
+    manifest = vistorybench_manifest(models, judge)
+    board["comparable"] = board["protocol"].fillna("").map(lambda p: "," not in p)  # one protocol per cell
     return Output(board, metadata={"generators": MetadataValue.json(sorted(board["generator"].unique().tolist())),
-                                   "table": MetadataValue.md(full.round(3).to_markdown() if len(full) else "empty")})
+                                   "table": MetadataValue.md(full.round(3).to_markdown() if len(full) else "empty"),
+                                   "manifest": MetadataValue.json(manifest),
+                                   "protocol_digest": protocol_digest(manifest)})
 
 
 @asset(group_name=GROUP, code_version="1", deps=[vistorybench_leaderboard],
