@@ -40,6 +40,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         "vistorybench", vistorybench.P, vistorybench.ASSETS,
         lambda p: discover_stories(p.benchmark_dir("vistorybench")),
         vistorybench.ITEM_ASSETS, vistorybench.GENERATOR_ASSETS,
-        ["vistorybench_inception_score", "vistorybench_leaderboard", "vistorybench_human_alignment"],
+        ["vistorybench_inception_score", "vistorybench_leaderboard", "vistorybench_human_alignment",
+         "vistorybench_report"],
         "vistorybench_leaderboard", {"split": "full"}),
 }

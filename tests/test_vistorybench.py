@@ -334,3 +334,17 @@ def test_sensor_requests_a_new_vistorybench_generator(tmp_path):
 def test_leaderboard_cells_carry_one_protocol(offline_run):
     _, _, _, board, _ = offline_run
     assert board["comparable"].all() and board.loc[board.metric_id == "cids_self", "protocol"].str.len().gt(0).all()
+
+
+def test_report_links_every_cell_to_an_audit_page_with_crops(offline_run):
+    _, resources, _, board, _ = offline_run
+    root = Path(resources["store"].root) / "reports"
+    html = (root / "vistorybench.html").read_text()
+    assert "vistorybench_audit/cids_self__vistory_faithful.html" in html
+    page = (root / "vistorybench_audit" / "cids_self__vistory_faithful.html").read_text()
+    assert "<h2>Per story</h2>" in page
+    import re
+    crops = re.findall(r'<img class="crop" src="([^"]+)"', page)
+    assert crops and all((root / "vistorybench_audit" / c).resolve().is_file() for c in crops)
+    n_pages = len(list((root / "vistorybench_audit").glob("*.html")))
+    assert n_pages == len(board[board.split == "full"])

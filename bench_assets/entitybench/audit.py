@@ -23,7 +23,8 @@ def _none(v):
 
 
 def render_audit(*, metric_id: str, generator: str, headline: dict, episodes: pd.DataFrame,
-                 instances: pd.DataFrame, artifact_path, out_dir: Path) -> Path:
+                 instances: pd.DataFrame, artifact_path, out_dir: Path, back: str = "../entitybench.html",
+                 item_label: str = "episode") -> Path:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]))
     out_dir.mkdir(parents=True, exist_ok=True)
     by_item: dict[str, list[dict]] = {}
@@ -35,7 +36,7 @@ def render_audit(*, metric_id: str, generator: str, headline: dict, episodes: pd
         by_item.setdefault(r["item"], []).append(r)
     fmt = lambda v: "None" if _none(v) is None else f"{v:.3f}"  # noqa: E731
     html = env.get_template("audit.html.j2").render(
-        metric=metric_id, generator=generator, back="../entitybench.html",
+        metric=metric_id, generator=generator, back=back, item_label=item_label,
         headline=fmt(headline.get("value")), raw=fmt(headline.get("raw_mean")), coverage=fmt(headline.get("coverage")),
         n_eval=headline.get("n_eval"), n_failed=headline.get("n_failed"), n_skipped=headline.get("n_skipped"),
         episodes=[{k: _none(v) for k, v in r.items()} for r in episodes.to_dict("records")], instances=by_item)

@@ -21,6 +21,7 @@ from bench_assets.vistorybench import characters as C
 from bench_assets.vistorybench import dataset as D
 from bench_assets.vistorybench import judging as J
 from bench_assets.vistorybench import metrics as M
+from bench_assets.vistorybench import report as R
 from bench_assets.vistorybench.constants import BENCH, CONSTANTS, PROTOCOL, SLOTS, STARRED_SCALE
 from bench_resources.device import Device
 from bench_resources.judge import Judge
@@ -56,6 +57,7 @@ def vistorybench_manifest(models: ModelRegistry, judge: Judge) -> dict[str, Any]
     m = build_manifest(benchmark=BENCH, protocol=PROTOCOL, models=slot_manifest(models), judge=judge.fingerprint(),
                        constants=CONSTANTS)
     m["profile"] = models.profile
+    m["judge_mode"] = judge.mode
     return m
 
 
@@ -296,6 +298,15 @@ def character_rows(generator: str, story: D.Story, language: str, refs: pd.DataF
         for mid, v in (("cids_cross", M.cids_cross(G, R)), ("cids_self", M.cids_self(G))):
             vals[mid].append(v * STARRED_SCALE)
             rows.append(instance_row(mid, v * STARRED_SCALE, "character", entity_id=key, detail=detail, **keys))
+        # per matched crop: its share of each character value, keyed to the crop and the shot image it came from
+        sims = G @ G.T
+        for j, c in enumerate(mine.itertuples()):
+            crop_keys = dict(shot=int(c.shot), entity_id=key, crop_id=c.crop_id, source_sha256=c.source_sha256, **keys)
+            rows.append(instance_row("cids_cross", float((R @ G[j]).mean()) * STARRED_SCALE, "crop",
+                                     detail={"match_score": c.match_score, "box": json.loads(c.box)}, **crop_keys))
+            if len(G) > 1:
+                rows.append(instance_row("cids_self", float(np.delete(sims[j], j).mean()) * STARRED_SCALE, "crop",
+                                         **crop_keys))
         if not len(mine):
             continue
         # copy-paste against the first reference ("the reference used") and its mirror image
@@ -389,7 +400,7 @@ def _story_failed_rows(generator: str, sid: str, metric_ids, error: str) -> list
     return [record_row(MetricRecord(m, None, 0, 1, 0, error), **keys) for m in metric_ids]
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu")
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2", pool="gpu")
 def vistorybench_scores(context: AssetExecutionContext, paths: BenchPaths, vistorybench_outputs: pd.DataFrame,
                         vistorybench_story: pd.DataFrame, vistorybench_references: pd.DataFrame,
                         vistorybench_matches: pd.DataFrame, models: ModelRegistry,
@@ -646,8 +657,22 @@ def human_alignment_table(ratings: pd.DataFrame, board: pd.DataFrame) -> pd.Data
     return pd.DataFrame(rows)
 
 
+@asset(group_name=GROUP, code_version="1", deps=[vistorybench_leaderboard],
+       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
+def vistorybench_report(context: AssetExecutionContext, store: Store, models: ModelRegistry,
+                        judge: Judge) -> Output[pd.DataFrame]:
+    """The HTML leaderboard (full set) with one audit page per (metric, generator): headline -> per story ->
+    per character, crop and judge question, with the crop images and source hashes."""
+    if not store.is_local:
+        raise ValueError(f"the HTML report is written next to a local store; {store.root} is remote")
+    out = Path(store.root) / "reports" / "vistorybench.html"
+    path, pages = R.write_report(store, vistorybench_manifest(models, judge), out)
+    return Output(pd.DataFrame([{"report": str(path), "audit_pages": pages}]),
+                  metadata={"report": MetadataValue.path(str(path)), "audit_pages": pages})
+
+
 ASSETS = [vistorybench_story, vistorybench_references, vistorybench_outputs, vistorybench_matches,
           vistorybench_scores, vistorybench_alignment, vistorybench_inception_score, vistorybench_leaderboard,
-          vistorybench_human_alignment]
+          vistorybench_human_alignment, vistorybench_report]
 ITEM_ASSETS = ["vistorybench_story", "vistorybench_references"]
 GENERATOR_ASSETS = ["vistorybench_outputs", "vistorybench_matches", "vistorybench_scores", "vistorybench_alignment"]
