@@ -14,6 +14,9 @@ Generators (outputs in the official naming, known behaviour):
 - vistory_faithful_ch  (ch, ``shot_NN.mp4``): faithful, as a 2-frame video per shot, generated from the
                        Chinese text: exercises video first-frame reading and the second language.
 
+``human_ratings.csv`` holds illustrative ratings written by hand to match the generators' designed behaviour: they
+exercise the human-alignment module and are not collected from people.
+
 ``--check`` regenerates into a temporary directory and compares every file byte for byte.
 """
 from __future__ import annotations
