@@ -8,6 +8,8 @@ from typing import Callable, Sequence
 from bench_assets.core.partitions import ENTITYBENCH, BenchmarkPartitions
 from bench_assets.entitybench import assets as entitybench
 from bench_assets.entitybench.dataset import discover_episodes
+from bench_assets.mbench import assets as mbench
+from bench_assets.mbench.dataset import discover_cases
 from bench_assets.vistorybench import assets as vistorybench
 from bench_assets.vistorybench.dataset import discover_stories
 from bench_resources.paths import BenchPaths
@@ -43,4 +45,8 @@ BENCHMARKS: dict[str, Benchmark] = {
         ["vistorybench_inception_score", "vistorybench_leaderboard", "vistorybench_human_alignment",
          "vistorybench_report"],
         "vistorybench_leaderboard", {"split": "full"}),
+    "mbench": Benchmark(
+        "mbench", mbench.P, mbench.ASSETS,
+        lambda p: discover_cases(p.benchmark_dir("mbench") / "cases"),
+        mbench.ITEM_ASSETS, mbench.GENERATOR_ASSETS, ["mbench_leaderboard"], "mbench_leaderboard"),
 }

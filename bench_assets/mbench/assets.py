@@ -1,0 +1,396 @@
+"""MBench wiring: partitions (generator x case), resources, metadata. Math in metrics.py / geometry.py, per-case
+model work in pipeline.py."""
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+from dagster import AssetExecutionContext, AutomationCondition, Failure, MetadataValue, Output, asset
+
+from bench_assets.core.manifest import build_manifest, protocol_digest
+from bench_assets.core.media import ClipCache, DecodeError
+from bench_assets.core.partitions import BenchmarkPartitions
+from bench_assets.mbench import dataset as D
+from bench_assets.mbench import geometry as G
+from bench_assets.mbench import judging as J
+from bench_assets.mbench import metrics as M
+from bench_assets.mbench import pipeline as PL
+from bench_resources.device import Device
+from bench_resources.judge import Judge
+from bench_resources.models import ModelRegistry, SlotUnavailable
+from bench_resources.paths import BenchPaths
+from bench_resources.store import Store
+
+BENCH = "mbench"
+PROTOCOL = "mbench-1.0"
+P = BenchmarkPartitions(BENCH)
+GROUP = "mbench"
+CLIPS = ClipCache(max_clips=16)
+SLOTS = ("pose", "image_embedder", "face", "person_detector", "open_vocab_detector", "style_vgg", "clip_b32")
+CONSTANTS = {"fov_deg": G.FOV_DEG, "parallax_ratio": G.PARALLAX_RATIO, "identity_frames": PL.IDENTITY_FRAMES,
+             "identity_max_cosine_distance": M.IDENTITY_MAX_COSINE_DISTANCE, "lighting_alpha": M.LIGHTING_ALPHA,
+             "lighting_tau": M.LIGHTING_TAU, "trigger_frames": PL.TRIGGER_FRAMES,
+             "text_frames_per_segment": PL.TEXT_FRAMES_PER_SEGMENT, "revisit_top_T": 5, "revisit_max_A": 20,
+             "object_mask": "box propagated by the trajectory's rotation homography (offline substitute)",
+             "geometry_warp": "homography on matches inside the box, else K R K^-1 from the trajectory",
+             "errors": "pixels at the video's resolution; score exp(-E)"}
+
+
+def _slot(models: ModelRegistry, device: Device, name: str):
+    try:
+        return models.slot(name, device), None
+    except SlotUnavailable as e:
+        return None, str(e)
+
+
+def slot_manifest(models: ModelRegistry) -> dict[str, Any]:
+    out = {}
+    for n in SLOTS:
+        st = models.status(n)
+        out[n] = {"checkpoint": st.checkpoint, "source": st.source, "fingerprint": st.fingerprint,
+                  "available": st.available}
+    return out
+
+
+def _protocol(models: ModelRegistry, judge: Optional[Judge] = None) -> str:
+    return protocol_digest({"protocol": PROTOCOL, "models": slot_manifest(models), "constants": CONSTANTS,
+                            "judge": judge.fingerprint() if judge is not None else None})
+
+
+def _case(df: pd.DataFrame) -> D.Case:
+    return D.parse_case(json.loads(df["case_json"].iloc[0]), "table")
+
+
+def _video(paths: BenchPaths, generator: str, case_id: str):
+    path = paths.generator_dir(generator) / f"{case_id}.mp4"
+    if not path.is_file():
+        raise Failure(f"generator {generator!r}, case {case_id}: no output video {path}")
+    try:
+        return CLIPS.get(str(path))
+    except DecodeError as e:
+        raise Failure(f"generator {generator!r}, case {case_id}: {e}") from None
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1", kinds={"json"})
+def mbench_case(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.DataFrame]:
+    """One validated case (canonical format, T or A mode)."""
+    try:
+        case = D.load_case(paths.benchmark_dir(BENCH) / "cases" / f"{context.partition_key}.json")
+    except D.CaseError as e:
+        raise Failure(description=str(e)) from None
+    df = pd.DataFrame([{"case_id": case.case_id, "subset": case.subset, "mode": case.mode,
+                        "case_json": json.dumps(case.to_json(), sort_keys=True)}])
+    return Output(df, metadata={"subset": case.subset, "mode": case.mode})
+
+
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu")
+def mbench_poses(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
+                 models: ModelRegistry, device: Device) -> Output[pd.DataFrame]:
+    """One camera trajectory for the whole video (pose slot) and the revisit pairs (T: pose-return ranking, top 5;
+    A: turnaround split, up to 20 pairs)."""
+    generator, case_id = P.split(context.partition_key)
+    case = _case(mbench_case)
+    clip = _video(paths, generator, case_id)
+    pose, why = _slot(models, device, "pose")
+    if pose is None:
+        raise Failure(f"case {case_id}: pose slot unavailable: {why}")
+    frames = list(clip.frames)
+    K = G.intrinsics(clip.size[0], clip.size[1])
+    Rs, C, failed = pose.estimate(frames, K)
+    if case.mode == "A":
+        pairs, how = G.revisit_pairs_action(Rs, C)
+    else:
+        seg = PL.segment_of_frames(len(frames), len(case.segments))
+        pairs, how = G.revisit_pairs_text(Rs, C, seg, len(case.segments)), "pose-return ranking, top 5"
+    rows = [{"kind": "frame", "frame": k, "R": np.asarray(Rs[k]).reshape(-1).tolist(), "C": np.asarray(C[k]).tolist(),
+             "step_failed": bool(failed[k - 1]) if k > 0 else False, "i": None, "j": None}
+            for k in range(len(frames))]
+    rows += [{"kind": "pair", "frame": None, "R": None, "C": None, "step_failed": None, "i": i, "j": j}
+             for i, j in pairs]
+    df = pd.DataFrame(rows)
+    df["generator"], df["case_id"], df["source_sha256"] = generator, case_id, clip.sha256
+    return Output(df, metadata={"frames": len(frames), "pairs": len(pairs), "pairing": how,
+                                "failed_steps": int(sum(failed))})
+
+
+def _trajectory(poses: pd.DataFrame):
+    fr = poses[poses["kind"] == "frame"].sort_values("frame")
+    Rs = [np.asarray(r, float).reshape(3, 3) for r in fr["R"]]
+    C = np.stack([np.asarray(c, float) for c in fr["C"]])
+    pairs = [(int(r.i), int(r.j)) for r in poses[poses["kind"] == "pair"].itertuples()]
+    return Rs, C, pairs
+
+
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1")
+def mbench_trigger(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
+                   judge: Judge, models: ModelRegistry) -> Output[pd.DataFrame]:
+    """Stage 1 (T only): does the video create the case's memory challenge? A cases are triggered by their actions."""
+    generator, case_id = P.split(context.partition_key)
+    case = _case(mbench_case)
+    row = {"generator": generator, "case_id": case_id, "mode": case.mode, "triggered": None, "confidence": None,
+           "reason": None, "cache_key": None}
+    if case.mode == "A":
+        row.update(triggered=True, confidence=1.0, reason="action-conditioned: the actions enforce the challenge")
+    else:
+        ok, why = judge.available()
+        if not ok:
+            row["reason"] = f"trigger needs the judge: {why}"
+        else:
+            clip = _video(paths, generator, case_id)
+            _, frames = clip.even(PL.TRIGGER_FRAMES)
+            res = judge.ask_many([J.trigger_request(case.subset, case.segments, case.target, list(frames))])[0]
+            row["cache_key"] = res.cache_key
+            if res.status == "ok":
+                row.update(triggered=bool(res.answer["triggered"]), confidence=float(res.answer["confidence"]),
+                           reason=res.answer.get("reason"))
+            else:
+                row["reason"] = f"judge {res.status}: {res.reason}"
+    df = pd.DataFrame([row])
+    df["protocol"] = _protocol(models, judge)
+    return Output(df, metadata={"triggered": str(row["triggered"]), "reason": MetadataValue.text(str(row["reason"]))})
+
+
+def _value_row(generator, case, metric, value, reason=None, detail=None):
+    return {"generator": generator, "case_id": case.case_id, "subset": case.subset, "mode": case.mode,
+            "metric_id": metric, "value": None if value is None else float(value), "reason": reason,
+            "detail": json.dumps(detail, sort_keys=True, default=float) if detail else None}
+
+
+def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, pairs, models: ModelRegistry,
+                device: Device, judge: Judge, init_box: Optional[tuple]) -> list[dict]:
+    """Every sub-dimension that applies to this case, on [0,1] (None with a reason when it cannot be computed)."""
+    h, w = frames[0].shape[:2]
+    K = G.intrinsics(w, h)
+    rows = []
+    applies = set(M.SUBSET_METRICS[case.subset]) | ({"text_instruction"} if case.mode == "T" else {"action_instruction"})
+    if {"geometry", "texture"} & applies:
+        if init_box is None:
+            for m in ("geometry", "texture"):
+                rows.append(_value_row(generator, case, m, None, "the target could not be located in the first frame"))
+        else:
+            boxes = PL.propagate_box(init_box, Rs, K, (w, h))
+            vals, details = [], []
+            for i, j in pairs:
+                if boxes[i] is None:
+                    continue
+                R_rel, _ = G.relative(Rs[i], C[i], Rs[j], C[j])
+                v, how = PL.geometry_pair(frames[i], frames[j], boxes[i], R_rel, K)
+                if v is not None:
+                    vals.append(v)
+                    details.append({"pair": [i, j], "ssim": round(v, 4), "warp": how})
+            rows.append(_value_row(generator, case, "geometry", np.mean(vals) if vals else None,
+                                   None if vals else "no revisit pair with the target in view", {"pairs": details}))
+            embedder, why = _slot(models, device, "image_embedder")
+            crops = [c for c in (PL.crop(f, b) for f, b in zip(frames, boxes) if b is not None) if c is not None]
+            if embedder is None:
+                rows.append(_value_row(generator, case, "texture", None, why))
+            else:
+                v = M.centroid_consistency(embedder.embed(crops)) if len(crops) >= 2 else None
+                rows.append(_value_row(generator, case, "texture", v, None if v is not None else "fewer than 2 crops",
+                                       {"crops": len(crops)}))
+    if {"identity", "appearance"} & applies:
+        face, why = _slot(models, device, "face")
+        if face is None:
+            rows += [_value_row(generator, case, m, None, why) for m in ("identity", "appearance")]
+        else:
+            idx = PL.even(len(frames), PL.IDENTITY_FRAMES)
+            obs = PL.face_observations(face, frames, idx)
+            tracks = M.face_tracks([[e for e, _ in o] for o in obs])
+            v, n = M.tracks_consistency([[obs[f][d][0] for f, d in t] for t in tracks])
+            rows.append(_value_row(generator, case, "identity", v, None if v is not None else
+                                   "no face track with >= 2 detections", {"tracks": len(tracks), "scored": n,
+                                                                          "faces": sum(len(o) for o in obs)}))
+            person, pwhy = _slot(models, device, "person_detector")
+            embedder, ewhy = _slot(models, device, "image_embedder")
+            if person is None or embedder is None:
+                rows.append(_value_row(generator, case, "appearance", None, pwhy or ewhy))
+            else:
+                body_tracks = []
+                for t in tracks:
+                    crops = []
+                    for f, d in t:
+                        pb = person.detect([frames[idx[f]]])[0]
+                        box = PL.person_box_for(obs[f][d][1], pb.xyxy) if len(pb) else None
+                        c = PL.crop(frames[idx[f]], box) if box else None
+                        if c is not None:
+                            crops.append(c)
+                    if len(crops) >= 2:
+                        body_tracks.append(list(embedder.embed(crops)))
+                v, n = M.tracks_consistency(body_tracks)
+                rows.append(_value_row(generator, case, "appearance", v, None if v is not None else
+                                       "no track with >= 2 full-body crops", {"scored": n}))
+    if {"epipolar", "reprojection", "lighting"} & applies:
+        errs = []
+        for i, j in pairs:
+            R_rel, t_rel = G.relative(Rs[i], C[i], Rs[j], C[j])
+            e = PL.pair_errors(frames[i], frames[j], R_rel, t_rel, K)
+            errs.append({"pair": [i, j], **e})
+        for m, key in (("epipolar", "epipolar_px"), ("reprojection", "reprojection_px")):
+            good = [e[key] for e in errs if e[key] is not None]
+            rows.append(_value_row(generator, case, m, float(np.mean([np.exp(-x) for x in good])) if good else None,
+                                   None if good else "no revisit pair with enough matches", {"pairs": errs}))
+        rows.append(_value_row(generator, case, "lighting",
+                               M.lighting_score([(frames[i], frames[j]) for i, j in pairs]),
+                               None if pairs else "no revisit pair"))
+    if "style" in applies:
+        vgg, why = _slot(models, device, "style_vgg")
+        rows.append(_value_row(generator, case, "style", M.gram_style_score(vgg.grams(frames)) if vgg else None,
+                               why if vgg is None else None))
+    if {"state_evolution", "evolution_correctness"} & applies:
+        ok, why = judge.available()
+        if not ok:
+            rows += [_value_row(generator, case, m, None, f"needs the judge: {why}")
+                     for m in ("state_evolution", "evolution_correctness")]
+        else:
+            sel = PL.even(len(frames), PL.TRIGGER_FRAMES)
+            res = judge.ask_many([J.evolution_request(case.causal_event, [frames[k] for k in sel])])[0]
+            if res.status != "ok":
+                rows += [_value_row(generator, case, m, None, f"judge {res.status}: {res.reason}")
+                         for m in ("state_evolution", "evolution_correctness")]
+            else:
+                g = M.judge_unit(res.answer["state_evolution"])
+                s = M.judge_unit(res.answer["evolution_correctness"])
+                d = {"answer": res.answer, "cache_key": res.cache_key}
+                rows += [_value_row(generator, case, "state_evolution", g, detail=d),
+                         _value_row(generator, case, "evolution_correctness", g * s, detail=d)]
+    if "text_instruction" in applies:
+        clip_model, why = _slot(models, device, "clip_b32")
+        if clip_model is None:
+            rows.append(_value_row(generator, case, "text_instruction", None, why))
+        else:
+            seg = PL.segment_of_frames(len(frames), len(case.segments))
+            per = []
+            for k, s in enumerate(case.segments):
+                ks = [i for i, x in enumerate(seg) if x == k]
+                pick = [ks[i] for i in PL.even(len(ks), PL.TEXT_FRAMES_PER_SEGMENT)] if ks else []
+                if pick:
+                    per.append(float(clip_model.similarity([frames[i] for i in pick], [s.get("text", "")]).mean()))
+            rows.append(_value_row(generator, case, "text_instruction", float(np.clip(np.mean(per), 0, 1)) if per else None,
+                                   None if per else "no frame per segment", {"per_segment": per}))
+    if "action_instruction" in applies:
+        acts = case.frame_actions()
+        tw = [G.twist(Rs[k], C[k], Rs[k + 1], C[k + 1]) for k in range(len(Rs) - 1)]
+        n = min(len(tw), len(acts))
+        v = M.action_alignment(tw[:n], acts[:n])
+        rows.append(_value_row(generator, case, "action_instruction", v,
+                               None if v is not None else "no moving phase", {"transitions": n}))
+    return rows
+
+
+def _init_box(case: D.Case, frame0: np.ndarray, models: ModelRegistry, device: Device):
+    """A: the case's box; T: the first-frame detection of "name + attributes" (open-vocabulary slot)."""
+    if case.target.get("bbox") and case.mode == "A":
+        cx, cy, bw, bh = case.target["bbox"]
+        return (cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2)
+    det, _ = _slot(models, device, "open_vocab_detector")
+    if det is None or not case.target.get("name"):
+        return None
+    d = det.detect([frame0], f"{case.target['name']}, {case.target.get('attributes', '')}", kind="object")[0]
+    if len(d) == 0:
+        return None
+    return tuple(float(v) for v in d.xyxy[int(np.argmax(d.confidence))])
+
+
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu")
+def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
+                  mbench_poses: pd.DataFrame, mbench_trigger: pd.DataFrame, models: ModelRegistry, device: Device,
+                  judge: Judge) -> Output[pd.DataFrame]:
+    """The sub-dimensions of the case's subset (plus text / action instruction), each on [0,1], with their
+    per-pair provenance; triggered flag carried for the M-Score."""
+    generator, case_id = P.split(context.partition_key)
+    case = _case(mbench_case)
+    clip = _video(paths, generator, case_id)
+    frames = list(clip.frames)
+    Rs, C, pairs = _trajectory(mbench_poses)
+    rows = case_scores(generator, case, frames, Rs, C, pairs, models, device, judge,
+                       _init_box(case, frames[0], models, device))
+    df = pd.DataFrame(rows)
+    trig = mbench_trigger.iloc[0]
+    df["triggered"] = None if pd.isna(trig["triggered"]) else bool(trig["triggered"])
+    df["trigger_reason"] = trig["reason"]
+    df["source_sha256"] = clip.sha256
+    df["protocol"] = _protocol(models, judge)
+    return Output(df, metadata={r.metric_id: (round(r.value, 4) if pd.notna(r.value) else "None")
+                                for r in df.itertuples()})
+
+
+def leaderboard_table(scores: pd.DataFrame, cases: pd.DataFrame, generators: list[str]) -> pd.DataFrame:
+    """Per generator and sub-dimension: coverage C_k over the cases k applies to, reliability S_k over triggered
+    cases with a value, M_k = harmonic mean x 100; dimension M-Scores = mean of their sub-dimension M-Scores."""
+    rows = []
+    for g in generators:
+        sg = scores[scores["generator"] == g]
+        for k in M.ALL_METRICS:
+            if k == "text_instruction":
+                applicable = cases[cases["mode"] == "T"]
+            elif k == "action_instruction":
+                applicable = cases[cases["mode"] == "A"]
+            else:
+                applicable = cases[cases["subset"].isin([s for s, ms in M.SUBSET_METRICS.items() if k in ms])]
+            mine = sg[(sg["metric_id"] == k) & sg["case_id"].isin(applicable["case_id"])]
+            unknown = mine[mine["triggered"].isna()]
+            triggered = mine[mine["triggered"] == True]  # noqa: E712
+            with_value = triggered[triggered["value"].notna()]
+            total = len(applicable)
+            reasons = sorted(set(mine.loc[mine["value"].isna(), "reason"].dropna().astype(str))
+                             | set(unknown["trigger_reason"].dropna().astype(str)))
+            missing = sorted(set(applicable["case_id"]) - set(mine["case_id"]))
+            if missing:
+                reasons.append(f"cases not evaluated: {missing}")
+            row = {"generator": g, "metric_id": k, "cases": total, "triggered": len(triggered),
+                   "scored": len(with_value), "coverage": None, "reliability": None, "m_score": None,
+                   "reason": "; ".join(reasons)[:800] or None}
+            if total == 0:
+                row["reason"] = "no case of this kind in the dataset"
+            elif len(unknown) or missing:
+                pass  # coverage unknown: the trigger (or the case) could not be evaluated
+            elif len(triggered) and with_value.empty:
+                pass  # triggered, but the metric could not be computed (model unavailable): not a zero
+            else:
+                cov = len(triggered) / total
+                rel = float(with_value["value"].clip(0, 1).mean()) if len(with_value) else None
+                row.update(coverage=cov, reliability=rel, m_score=M.m_score(cov, rel))
+            rows.append(row)
+    board = pd.DataFrame(rows)
+    dims = []
+    for g in generators:
+        b = board[board["generator"] == g].set_index("metric_id")
+        for dim, ks in M.DIMENSIONS.items():
+            vals = [b.loc[k, "m_score"] for k in ks if pd.notna(b.loc[k, "m_score"])]
+            dims.append({"generator": g, "metric_id": f"m_score.{dim}", "cases": None, "triggered": None,
+                         "scored": len(vals), "coverage": None, "reliability": None,
+                         "m_score": float(np.mean(vals)) if vals else None,
+                         "reason": None if len(vals) == len(ks) else
+                         f"mean over {len(vals)} of {len(ks)} sub-dimensions with an M-Score"})
+    board = pd.concat([board, pd.DataFrame(dims)], ignore_index=True)
+    board["value"] = board["m_score"]
+    return board
+
+
+@asset(group_name=GROUP, code_version="1", deps=[mbench_scores, mbench_case],
+       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
+def mbench_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths, models: ModelRegistry,
+                       judge: Judge) -> Output[pd.DataFrame]:
+    """All 12 sub-dimensions per generator: coverage, reliability and M-Score (value or None with reason), and the
+    dimension M-Scores."""
+    tables = set(store.asset_tables())
+    if "mbench_scores" not in tables:
+        raise ValueError("no MBench score partition has been materialised yet")
+    scores = store.query("SELECT generator, case_id, subset, mode, metric_id, value, reason, triggered, "
+                         "trigger_reason, protocol FROM mbench_scores")
+    ids = D.discover_cases(paths.benchmark_dir(BENCH) / "cases")
+    cases = pd.DataFrame([D.load_case(paths.benchmark_dir(BENCH) / "cases" / f"{i}.json").to_json() for i in ids])
+    board = leaderboard_table(scores, cases[["case_id", "subset", "mode"]], sorted(scores["generator"].unique()))
+    manifest = build_manifest(benchmark=BENCH, protocol=PROTOCOL, models=slot_manifest(models),
+                              judge=judge.fingerprint(), constants=CONSTANTS)
+    table = board.pivot(index="metric_id", columns="generator", values="m_score")
+    return Output(board, metadata={"table": MetadataValue.md(table.round(2).to_markdown()),
+                                   "manifest": MetadataValue.json(manifest),
+                                   "protocol_digest": protocol_digest(manifest)})
+
+
+ASSETS = [mbench_case, mbench_poses, mbench_trigger, mbench_scores, mbench_leaderboard]
+ITEM_ASSETS = ["mbench_case"]
+GENERATOR_ASSETS = ["mbench_poses", "mbench_trigger", "mbench_scores"]

@@ -1,0 +1,146 @@
+"""MBench sub-dimension math on [0,1] (reported x100) and the trigger-conditioned M-Score. Pure numpy / OpenCV."""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import cv2
+import numpy as np
+from skimage.metrics import structural_similarity
+
+SUBSET_METRICS = {
+    "human": ("identity", "appearance"),
+    "object": ("geometry", "texture"),
+    "environment": ("epipolar", "reprojection", "lighting", "style"),
+    "causal": ("state_evolution", "evolution_correctness"),
+}
+ALL_METRICS = ("identity", "appearance", "geometry", "texture", "epipolar", "reprojection", "lighting", "style",
+               "state_evolution", "evolution_correctness", "text_instruction", "action_instruction")
+DIMENSIONS = {"entity": ("identity", "appearance", "geometry", "texture"),
+              "environment": ("epipolar", "reprojection", "lighting", "style"),
+              "causal": ("state_evolution", "evolution_correctness", "text_instruction", "action_instruction")}
+LIGHTING_ALPHA, LIGHTING_TAU = 0.5, 10.0
+IDENTITY_MAX_COSINE_DISTANCE = 0.15
+
+# Ideal twists [v; omega] per action (v in world units, omega axis-angle of the step's rotation). As in the paper,
+# panning left is omega = (0, +1, 0). The magnitude is discarded by the cosine.
+IDEAL_TWIST = {
+    "yaw_left": (0, 0, 0, 0, 1, 0), "yaw_right": (0, 0, 0, 0, -1, 0),
+    "pitch_up": (0, 0, 0, 1, 0, 0), "pitch_down": (0, 0, 0, -1, 0, 0),
+    "forward": (0, 0, 1, 0, 0, 0), "backward": (0, 0, -1, 0, 0, 0),
+    "right": (1, 0, 0, 0, 0, 0), "left": (-1, 0, 0, 0, 0, 0),
+    "wait": (0, 0, 0, 0, 0, 0),
+}
+
+
+def m_score(coverage: float, reliability: Optional[float]) -> float:
+    """100 * harmonic mean of coverage and reliability (both in [0,1]); 0 when both are 0."""
+    s = 0.0 if reliability is None else float(reliability)
+    c = float(coverage)
+    return 0.0 if s + c == 0 else 100.0 * 2 * s * c / (s + c)
+
+
+def centroid_consistency(embeddings: np.ndarray) -> Optional[float]:
+    """Mean cosine of L2-normalised embeddings to their (normalised) centroid."""
+    if len(embeddings) < 2:
+        return None
+    e = embeddings / np.linalg.norm(embeddings, axis=1, keepdims=True)
+    c = e.mean(0)
+    c = c / np.linalg.norm(c)
+    return float(np.clip(e @ c, -1, 1).mean())
+
+
+def face_tracks(detections: Sequence[Sequence[np.ndarray]], max_distance: float = IDENTITY_MAX_COSINE_DISTANCE
+                ) -> list[list[tuple[int, int]]]:
+    """Greedy tracks over frames: a face joins the track whose latest or rolling-average embedding is closest
+    (cosine distance <= ``max_distance``), else it starts a new track. ``detections``: per frame, the
+    L2-normalised embeddings of its faces. Returns tracks as (frame position, detection position) lists."""
+    tracks: list[list[tuple[int, int]]] = []
+    embs: list[list[np.ndarray]] = []
+    for f, frame in enumerate(detections):
+        taken: set[int] = set()
+        for j, e in enumerate(frame):
+            best, best_d = None, max_distance
+            for k, tr in enumerate(embs):
+                if k in taken:
+                    continue
+                avg = np.mean(tr, axis=0)
+                avg = avg / np.linalg.norm(avg)
+                d = min(1 - float(e @ tr[-1]), 1 - float(e @ avg))
+                if d <= best_d:
+                    best, best_d = k, d
+            if best is None:
+                tracks.append([(f, j)])
+                embs.append([e])
+                taken.add(len(tracks) - 1)
+            else:
+                tracks[best].append((f, j))
+                embs[best].append(e)
+                taken.add(best)
+    return tracks
+
+
+def tracks_consistency(tracks: Sequence[Sequence[np.ndarray]]) -> tuple[Optional[float], int]:
+    """Mean over tracks with >= 2 members of the centroid consistency of their embeddings; (value, tracks used)."""
+    vals = [centroid_consistency(np.stack(t)) for t in tracks if len(t) >= 2]
+    vals = [v for v in vals if v is not None]
+    return (float(np.mean(vals)) if vals else None), len(vals)
+
+
+def masked_ssim(reference: np.ndarray, warped: np.ndarray, mask: np.ndarray) -> Optional[float]:
+    """SSIM (grey, full map) averaged over the object mask; None for an empty mask."""
+    if mask.sum() == 0:
+        return None
+    a = cv2.cvtColor(reference, cv2.COLOR_RGB2GRAY)
+    b = cv2.cvtColor(warped, cv2.COLOR_RGB2GRAY)
+    _, smap = structural_similarity(a, b, data_range=255, full=True, win_size=7)
+    return float(np.clip(smap[mask > 0].mean(), 0, 1))
+
+
+def lab_stats(frame: np.ndarray) -> tuple[float, np.ndarray]:
+    """Spatial mean of L (0-100) and of (a, b) in CIELAB."""
+    lab = cv2.cvtColor(frame.astype(np.float32) / 255.0, cv2.COLOR_RGB2LAB)
+    return float(lab[..., 0].mean()), lab[..., 1:].reshape(-1, 2).mean(0)
+
+
+def lighting_score(pairs: Sequence[tuple[np.ndarray, np.ndarray]], alpha: float = LIGHTING_ALPHA,
+                   tau: float = LIGHTING_TAU) -> Optional[float]:
+    """exp(-D / tau), D = mean over pairs of alpha |L_i - L_j| + (1 - alpha) ||ab_i - ab_j||."""
+    if not pairs:
+        return None
+    ds = []
+    for a, b in pairs:
+        la, aba = lab_stats(a)
+        lb, abb = lab_stats(b)
+        ds.append(alpha * abs(la - lb) + (1 - alpha) * float(np.linalg.norm(aba - abb)))
+    return float(np.exp(-np.mean(ds) / tau))
+
+
+def gram_style_score(grams: Sequence[np.ndarray]) -> Optional[float]:
+    """1 - mean over adjacent frames of ||G_t - G_{t-1}||_F (Gram matrices already divided by C*H*W), in [0,1]."""
+    if len(grams) < 2:
+        return None
+    d = [float(np.linalg.norm(b - a)) for a, b in zip(grams[:-1], grams[1:])]
+    return float(np.clip(1 - np.mean(d), 0, 1))
+
+
+def action_alignment(twists: Sequence[np.ndarray], actions: Sequence[str]) -> Optional[float]:
+    """Mean over frames outside the wait phase of (cos(twist, ideal) + 1) / 2; a zero estimated twist scores
+    cos = 0 (no motion where motion was asked)."""
+    vals = []
+    for xi, action in zip(twists, actions):
+        ideal = np.asarray(IDEAL_TWIST[action], float)
+        if not ideal.any():
+            continue
+        n = np.linalg.norm(xi)
+        cos = 0.0 if n < 1e-9 else float(xi @ ideal / (n * np.linalg.norm(ideal)))
+        vals.append((cos + 1) / 2)
+    return float(np.mean(vals)) if vals else None
+
+
+def geometric_score(error_px: Optional[float]) -> Optional[float]:
+    return None if error_px is None else float(np.exp(-error_px))
+
+
+def judge_unit(x: float) -> float:
+    """A 1-5 judge score to [0,1]."""
+    return (float(x) - 1.0) / 4.0

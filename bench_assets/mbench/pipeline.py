@@ -1,0 +1,106 @@
+"""Per-case MBench work between the video and the sub-dimension values (models passed in, no Dagster).
+
+Offline object masks are box-level: the case's box (A) or the first-frame detection of "name + attributes" (T),
+propagated through the trajectory's rotation homography K R_k K^-1 (valid for far or near-planar objects; named in
+the manifest). The propagated box follows the object's place, whatever is drawn there, so a world that changes
+while unseen shows up in geometry and texture.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import cv2
+import numpy as np
+
+from bench_assets.mbench import geometry as G
+from bench_assets.mbench import metrics as M
+
+IDENTITY_FRAMES = 32
+TRIGGER_FRAMES = 8
+TEXT_FRAMES_PER_SEGMENT = 4
+MIN_OBJECT_MATCHES = 8
+
+
+def even(n: int, k: int) -> list[int]:
+    return sorted(set(np.linspace(0, n - 1, min(k, n)).round().astype(int).tolist()))
+
+
+def segment_of_frames(n_frames: int, n_segments: int) -> list[int]:
+    """T: frames spread evenly over the caption segments."""
+    return [min(n_segments - 1, int(k * n_segments / n_frames)) for k in range(n_frames)]
+
+
+def propagate_box(box_xyxy: Sequence[float], Rs: Sequence[np.ndarray], K: np.ndarray,
+                  size: tuple[int, int]) -> list[Optional[tuple[float, float, float, float]]]:
+    """The first frame's box carried to every frame by K R_k K^-1; None once less than half of it is in view."""
+    w, h = size
+    x1, y1, x2, y2 = box_xyxy
+    corners = np.array([[x1, y1], [x2, y1], [x1, y2], [x2, y2]], np.float64).reshape(-1, 1, 2)
+    area = (x2 - x1) * (y2 - y1)
+    out = []
+    Kinv = np.linalg.inv(K)
+    for R in Rs:
+        p = cv2.perspectiveTransform(corners, K @ (R @ Rs[0].T) @ Kinv).reshape(-1, 2)
+        a1, b1 = p.min(0)
+        a2, b2 = p.max(0)
+        c1, d1, c2, d2 = max(0, a1), max(0, b1), min(w, a2), min(h, b2)
+        vis = max(0, c2 - c1) * max(0, d2 - d1)
+        out.append((float(c1), float(d1), float(c2), float(d2)) if vis >= 0.5 * area else None)
+    return out
+
+
+def crop(frame: np.ndarray, box) -> Optional[np.ndarray]:
+    x1, y1, x2, y2 = (int(round(v)) for v in box)
+    if x2 - x1 < 4 or y2 - y1 < 4:
+        return None
+    return np.ascontiguousarray(frame[y1:y2, x1:x2])
+
+
+def geometry_pair(ref: np.ndarray, ret: np.ndarray, box, R_rel: np.ndarray, K: np.ndarray) -> tuple[Optional[float], str]:
+    """SSIM over the box of the reference frame against the return frame warped into its view: a homography fitted
+    to matches inside the box, or the trajectory's rotation homography when the box has too few matches."""
+    pa, pb = G.match_points(ref, ret)
+    x1, y1, x2, y2 = box
+    inside = (pa[:, 0] >= x1) & (pa[:, 0] < x2) & (pa[:, 1] >= y1) & (pa[:, 1] < y2) if len(pa) else np.zeros(0, bool)
+    how = "trajectory rotation homography"
+    Hm = np.linalg.inv(K @ R_rel @ np.linalg.inv(K))   # maps return-frame pixels to the reference view
+    if inside.sum() >= MIN_OBJECT_MATCHES:
+        Hfit, _ = cv2.findHomography(pb[inside], pa[inside], cv2.RANSAC, 3.0)
+        if Hfit is not None:
+            Hm, how = Hfit, f"homography on {int(inside.sum())} matches inside the box"
+    h, w = ref.shape[:2]
+    warped = cv2.warpPerspective(ret, Hm, (w, h))
+    mask = np.zeros((h, w), np.uint8)
+    mask[int(y1):int(y2), int(x1):int(x2)] = 1
+    return M.masked_ssim(ref, warped, mask), how
+
+
+def pair_errors(ref: np.ndarray, ret: np.ndarray, R_rel, t_rel, K) -> dict:
+    pa, pb = G.match_points(ref, ret)
+    if len(pa) < MIN_OBJECT_MATCHES:
+        return {"matches": len(pa), "epipolar_px": None, "reprojection_px": None, "model": "too few matches"}
+    e, how = G.epipolar_error(pa, pb, R_rel, t_rel, K)
+    r, _ = G.reprojection_error(pa, pb, R_rel, t_rel, K)
+    return {"matches": len(pa), "epipolar_px": e, "reprojection_px": r, "model": how}
+
+
+def face_observations(face_model, frames: Sequence[np.ndarray], indices: Sequence[int]) -> list[list[tuple]]:
+    """Per sampled frame: (embedding, face box) of every detected face."""
+    out = []
+    for k in indices:
+        d = face_model.detect([frames[k]])[0]
+        embs = face_model.embed_faces(frames[k], d) if len(d) else []
+        out.append([(embs[j], tuple(float(v) for v in d.xyxy[j])) for j in range(len(d))])
+    return out
+
+
+def person_box_for(face_box, person_boxes: np.ndarray) -> Optional[tuple]:
+    """The smallest person box that contains the face's centre."""
+    cx, cy = (face_box[0] + face_box[2]) / 2, (face_box[1] + face_box[3]) / 2
+    best, area = None, np.inf
+    for b in person_boxes:
+        if b[0] <= cx <= b[2] and b[1] <= cy <= b[3]:
+            a = (b[2] - b[0]) * (b[3] - b[1])
+            if a < area:
+                best, area = tuple(float(v) for v in b), a
+    return best

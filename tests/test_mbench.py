@@ -1,0 +1,163 @@
+"""MBench: geometry on a rendered scene with known poses, the M-Score, and the embedded cases end to end."""
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from dagster import instance_for_test
+
+from bench_assets.benchmarks import BENCHMARKS
+from bench_assets.core.generators import discover_generators
+from bench_assets.core.runner import evaluate
+from bench_assets.mbench import dataset as D
+from bench_assets.mbench import geometry as G
+from bench_assets.mbench import metrics as M
+from bench_resources.config import build_resources
+from bench_resources.judge import Judge
+from bench_resources.paths import BenchPaths
+from tests.fake_anthropic import FakeAnthropic, tool_answer
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"
+MB = BENCHMARKS["mbench"]
+GENERATORS = ("mbench_consistent", "mbench_changing", "mbench_lighting", "mbench_ignoring")
+sys.path.insert(0, str(ROOT / "scripts"))
+
+
+@pytest.mark.parametrize("c,s,expected", [(1.0, 1.0, 100.0), (0.5, 1.0, 100 * 2 * 0.5 / 1.5), (0.0, 0.0, 0.0),
+                                          (0.8, 0.25, 100 * 2 * 0.2 / 1.05), (1.0, None, 0.0)])
+def test_m_score_is_the_harmonic_mean(c, s, expected):
+    assert M.m_score(c, s) == pytest.approx(expected)
+
+
+def test_epipolar_and_reprojection_near_zero_with_known_poses():
+    import make_mbench_data as MD
+    src = MD.sources()
+    K = G.intrinsics(MD.W, MD.H)
+    poses = [(G.yaw(0), np.zeros(3)), (G.yaw(4), np.array([0.3, 0.0, 0.1]))]  # a real baseline: parallax
+    a, b = (G.render(MD.scene(src), R, C, K, (MD.W, MD.H)) for R, C in poses)
+    pa, pb = G.match_points(a, b)
+    R, t = G.relative(*poses[0], *poses[1])
+    e, how = G.epipolar_error(pa, pb, R, t, K)
+    r, _ = G.reprojection_error(pa, pb, R, t, K)
+    assert len(pa) > 100 and how.startswith("epipolar")
+    assert e < 2.0 and r < 1.0, (e, r)   # about a pixel (ORB mismatches included): matches agree with the true poses
+    wrong = G.relative(poses[0][0], poses[0][1], G.yaw(10), np.array([-0.3, 0.2, 0.0]))
+    assert G.epipolar_error(pa, pb, *wrong, K)[0] > 2 * e      # and disagree with wrong ones
+    assert G.reprojection_error(pa, pb, *wrong, K)[0] > 2 * r
+    # the classical estimator recovers a pure turn to within a degree per step
+    frames = [G.render(MD.scene(src), G.yaw(d), np.zeros(3), K, (MD.W, MD.H)) for d in (0, 6, 12, 18)]
+    Rs, C, failed = G.trajectory(frames, K)
+    assert not any(failed)
+    assert G.rotation_angle_deg(Rs[-1], Rs[0]) == pytest.approx(18, abs=1.5)
+
+
+def test_action_alignment_and_lighting_by_hand():
+    right = np.array([0, 0, 0, 0, -0.1, 0])
+    assert M.action_alignment([right, right, np.zeros(6)], ["yaw_right", "yaw_right", "wait"]) == pytest.approx(1.0)
+    assert M.action_alignment([right], ["yaw_left"]) == pytest.approx(0.0)
+    assert M.action_alignment([np.zeros(6)], ["yaw_left"]) == pytest.approx(0.5)
+    grey = np.full((8, 8, 3), 128, np.uint8)
+    assert M.lighting_score([(grey, grey)]) == pytest.approx(1.0)
+    assert M.lighting_score([(grey, grey // 2)]) < 0.5
+    tracks = M.face_tracks([[np.array([1.0, 0])], [np.array([0.99, 0.141])], [np.array([0.0, 1.0])]])
+    assert [len(t) for t in tracks] == [2, 1]   # the third face is too far (cosine distance 1 > 0.15)
+
+
+def test_bad_case_is_one_clear_error(tmp_path):
+    raw = json.loads((DATA / "mbench" / "cases" / "a_obj01.json").read_text())
+    raw["actions"][0]["action"] = "somersault"
+    with pytest.raises(D.CaseError, match="case a_obj01: bad action"):
+        D.parse_case(raw, "x")
+    raw["mode"] = "Q"
+    with pytest.raises(D.CaseError, match="mode 'Q'"):
+        D.parse_case(raw, "x")
+
+
+def _world(tmp_path, generators=GENERATORS):
+    data = tmp_path / "data"
+    shutil.copytree(DATA / "mbench", data / "mbench")
+    for g in generators:
+        shutil.copytree(DATA / "generators" / g, data / "generators" / g)
+    return data
+
+
+def _run(instance, data, store_root, judge=None):
+    paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
+    resources = build_resources(paths=paths, store_root=str(store_root), **({"judge": judge} if judge else {}))
+    gens, errors = discover_generators(paths.generators_dir, "mbench")
+    stats = evaluate(instance, assets=MB.assets, resources=resources, partitions=MB.partitions,
+                     items=MB.item_ids(paths), generators=gens, item_assets=MB.item_assets,
+                     generator_assets=MB.generator_assets, aggregate_assets=MB.aggregate_assets,
+                     progress=lambda s: None)
+    return stats, resources, errors
+
+
+@pytest.fixture(scope="module")
+def offline_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("mb")
+    with instance_for_test() as instance:
+        stats, resources, errors = _run(instance, _world(tmp), tmp / "store")
+        yield stats, resources, errors
+
+
+def test_leaderboard_all_ids_and_validity(offline_run):
+    stats, resources, errors = offline_run
+    assert not errors and not stats.failed, stats.failed
+    board = resources["store"].query("SELECT * FROM mbench_leaderboard")
+    subs = board[~board.metric_id.str.startswith("m_score.")]
+    assert set(subs.metric_id) == set(M.ALL_METRICS)
+    assert set(subs.generator) == set(GENERATORS)
+    assert board[board.value.isna()]["reason"].notna().all()
+    m = subs.pivot(index="metric_id", columns="generator", values="m_score")
+    r = subs.pivot(index="metric_id", columns="generator", values="reliability")
+    # A cases are triggered by their actions: coverage 1, so M = harmonic mean of 1 and the reliability
+    geo = subs[(subs.metric_id == "geometry") & (subs.generator == "mbench_consistent")].iloc[0]
+    assert pd.isna(geo["coverage"])  # the T object case needs the judge for its trigger: unknown, not 0
+    scores = resources["store"].query("SELECT * FROM mbench_scores")
+    v = scores.pivot_table(index=["case_id", "metric_id"], columns="generator", values="value", aggfunc="first")
+    for metric in ("geometry", "texture"):
+        assert v.loc[("a_obj01", metric), "mbench_consistent"] > v.loc[("a_obj01", metric), "mbench_changing"], metric
+    assert v.loc[("a_env01", "lighting"), "mbench_consistent"] > v.loc[("a_env01", "lighting"), "mbench_lighting"]
+    for case in ("a_obj01", "a_env01", "a_hum01"):
+        assert v.loc[(case, "action_instruction"), "mbench_consistent"] > 0.9
+        assert v.loc[(case, "action_instruction"), "mbench_ignoring"] < 0.2
+    # offline: no VGG, CLIP or judge -> None with the reason
+    assert scores[scores.metric_id == "style"]["reason"].str.contains("style_vgg").all()
+    assert scores[scores.metric_id == "text_instruction"]["reason"].str.contains("clip_b32").all()
+    # the env case's A-mode M-Scores exist for every generator
+    assert m.loc["lighting"].notna().all() and m.loc["action_instruction"].notna().all()
+    assert r.loc["lighting", "mbench_consistent"] > r.loc["lighting", "mbench_lighting"]
+
+
+def test_trigger_and_self_evolution_through_the_judge(tmp_path, monkeypatch):
+    def responder(body):
+        tool = body["tools"][0]["input_schema"]["properties"]
+        if "triggered" in tool:
+            return tool_answer({"triggered": True, "confidence": 0.9, "reason": "the camera leaves and returns"})
+        return tool_answer({"state_evolution": 4, "evolution_correctness": 5, "reason": "the art dissolved"})
+
+    data = _world(tmp_path, generators=("mbench_consistent",))
+    for p in (data / "mbench" / "cases").glob("a_*.json"):
+        p.unlink()
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeAnthropic(responder=responder) as srv, instance_for_test() as instance:
+        judge = Judge(mode="live", base_url=srv.base_url, cache_dir=str(tmp_path / "cache"), backoff_s=0.01)
+        stats, resources, _ = _run(instance, data, tmp_path / "store", judge=judge)
+        assert not stats.failed, stats.failed
+        board = resources["store"].query("SELECT * FROM mbench_leaderboard").set_index("metric_id")
+        assert board.loc["state_evolution", "reliability"] == pytest.approx(0.75)          # (4 - 1) / 4
+        assert board.loc["evolution_correctness", "reliability"] == pytest.approx(0.75)    # g * s = 0.75 * 1
+        assert board.loc["state_evolution", "m_score"] == pytest.approx(M.m_score(1.0, 0.75))
+        assert board.loc["geometry", "coverage"] == 1.0   # the T object case is triggered by the judge
+        assert len(srv.requests) == 3   # two triggers (t_obj01, t_cau01) and one self-evolution question
+
+
+def test_embedded_cases_regenerate_byte_for_byte():
+    import subprocess
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_mbench_data.py"), "--check"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "0 differ" in r.stdout, r.stdout + r.stderr
