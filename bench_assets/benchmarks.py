@@ -48,5 +48,5 @@ BENCHMARKS: dict[str, Benchmark] = {
     "mbench": Benchmark(
         "mbench", mbench.P, mbench.ASSETS,
         lambda p: discover_cases(p.benchmark_dir("mbench") / "cases"),
-        mbench.ITEM_ASSETS, mbench.GENERATOR_ASSETS, ["mbench_leaderboard"], "mbench_leaderboard"),
+        mbench.ITEM_ASSETS, mbench.GENERATOR_ASSETS, ["mbench_leaderboard"], "mbench_leaderboard", {"mode": "A"}),
 }

@@ -108,15 +108,21 @@ def test_leaderboard_all_ids_and_validity(offline_run):
     stats, resources, errors = offline_run
     assert not errors and not stats.failed, stats.failed
     board = resources["store"].query("SELECT * FROM mbench_leaderboard")
-    subs = board[~board.metric_id.str.startswith("m_score.")]
-    assert set(subs.metric_id) == set(M.ALL_METRICS)
+    assert set(board["mode"]) == {"A", "T"}
+    t_rows = board[board["mode"] == "T"]
+    subs = board[~board.metric_id.str.startswith("m_score.") & (board["mode"] == "A")]
+    assert set(subs.metric_id) == set(M.ALL_METRICS) == set(t_rows.metric_id) - {f"m_score.{d}" for d in M.DIMENSIONS}
     assert set(subs.generator) == set(GENERATORS)
     assert board[board.value.isna()]["reason"].notna().all()
     m = subs.pivot(index="metric_id", columns="generator", values="m_score")
     r = subs.pivot(index="metric_id", columns="generator", values="reliability")
     # A cases are triggered by their actions: coverage 1, so M = harmonic mean of 1 and the reliability
-    geo = subs[(subs.metric_id == "geometry") & (subs.generator == "mbench_consistent")].iloc[0]
+    geo = t_rows[(t_rows.metric_id == "geometry") & (t_rows.generator == "mbench_consistent")].iloc[0]
     assert pd.isna(geo["coverage"])  # the T object case needs the judge for its trigger: unknown, not 0
+    assert "trigger needs the judge" in geo["reason"]
+    a_geo = subs[(subs.metric_id == "geometry")].set_index("generator")
+    assert (a_geo["coverage"] == 1.0).all()  # A cases: triggered by their actions
+    assert a_geo.loc["mbench_consistent", "m_score"] > a_geo.loc["mbench_changing", "m_score"]
     scores = resources["store"].query("SELECT * FROM mbench_scores")
     v = scores.pivot_table(index=["case_id", "metric_id"], columns="generator", values="value", aggfunc="first")
     for metric in ("geometry", "texture"):
@@ -148,7 +154,7 @@ def test_trigger_and_self_evolution_through_the_judge(tmp_path, monkeypatch):
         judge = Judge(mode="live", base_url=srv.base_url, cache_dir=str(tmp_path / "cache"), backoff_s=0.01)
         stats, resources, _ = _run(instance, data, tmp_path / "store", judge=judge)
         assert not stats.failed, stats.failed
-        board = resources["store"].query("SELECT * FROM mbench_leaderboard").set_index("metric_id")
+        board = resources["store"].query("SELECT * FROM mbench_leaderboard WHERE mode = 'T'").set_index("metric_id")
         assert board.loc["state_evolution", "reliability"] == pytest.approx(0.75)          # (4 - 1) / 4
         assert board.loc["evolution_correctness", "reliability"] == pytest.approx(0.75)    # g * s = 0.75 * 1
         assert board.loc["state_evolution", "m_score"] == pytest.approx(M.m_score(1.0, 0.75))

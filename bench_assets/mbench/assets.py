@@ -317,59 +317,68 @@ def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case
 
 
 def leaderboard_table(scores: pd.DataFrame, cases: pd.DataFrame, generators: list[str]) -> pd.DataFrame:
-    """Per generator and sub-dimension: coverage C_k over the cases k applies to, reliability S_k over triggered
-    cases with a value, M_k = harmonic mean x 100; dimension M-Scores = mean of their sub-dimension M-Scores."""
+    """Per generator, mode (MBench-A and MBench-T are separate leaderboards in the paper) and sub-dimension:
+    coverage C_k over the cases k applies to, reliability S_k over triggered cases with a value,
+    M_k = harmonic mean x 100; dimension M-Scores = mean of their sub-dimension M-Scores."""
     rows = []
     for g in generators:
         sg = scores[scores["generator"] == g]
-        for k in M.ALL_METRICS:
-            if k == "text_instruction":
-                applicable = cases[cases["mode"] == "T"]
-            elif k == "action_instruction":
-                applicable = cases[cases["mode"] == "A"]
-            else:
-                applicable = cases[cases["subset"].isin([s for s, ms in M.SUBSET_METRICS.items() if k in ms])]
-            mine = sg[(sg["metric_id"] == k) & sg["case_id"].isin(applicable["case_id"])]
-            unknown = mine[mine["triggered"].isna()]
-            triggered = mine[mine["triggered"] == True]  # noqa: E712
-            with_value = triggered[triggered["value"].notna()]
-            total = len(applicable)
-            reasons = sorted(set(mine.loc[mine["value"].isna(), "reason"].dropna().astype(str))
-                             | set(unknown["trigger_reason"].dropna().astype(str)))
-            missing = sorted(set(applicable["case_id"]) - set(mine["case_id"]))
-            if missing:
-                reasons.append(f"cases not evaluated: {missing}")
-            row = {"generator": g, "metric_id": k, "cases": total, "triggered": len(triggered),
-                   "scored": len(with_value), "coverage": None, "reliability": None, "m_score": None,
-                   "reason": "; ".join(reasons)[:800] or None}
-            if total == 0:
-                row["reason"] = "no case of this kind in the dataset"
-            elif len(unknown) or missing:
-                pass  # coverage unknown: the trigger (or the case) could not be evaluated
-            elif len(triggered) and with_value.empty:
-                pass  # triggered, but the metric could not be computed (model unavailable): not a zero
-            else:
-                cov = len(triggered) / total
-                rel = float(with_value["value"].clip(0, 1).mean()) if len(with_value) else None
-                row.update(coverage=cov, reliability=rel, m_score=M.m_score(cov, rel))
-            rows.append(row)
+        for mode in D.MODES:
+            mode_cases = cases[cases["mode"] == mode]
+            for k in M.ALL_METRICS:
+                if k == "text_instruction":
+                    applicable = mode_cases if mode == "T" else mode_cases.iloc[0:0]
+                elif k == "action_instruction":
+                    applicable = mode_cases if mode == "A" else mode_cases.iloc[0:0]
+                else:
+                    applicable = mode_cases[mode_cases["subset"].isin(
+                        [s for s, ms in M.SUBSET_METRICS.items() if k in ms])]
+                rows.append(_board_row(g, mode, k, sg, applicable))
     board = pd.DataFrame(rows)
     dims = []
-    for g in generators:
-        b = board[board["generator"] == g].set_index("metric_id")
+    for (g, mode), b in board.groupby(["generator", "mode"]):
+        b = b.set_index("metric_id")
         for dim, ks in M.DIMENSIONS.items():
+            ks = [k for k in ks if b.loc[k, "cases"]]  # sub-dimensions this mode has cases for
             vals = [b.loc[k, "m_score"] for k in ks if pd.notna(b.loc[k, "m_score"])]
-            dims.append({"generator": g, "metric_id": f"m_score.{dim}", "cases": None, "triggered": None,
-                         "scored": len(vals), "coverage": None, "reliability": None,
+            dims.append({"generator": g, "mode": mode, "metric_id": f"m_score.{dim}", "cases": None,
+                         "triggered": None, "scored": len(vals), "coverage": None, "reliability": None,
                          "m_score": float(np.mean(vals)) if vals else None,
-                         "reason": None if len(vals) == len(ks) else
+                         "reason": None if vals and len(vals) == len(ks) else
                          f"mean over {len(vals)} of {len(ks)} sub-dimensions with an M-Score"})
     board = pd.concat([board, pd.DataFrame(dims)], ignore_index=True)
     board["value"] = board["m_score"]
     return board
 
 
-@asset(group_name=GROUP, code_version="1", deps=[mbench_scores, mbench_case],
+def _board_row(g: str, mode: str, k: str, sg: pd.DataFrame, applicable: pd.DataFrame) -> dict:
+    mine = sg[(sg["metric_id"] == k) & sg["case_id"].isin(applicable["case_id"])]
+    unknown = mine[mine["triggered"].isna()]
+    triggered = mine[mine["triggered"] == True]  # noqa: E712
+    with_value = triggered[triggered["value"].notna()]
+    total = len(applicable)
+    reasons = sorted(set(mine.loc[mine["value"].isna(), "reason"].dropna().astype(str))
+                     | set(unknown["trigger_reason"].dropna().astype(str)))
+    missing = sorted(set(applicable["case_id"]) - set(mine["case_id"]))
+    if missing:
+        reasons.append(f"cases not evaluated: {missing}")
+    row = {"generator": g, "mode": mode, "metric_id": k, "cases": total, "triggered": len(triggered),
+           "scored": len(with_value), "coverage": None, "reliability": None, "m_score": None,
+           "reason": "; ".join(reasons)[:800] or None}
+    if total == 0:
+        row["reason"] = f"no MBench-{mode} case of this kind in the dataset"
+    elif len(unknown) or missing:
+        pass  # coverage unknown: the trigger (or the case) could not be evaluated
+    elif len(triggered) and with_value.empty:
+        pass  # triggered, but the metric could not be computed (model unavailable): not a zero
+    else:
+        cov = len(triggered) / total
+        rel = float(with_value["value"].clip(0, 1).mean()) if len(with_value) else None
+        row.update(coverage=cov, reliability=rel, m_score=M.m_score(cov, rel))
+    return row
+
+
+@asset(group_name=GROUP, code_version="2", deps=[mbench_scores, mbench_case],
        automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
 def mbench_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths, models: ModelRegistry,
                        judge: Judge) -> Output[pd.DataFrame]:
@@ -385,7 +394,7 @@ def mbench_leaderboard(context: AssetExecutionContext, store: Store, paths: Benc
     board = leaderboard_table(scores, cases[["case_id", "subset", "mode"]], sorted(scores["generator"].unique()))
     manifest = build_manifest(benchmark=BENCH, protocol=PROTOCOL, models=slot_manifest(models),
                               judge=judge.fingerprint(), constants=CONSTANTS)
-    table = board.pivot(index="metric_id", columns="generator", values="m_score")
+    table = board[board["mode"] == "A"].pivot(index="metric_id", columns="generator", values="m_score")
     return Output(board, metadata={"table": MetadataValue.md(table.round(2).to_markdown()),
                                    "manifest": MetadataValue.json(manifest),
                                    "protocol_digest": protocol_digest(manifest)})
