@@ -1,10 +1,12 @@
 """The one Definitions object of the code location: it only assembles (the table is benchmarks.py)."""
 from __future__ import annotations
 
-from dagster import AssetSelection, AutomationConditionSensorDefinition, DefaultSensorStatus, Definitions
+from dagster import (AssetSelection, AutomationConditionSensorDefinition, DefaultSensorStatus, Definitions,
+                     define_asset_job)
 
 from bench_assets.benchmarks import BENCHMARKS
 from bench_assets.core.automation import generator_sensor_factory, nightly_stale_schedule
+from bench_assets.core.deploy import executor_from_env
 from bench_assets.core.partitions import ENTITYBENCH  # noqa: F401  (re-exported for scripts and tests)
 from bench_resources.config import build_resources
 from bench_resources.paths import BenchPaths
@@ -35,6 +37,13 @@ automation_sensor = AutomationConditionSensorDefinition(
     name="bench_automation_sensor", target=AssetSelection.all(), default_status=DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=30)
 
+# Launchable per benchmark from the UI, `dagster job launch`, or a cluster's queue: one partition per run.
+JOBS = {f"{name}_{kind}": define_asset_job(f"{name}_{kind}", selection=AssetSelection.assets(*assets),
+                                          partitions_def=pdef)
+        for name, b in BENCHMARKS.items()
+        for kind, assets, pdef in (("items", b.item_assets, b.partitions.items),
+                                   ("generators", b.generator_assets, b.partitions.generator_x_item))}
+
 SCHEDULES = {name: _nightly(b) for name, b in BENCHMARKS.items()}
 entitybench_nightly = SCHEDULES["entitybench"]
 
@@ -42,5 +51,8 @@ defs = Definitions(
     assets=ALL_ASSETS,
     sensors=[*SENSORS.values(), automation_sensor],
     schedules=list(SCHEDULES.values()),
+    jobs=list(JOBS.values()),
     resources=build_resources(),
+    # BENCH_EXECUTOR=celery|k8s runs steps on Dagster's distributed engines (deploy/, docs/deployment.md)
+    **({"executor": ex} if (ex := executor_from_env()) is not None else {}),
 )

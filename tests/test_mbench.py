@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 
 @pytest.mark.parametrize("c,s,expected", [(1.0, 1.0, 100.0), (0.5, 1.0, 100 * 2 * 0.5 / 1.5), (0.0, 0.0, 0.0),
-                                          (0.8, 0.25, 100 * 2 * 0.2 / 1.05), (1.0, None, 0.0)])
+                                          (0.8, 0.25, 100 * 2 * 0.2 / 1.05), (1.0, None, None), (0.0, None, 0.0)])
 def test_m_score_is_the_harmonic_mean(c, s, expected):
-    assert M.m_score(c, s) == pytest.approx(expected)
+    assert M.m_score(c, s) == (None if expected is None else pytest.approx(expected))
 
 
 def test_epipolar_and_reprojection_near_zero_with_known_poses():
@@ -60,6 +60,10 @@ def test_action_alignment_and_lighting_by_hand():
     assert M.action_alignment([right, right, np.zeros(6)], ["yaw_right", "yaw_right", "wait"]) == pytest.approx(1.0)
     assert M.action_alignment([right], ["yaw_left"]) == pytest.approx(0.0)
     assert M.action_alignment([np.zeros(6)], ["yaw_left"]) == pytest.approx(0.5)
+    # the twist is in the camera frame: after a 90 degree turn, moving along the camera's own axis is 'forward'
+    turned = G.yaw(90)
+    step = G.twist(turned, np.zeros(3), turned, 0.05 * turned.T @ np.array([0, 0, 1.0]))
+    assert M.action_alignment([step], ["forward"]) == pytest.approx(1.0)
     grey = np.full((8, 8, 3), 128, np.uint8)
     assert M.lighting_score([(grey, grey)]) == pytest.approx(1.0)
     assert M.lighting_score([(grey, grey // 2)]) < 0.5

@@ -17,6 +17,7 @@ from dagster import (
 
 from bench_assets.core import grounding as G
 from bench_assets.core.aggregate import cohens_d, corrected_mean, paired_dz
+from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.manifest import protocol_digest
 from bench_assets.core.media import ClipCache, DecodeError
 from bench_assets.core.partitions import ENTITYBENCH as P
@@ -222,7 +223,7 @@ def _candidates(fidx, frames, dets, description: str, clip_model) -> tuple[list,
     return cands, crops
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu")
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_grounding(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                           entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
                           store: Store) -> Output[pd.DataFrame]:
@@ -332,7 +333,7 @@ def pillar1_rows(generator: str, ep: D.Episode, clips: dict, errors: dict, slots
     return rows
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu")
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_pillar1(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                         entitybench_episode: pd.DataFrame, models: ModelRegistry,
                         device: Device) -> Output[pd.DataFrame]:
@@ -439,7 +440,7 @@ def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embe
     return rows, gated_out
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="4", pool="gpu")
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="4", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_presence_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                                      entitybench_outputs: pd.DataFrame, entitybench_episode: pd.DataFrame,
                                      entitybench_fidelity: pd.DataFrame, models: ModelRegistry, device: Device,
@@ -509,7 +510,7 @@ def _action_detector(detector, reg):
     return boxes
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu")
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_action(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                        entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
                        judge: Judge) -> Output[pd.DataFrame]:
@@ -526,7 +527,7 @@ def entitybench_action(context: AssetExecutionContext, entitybench_outputs: pd.D
     return Output(df, metadata=_item_metadata(df))
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu")
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_llm_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                                 entitybench_fidelity: pd.DataFrame, entitybench_outputs: pd.DataFrame,
                                 entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,

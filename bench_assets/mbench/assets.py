@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from dagster import AssetExecutionContext, AutomationCondition, Failure, MetadataValue, Output, asset
 
+from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.manifest import build_manifest, protocol_digest
 from bench_assets.core.media import ClipCache, DecodeError
 from bench_assets.core.partitions import BenchmarkPartitions
@@ -85,7 +86,7 @@ def mbench_case(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.
     return Output(df, metadata={"subset": case.subset, "mode": case.mode})
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu")
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
 def mbench_poses(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
                  models: ModelRegistry, device: Device) -> Output[pd.DataFrame]:
     """One camera trajectory for the whole video (pose slot) and the revisit pairs (T: pose-return ranking, top 5;
@@ -94,8 +95,11 @@ def mbench_poses(context: AssetExecutionContext, paths: BenchPaths, mbench_case:
     case = _case(mbench_case)
     clip = _video(paths, generator, case_id)
     pose, why = _slot(models, device, "pose")
-    if pose is None:
-        raise Failure(f"case {case_id}: pose slot unavailable: {why}")
+    if pose is None:  # pose-dependent sub-dimensions become None with this reason; identity still scores
+        df = pd.DataFrame([{"kind": "unavailable", "frame": None, "R": None, "C": None, "step_failed": None,
+                            "i": None, "j": None, "reason": why}])
+        df["generator"], df["case_id"], df["source_sha256"] = generator, case_id, clip.sha256
+        return Output(df, metadata={"frames": 0, "pairs": 0, "pairing": MetadataValue.text(why)})
     frames = list(clip.frames)
     K = G.intrinsics(clip.size[0], clip.size[1])
     Rs, C, failed = pose.estimate(frames, K)
@@ -116,6 +120,8 @@ def mbench_poses(context: AssetExecutionContext, paths: BenchPaths, mbench_case:
 
 
 def _trajectory(poses: pd.DataFrame):
+    if (poses["kind"] == "unavailable").any():
+        return None, None, None
     fr = poses[poses["kind"] == "frame"].sort_values("frame")
     Rs = [np.asarray(r, float).reshape(3, 3) for r in fr["R"]]
     C = np.stack([np.asarray(c, float) for c in fr["C"]])
@@ -158,13 +164,20 @@ def _value_row(generator, case, metric, value, reason=None, detail=None):
             "detail": json.dumps(detail, sort_keys=True, default=float) if detail else None}
 
 
+POSE_METRICS = ("geometry", "texture", "epipolar", "reprojection", "lighting", "action_instruction")
+
+
 def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, pairs, models: ModelRegistry,
-                device: Device, judge: Judge, init_box: Optional[tuple]) -> list[dict]:
+                device: Device, judge: Judge, init_box: Optional[tuple], pose_reason: Optional[str] = None
+                ) -> list[dict]:
     """Every sub-dimension that applies to this case, on [0,1] (None with a reason when it cannot be computed)."""
     h, w = frames[0].shape[:2]
     K = G.intrinsics(w, h)
     rows = []
     applies = set(M.SUBSET_METRICS[case.subset]) | ({"text_instruction"} if case.mode == "T" else {"action_instruction"})
+    if Rs is None:
+        rows += [_value_row(generator, case, m, None, pose_reason) for m in POSE_METRICS if m in applies]
+        applies -= set(POSE_METRICS)
     if {"geometry", "texture"} & applies:
         if init_box is None:
             for m in ("geometry", "texture"):
@@ -293,7 +306,7 @@ def _init_box(case: D.Case, frame0: np.ndarray, models: ModelRegistry, device: D
     return tuple(float(v) for v in d.xyxy[int(np.argmax(d.confidence))])
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu")
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
 def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
                   mbench_poses: pd.DataFrame, mbench_trigger: pd.DataFrame, models: ModelRegistry, device: Device,
                   judge: Judge) -> Output[pd.DataFrame]:
@@ -304,8 +317,13 @@ def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case
     clip = _video(paths, generator, case_id)
     frames = list(clip.frames)
     Rs, C, pairs = _trajectory(mbench_poses)
-    rows = case_scores(generator, case, frames, Rs, C, pairs, models, device, judge,
-                       _init_box(case, frames[0], models, device))
+    if Rs is None:
+        why = f"pose slot unavailable: {mbench_poses['reason'].iloc[0]}"
+        rows = [r for r in case_scores(generator, case, frames, None, None, [], models, device, judge, None,
+                                       pose_reason=why)]
+    else:
+        rows = case_scores(generator, case, frames, Rs, C, pairs, models, device, judge,
+                           _init_box(case, frames[0], models, device))
     df = pd.DataFrame(rows)
     trig = mbench_trigger.iloc[0]
     df["triggered"] = None if pd.isna(trig["triggered"]) else bool(trig["triggered"])
@@ -343,6 +361,7 @@ def leaderboard_table(scores: pd.DataFrame, cases: pd.DataFrame, generators: lis
             vals = [b.loc[k, "m_score"] for k in ks if pd.notna(b.loc[k, "m_score"])]
             dims.append({"generator": g, "mode": mode, "metric_id": f"m_score.{dim}", "cases": None,
                          "triggered": None, "scored": len(vals), "coverage": None, "reliability": None,
+                         "n_eval": len(vals), "n_failed": 0, "n_skipped": len(ks) - len(vals),
                          "m_score": float(np.mean(vals)) if vals else None,
                          "reason": None if vals and len(vals) == len(ks) else
                          f"mean over {len(vals)} of {len(ks)} sub-dimensions with an M-Score"})
@@ -364,6 +383,8 @@ def _board_row(g: str, mode: str, k: str, sg: pd.DataFrame, applicable: pd.DataF
         reasons.append(f"cases not evaluated: {missing}")
     row = {"generator": g, "mode": mode, "metric_id": k, "cases": total, "triggered": len(triggered),
            "scored": len(with_value), "coverage": None, "reliability": None, "m_score": None,
+           "n_eval": len(with_value), "n_failed": len(missing),
+           "n_skipped": len(unknown) + int(triggered["value"].isna().sum()),
            "reason": "; ".join(reasons)[:800] or None}
     if total == 0:
         row["reason"] = f"no MBench-{mode} case of this kind in the dataset"

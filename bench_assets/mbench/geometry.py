@@ -242,6 +242,7 @@ def reprojection_error(pa: np.ndarray, pb: np.ndarray, R: np.ndarray, t: np.ndar
 
 
 def twist(Ra: np.ndarray, Ca: np.ndarray, Rb: np.ndarray, Cb: np.ndarray) -> np.ndarray:
-    """[v; omega]: v = C_b - C_a (world), omega = axis-angle of the rotation from a to b, in a's camera frame."""
+    """[v; omega] in a's camera frame: v = R_a (C_b - C_a), omega = axis-angle of R_b R_a^T (the ideal twists are
+    camera-frame: 'forward' is +z of the camera, whatever way it faces)."""
     rvec, _ = cv2.Rodrigues(Rb @ Ra.T)
-    return np.r_[np.asarray(Cb) - np.asarray(Ca), rvec.reshape(3)]
+    return np.r_[Ra @ (np.asarray(Cb) - np.asarray(Ca)), rvec.reshape(3)]

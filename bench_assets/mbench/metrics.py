@@ -32,10 +32,13 @@ IDEAL_TWIST = {
 }
 
 
-def m_score(coverage: float, reliability: Optional[float]) -> float:
-    """100 * harmonic mean of coverage and reliability (both in [0,1]); 0 when both are 0."""
-    s = 0.0 if reliability is None else float(reliability)
+def m_score(coverage: float, reliability: Optional[float]) -> Optional[float]:
+    """100 * harmonic mean of coverage and reliability (both in [0,1]); 0 when both are 0. With no triggered case
+    (coverage 0) reliability is undefined and M = 0; a reliability that could not be computed is None, not 0."""
     c = float(coverage)
+    if reliability is None:
+        return 0.0 if c == 0 else None
+    s = float(reliability)
     return 0.0 if s + c == 0 else 100.0 * 2 * s * c / (s + c)
 
 

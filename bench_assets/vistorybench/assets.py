@@ -13,6 +13,7 @@ import pandas as pd
 from dagster import AssetExecutionContext, AutomationCondition, Failure, MetadataValue, Output, asset
 
 from bench_assets.core.generators import GeneratorError, read_generator
+from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.manifest import build_manifest, protocol_digest
 from bench_assets.core.partitions import BenchmarkPartitions
 from bench_assets.core.records import MetricRecord, record_from_values
@@ -110,7 +111,7 @@ def vistorybench_story(context: AssetExecutionContext, paths: BenchPaths) -> Out
                                 "tags": MetadataValue.json(tags)})
 
 
-@asset(partitions_def=P.items, group_name=GROUP, code_version="1", pool="gpu")
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
 def vistorybench_references(context: AssetExecutionContext, vistorybench_story: pd.DataFrame, models: ModelRegistry,
                             device: Device, store: Store) -> Output[pd.DataFrame]:
     """Per reference image: the top-1 'character' box (whole image if none), its crop, the identity vector in the
@@ -202,7 +203,7 @@ def _story_error(outputs: pd.DataFrame) -> Optional[str]:
 
 # ----------------------------------------------------------------------------------------- characters
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu")
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
 def vistorybench_matches(context: AssetExecutionContext, vistorybench_outputs: pd.DataFrame,
                          vistorybench_story: pd.DataFrame, vistorybench_references: pd.DataFrame,
                          models: ModelRegistry, device: Device, store: Store) -> Output[pd.DataFrame]:
@@ -400,7 +401,7 @@ def _story_failed_rows(generator: str, sid: str, metric_ids, error: str) -> list
     return [record_row(MetricRecord(m, None, 0, 1, 0, error), **keys) for m in metric_ids]
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2", pool="gpu")
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
 def vistorybench_scores(context: AssetExecutionContext, paths: BenchPaths, vistorybench_outputs: pd.DataFrame,
                         vistorybench_story: pd.DataFrame, vistorybench_references: pd.DataFrame,
                         vistorybench_matches: pd.DataFrame, models: ModelRegistry,
@@ -514,7 +515,7 @@ def vistorybench_alignment(context: AssetExecutionContext, vistorybench_outputs:
 
 # ----------------------------------------------------------------------------------------- generator level
 
-@asset(group_name=GROUP, code_version="1", deps=[vistorybench_outputs], pool="gpu",
+@asset(group_name=GROUP, code_version="1", deps=[vistorybench_outputs], pool="gpu", op_tags=GPU_OP_TAGS,
        automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
 def vistorybench_inception_score(context: AssetExecutionContext, store: Store, models: ModelRegistry,
                                  device: Device) -> Output[pd.DataFrame]:
