@@ -135,6 +135,12 @@ def test_leaderboard_all_ids_and_validity(offline_run):
     for case in ("a_obj01", "a_env01", "a_hum01"):
         assert v.loc[(case, "action_instruction"), "mbench_consistent"] > 0.9
         assert v.loc[(case, "action_instruction"), "mbench_ignoring"] < 0.2
+    # the shared intermediates are tables of their own: box per frame for the object case, face tracks for the human case
+    tracks = resources["store"].query("SELECT * FROM mbench_tracks WHERE generator = 'mbench_consistent'")
+    obj = tracks[(tracks.case_id == "a_obj01") & (tracks.kind == "object")]
+    assert len(obj) == 29 and obj["box"].notna().sum() >= 10   # 29 frames; in view on the way out and back
+    faces = tracks[(tracks.case_id == "a_hum01") & (tracks.kind == "face")]
+    assert len(faces) and faces["track"].notna().all() and faces["embedding"].map(len).eq(128).all()
     # offline: no VGG, CLIP or judge -> None with the reason
     assert scores[scores.metric_id == "style"]["reason"].str.contains("style_vgg").all()
     assert scores[scores.metric_id == "text_instruction"]["reason"].str.contains("clip_b32").all()

@@ -168,7 +168,7 @@ POSE_METRICS = ("geometry", "texture", "epipolar", "reprojection", "lighting", "
 
 
 def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, pairs, models: ModelRegistry,
-                device: Device, judge: Judge, init_box: Optional[tuple], pose_reason: Optional[str] = None
+                device: Device, judge: Judge, tracks: pd.DataFrame, pose_reason: Optional[str] = None
                 ) -> list[dict]:
     """Every sub-dimension that applies to this case, on [0,1] (None with a reason when it cannot be computed)."""
     h, w = frames[0].shape[:2]
@@ -178,12 +178,15 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
     if Rs is None:
         rows += [_value_row(generator, case, m, None, pose_reason) for m in POSE_METRICS if m in applies]
         applies -= set(POSE_METRICS)
+    tracks = tracks if len(tracks) else pd.DataFrame(columns=["kind", "frame", "box", "reason", "track", "embedding",
+                                                              "person_box"])
     if {"geometry", "texture"} & applies:
-        if init_box is None:
-            for m in ("geometry", "texture"):
-                rows.append(_value_row(generator, case, m, None, "the target could not be located in the first frame"))
+        objects = tracks[tracks["kind"] == "object"].sort_values("frame")
+        if objects.empty:
+            why = "; ".join(tracks.loc[tracks["kind"] == "object_unavailable", "reason"].astype(str)) or "no object track"
+            rows += [_value_row(generator, case, m, None, why) for m in ("geometry", "texture")]
         else:
-            boxes = PL.propagate_box(init_box, Rs, K, (w, h))
+            boxes = [json.loads(b) if isinstance(b, str) else None for b in objects["box"]]
             vals, details = [], []
             for i, j in pairs:
                 if boxes[i] is None:
@@ -204,34 +207,29 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
                 rows.append(_value_row(generator, case, "texture", v, None if v is not None else "fewer than 2 crops",
                                        {"crops": len(crops)}))
     if {"identity", "appearance"} & applies:
-        face, why = _slot(models, device, "face")
-        if face is None:
-            rows += [_value_row(generator, case, m, None, why) for m in ("identity", "appearance")]
+        faces = tracks[tracks["kind"] == "face"]
+        gone = tracks[tracks["kind"] == "face_unavailable"]
+        if len(gone):
+            rows += [_value_row(generator, case, m, None, str(gone["reason"].iloc[0])) for m in ("identity", "appearance")]
         else:
-            idx = PL.even(len(frames), PL.IDENTITY_FRAMES)
-            obs = PL.face_observations(face, frames, idx)
-            tracks = M.face_tracks([[e for e, _ in o] for o in obs])
-            v, n = M.tracks_consistency([[obs[f][d][0] for f, d in t] for t in tracks])
+            by_track = [[np.asarray(e, np.float32) for e in g["embedding"]] for _, g in faces.groupby("track")]
+            v, n = M.tracks_consistency(by_track)
             rows.append(_value_row(generator, case, "identity", v, None if v is not None else
-                                   "no face track with >= 2 detections", {"tracks": len(tracks), "scored": n,
-                                                                          "faces": sum(len(o) for o in obs)}))
-            person, pwhy = _slot(models, device, "person_detector")
+                                   "no face track with >= 2 detections",
+                                   {"tracks": len(by_track), "scored": n, "faces": len(faces)}))
             embedder, ewhy = _slot(models, device, "image_embedder")
-            if person is None or embedder is None:
-                rows.append(_value_row(generator, case, "appearance", None, pwhy or ewhy))
+            no_person = tracks[tracks["kind"] == "person_unavailable"]
+            if len(no_person) or embedder is None:
+                rows.append(_value_row(generator, case, "appearance", None,
+                                       str(no_person["reason"].iloc[0]) if len(no_person) else ewhy))
             else:
-                body_tracks = []
-                for t in tracks:
-                    crops = []
-                    for f, d in t:
-                        pb = person.detect([frames[idx[f]]])[0]
-                        box = PL.person_box_for(obs[f][d][1], pb.xyxy) if len(pb) else None
-                        c = PL.crop(frames[idx[f]], box) if box else None
-                        if c is not None:
-                            crops.append(c)
+                body = []
+                for _, g in faces.groupby("track"):
+                    crops = [c for c in (PL.crop(frames[int(r.frame)], json.loads(r.person_box))
+                                         for r in g.itertuples() if isinstance(r.person_box, str)) if c is not None]
                     if len(crops) >= 2:
-                        body_tracks.append(list(embedder.embed(crops)))
-                v, n = M.tracks_consistency(body_tracks)
+                        body.append(list(embedder.embed(crops)))
+                v, n = M.tracks_consistency(body)
                 rows.append(_value_row(generator, case, "appearance", v, None if v is not None else
                                        "no track with >= 2 full-body crops", {"scored": n}))
     if {"epipolar", "reprojection", "lighting"} & applies:
@@ -293,23 +291,82 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
 
 
 def _init_box(case: D.Case, frame0: np.ndarray, models: ModelRegistry, device: Device):
-    """A: the case's box; T: the first-frame detection of "name + attributes" (open-vocabulary slot)."""
+    """(box, how): A: the case's box; T: the first-frame detection of "name + attributes" (open-vocabulary slot)."""
     if case.target.get("bbox") and case.mode == "A":
         cx, cy, bw, bh = case.target["bbox"]
-        return (cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2)
-    det, _ = _slot(models, device, "open_vocab_detector")
-    if det is None or not case.target.get("name"):
-        return None
+        return (cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2), "the case's ground-truth box"
+    det, why = _slot(models, device, "open_vocab_detector")
+    if det is None:
+        return None, why
+    if not case.target.get("name"):
+        return None, "the case names no target"
     d = det.detect([frame0], f"{case.target['name']}, {case.target.get('attributes', '')}", kind="object")[0]
     if len(d) == 0:
-        return None
-    return tuple(float(v) for v in d.xyxy[int(np.argmax(d.confidence))])
+        return None, f"the target was not detected in the first frame ({getattr(det, 'last_reason', None) or 'no box'})"
+    return tuple(float(v) for v in d.xyxy[int(np.argmax(d.confidence))]), "first-frame open-vocabulary detection"
+
+
+def track_rows(case: D.Case, frames: list[np.ndarray], Rs, models: ModelRegistry, device: Device) -> list[dict]:
+    """Object box per frame (propagated from the case box / first-frame detection) and face detections with their
+    track id, embedding and enclosing person box, for the subsets that use them."""
+    h, w = frames[0].shape[:2]
+    K = G.intrinsics(w, h)
+    metrics = set(M.SUBSET_METRICS[case.subset])
+    rows: list[dict] = []
+    if {"geometry", "texture"} & metrics:
+        if Rs is None:
+            rows.append({"kind": "object_unavailable", "reason": "the box is propagated along the trajectory, and the "
+                                                                 "pose slot is unavailable"})
+        else:
+            init_box, how = _init_box(case, frames[0], models, device)
+            if init_box is None:
+                rows.append({"kind": "object_unavailable", "reason": how})
+            else:
+                for k, b in enumerate(PL.propagate_box(init_box, Rs, K, (w, h))):
+                    rows.append({"kind": "object", "frame": k, "box": json.dumps(b) if b else None, "reason": how})
+    if {"identity", "appearance"} & metrics:
+        face, why = _slot(models, device, "face")
+        if face is None:
+            rows.append({"kind": "face_unavailable", "reason": why})
+            return rows
+        idx = PL.even(len(frames), PL.IDENTITY_FRAMES)
+        obs = PL.face_observations(face, frames, idx)
+        person, pwhy = _slot(models, device, "person_detector")
+        if person is None:
+            rows.append({"kind": "person_unavailable", "reason": pwhy})
+        bodies = {f: person.detect([frames[idx[f]]])[0] for f, o in enumerate(obs) if o} if person else {}
+        for t_id, t in enumerate(M.face_tracks([[e for e, _ in o] for o in obs])):
+            for f, d in t:
+                emb, fbox = obs[f][d]
+                pb = bodies.get(f)
+                pbox = PL.person_box_for(fbox, pb.xyxy) if pb is not None and len(pb) else None
+                rows.append({"kind": "face", "frame": idx[f], "track": t_id, "embedding": np.asarray(emb).tolist(),
+                             "box": json.dumps(fbox), "person_box": json.dumps(pbox) if pbox else None})
+    return rows
 
 
 @asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
+def mbench_tracks(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
+                  mbench_poses: pd.DataFrame, models: ModelRegistry, device: Device) -> Output[pd.DataFrame]:
+    """Shared intermediates: the target's box-level mask per frame (offline: propagated by the trajectory's rotation
+    homography) and face tracks (greedy, cosine distance <= 0.15 to the latest or rolling-average embedding) with
+    each face's person box."""
+    generator, case_id = P.split(context.partition_key)
+    case = _case(mbench_case)
+    clip = _video(paths, generator, case_id)
+    Rs, _, _ = _trajectory(mbench_poses)
+    rows = track_rows(case, list(clip.frames), Rs, models, device)
+    df = pd.DataFrame(rows, columns=["kind", "frame", "box", "reason", "track", "embedding", "person_box"])
+    df["generator"], df["case_id"], df["source_sha256"] = generator, case_id, clip.sha256
+    faces = df[df["kind"] == "face"]
+    return Output(df, metadata={"object_frames": int(((df["kind"] == "object") & df["box"].notna()).sum()),
+                                "faces": len(faces), "face_tracks": int(faces["track"].nunique()) if len(faces) else 0})
+
+
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
 def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
-                  mbench_poses: pd.DataFrame, mbench_trigger: pd.DataFrame, models: ModelRegistry, device: Device,
-                  judge: Judge) -> Output[pd.DataFrame]:
+                  mbench_poses: pd.DataFrame, mbench_tracks: pd.DataFrame, mbench_trigger: pd.DataFrame,
+                  models: ModelRegistry, device: Device, judge: Judge) -> Output[pd.DataFrame]:
     """The sub-dimensions of the case's subset (plus text / action instruction), each on [0,1], with their
     per-pair provenance; triggered flag carried for the M-Score."""
     generator, case_id = P.split(context.partition_key)
@@ -317,13 +374,9 @@ def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case
     clip = _video(paths, generator, case_id)
     frames = list(clip.frames)
     Rs, C, pairs = _trajectory(mbench_poses)
-    if Rs is None:
-        why = f"pose slot unavailable: {mbench_poses['reason'].iloc[0]}"
-        rows = [r for r in case_scores(generator, case, frames, None, None, [], models, device, judge, None,
-                                       pose_reason=why)]
-    else:
-        rows = case_scores(generator, case, frames, Rs, C, pairs, models, device, judge,
-                           _init_box(case, frames[0], models, device))
+    why = None if Rs is not None else f"pose slot unavailable: {mbench_poses['reason'].iloc[0]}"
+    rows = case_scores(generator, case, frames, Rs, C, pairs or [], models, device, judge, mbench_tracks,
+                       pose_reason=why)
     df = pd.DataFrame(rows)
     trig = mbench_trigger.iloc[0]
     df["triggered"] = None if pd.isna(trig["triggered"]) else bool(trig["triggered"])
@@ -421,6 +474,6 @@ def mbench_leaderboard(context: AssetExecutionContext, store: Store, paths: Benc
                                    "protocol_digest": protocol_digest(manifest)})
 
 
-ASSETS = [mbench_case, mbench_poses, mbench_trigger, mbench_scores, mbench_leaderboard]
+ASSETS = [mbench_case, mbench_poses, mbench_tracks, mbench_trigger, mbench_scores, mbench_leaderboard]
 ITEM_ASSETS = ["mbench_case"]
-GENERATOR_ASSETS = ["mbench_poses", "mbench_trigger", "mbench_scores"]
+GENERATOR_ASSETS = ["mbench_poses", "mbench_tracks", "mbench_trigger", "mbench_scores"]
