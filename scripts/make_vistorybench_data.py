@@ -21,12 +21,8 @@ exercise the human-alignment module and are not collected from people.
 """
 from __future__ import annotations
 
-import argparse
-import hashlib
 import json
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import cv2
@@ -240,33 +236,9 @@ def write_all(out: Path) -> None:
     (ds / "human_ratings.csv").write_text("\n".join(ratings) + "\n")
 
 
-def _digest(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*"))
-            if p.is_file() and (p.relative_to(root).parts[0] == "vistorybench"
-                                or (len(p.relative_to(root).parts) > 1 and p.relative_to(root).parts[1] in GENERATORS))}
-
-
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "data"))
-    ap.add_argument("--check", action="store_true", help="regenerate into a temp dir and compare every file")
-    args = ap.parse_args()
-    out = Path(args.out)
-    if args.check:
-        with tempfile.TemporaryDirectory() as tmp:
-            write_all(Path(tmp))
-            new, old = _digest(Path(tmp)), _digest(out)
-            diff = sorted(k for k in set(new) | set(old) if new.get(k) != old.get(k))
-            for k in diff[:20]:
-                print(f"differs: {k}")
-            print(f"{len(new)} files regenerated, {len(diff)} differ")
-            return 1 if diff else 0
-    for g in GENERATORS:
-        shutil.rmtree(out / "generators" / g, ignore_errors=True)
-    shutil.rmtree(out / "vistorybench", ignore_errors=True)
-    write_all(out)
-    print(f"wrote the embedded ViStoryBench set under {out}")
-    return 0
+    from datagen import main as datagen_main
+    return datagen_main(__doc__, "vistorybench", GENERATORS, write_all)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from bench_assets.entitybench.constants import (BENCH, CONSTANTS, GROUNDING_FRAM
 from bench_assets.entitybench.report import entitybench_manifest, write_entitybench_report
 from bench_resources.device import Device
 from bench_resources.judge import Judge
-from bench_resources.models import ModelRegistry, SlotUnavailable
+from bench_resources.models import ModelRegistry
 from bench_resources.paths import BenchPaths
 from bench_resources.store import Store
 
@@ -54,11 +54,7 @@ def _load_episode(paths: BenchPaths, episode_id: str) -> D.Episode:
 
 
 def _slot(models: ModelRegistry, device: Device, name: str):
-    """(model, None) or (None, reason) - a missing slot is a reason to skip, never a number."""
-    try:
-        return models.slot(name, device), None
-    except SlotUnavailable as e:
-        return None, str(e)
+    return models.slot_or_reason(name, device)
 
 
 def _protocol(models: ModelRegistry, names: list[str]) -> str:
@@ -67,12 +63,7 @@ def _protocol(models: ModelRegistry, names: list[str]) -> str:
 
 
 def _slot_manifest(models: ModelRegistry, names: list[str]) -> dict[str, Any]:
-    out = {}
-    for n in names:
-        st = models.status(n)
-        out[n] = {"checkpoint": st.checkpoint, "source": st.source, "fingerprint": st.fingerprint,
-                  "available": st.available}
-    return out
+    return models.manifest(names)
 
 
 # ----------------------------------------------------------------------------- dataset

@@ -20,7 +20,7 @@ from bench_assets.mbench import metrics as M
 from bench_assets.mbench import pipeline as PL
 from bench_resources.device import Device
 from bench_resources.judge import Judge
-from bench_resources.models import ModelRegistry, SlotUnavailable
+from bench_resources.models import ModelRegistry
 from bench_resources.paths import BenchPaths
 from bench_resources.store import Store
 
@@ -40,19 +40,11 @@ CONSTANTS = {"fov_deg": G.FOV_DEG, "parallax_ratio": G.PARALLAX_RATIO, "identity
 
 
 def _slot(models: ModelRegistry, device: Device, name: str):
-    try:
-        return models.slot(name, device), None
-    except SlotUnavailable as e:
-        return None, str(e)
+    return models.slot_or_reason(name, device)
 
 
 def slot_manifest(models: ModelRegistry) -> dict[str, Any]:
-    out = {}
-    for n in SLOTS:
-        st = models.status(n)
-        out[n] = {"checkpoint": st.checkpoint, "source": st.source, "fingerprint": st.fingerprint,
-                  "available": st.available}
-    return out
+    return models.manifest(SLOTS)
 
 
 def _protocol(models: ModelRegistry, judge: Optional[Judge] = None) -> str:

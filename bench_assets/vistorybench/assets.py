@@ -26,7 +26,7 @@ from bench_assets.vistorybench import report as R
 from bench_assets.vistorybench.constants import BENCH, CONSTANTS, PROTOCOL, SLOTS, STARRED_SCALE
 from bench_resources.device import Device
 from bench_resources.judge import Judge
-from bench_resources.models import ModelRegistry, SlotUnavailable
+from bench_resources.models import ModelRegistry
 from bench_resources.paths import BenchPaths
 from bench_resources.store import Store
 
@@ -39,19 +39,11 @@ LEADERBOARD_METRICS = ("csd_cross", "csd_self", "cids_cross", "cids_self", "alig
 
 
 def _slot(models: ModelRegistry, device: Device, name: str):
-    try:
-        return models.slot(name, device), None
-    except SlotUnavailable as e:
-        return None, str(e)
+    return models.slot_or_reason(name, device)
 
 
 def slot_manifest(models: ModelRegistry, names=SLOTS) -> dict[str, Any]:
-    out = {}
-    for n in names:
-        st = models.status(n)
-        out[n] = {"checkpoint": st.checkpoint, "source": st.source, "fingerprint": st.fingerprint,
-                  "available": st.available}
-    return out
+    return models.manifest(names)
 
 
 def vistorybench_manifest(models: ModelRegistry, judge: Judge) -> dict[str, Any]:

@@ -77,6 +77,22 @@ class ModelRegistry(ConfigurableResource):
     def statuses(self) -> list[SlotStatus]:
         return [self.status(n) for n in SLOTS]
 
+    def manifest(self, names) -> dict[str, Any]:
+        """slot -> checkpoint, source, fingerprint, availability: what a protocol digest and a manifest record."""
+        out = {}
+        for n in names:
+            st = self.status(n)
+            out[n] = {"checkpoint": st.checkpoint, "source": st.source, "fingerprint": st.fingerprint,
+                      "available": st.available}
+        return out
+
+    def slot_or_reason(self, name: str, device: Optional[Device] = None) -> tuple[Any, Optional[str]]:
+        """(model, None) or (None, reason): a missing slot is a reason to skip, never a number."""
+        try:
+            return self.slot(name, device), None
+        except SlotUnavailable as e:
+            return None, str(e)
+
     def slot(self, name: str, device: Optional[Device] = None) -> Any:
         """The loaded model of a slot (once per process); SlotUnavailable with one clear message otherwise."""
         ckpt = self._checkpoint(name)
