@@ -118,11 +118,12 @@ def test_celery_slice_matches_local_run(tmp_path):
                        str(ROOT / "deploy" / "postgres-celery" / "celery.yaml"), "-n", name,
                        "-i", "bench_assets.definitions", *sum((["-q", q] for q in queues), []),
                        "--", "--concurrency", "1", "--pool", "prefork"]
-                procs.append(subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT))
+                procs.append(subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                              start_new_session=True))
             log = open(tmp_path / "daemon.log", "w")
             logs.append(log)
             procs.append(subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-w", str(workspace)], env=env,
-                                          cwd=ROOT, stdout=log, stderr=subprocess.STDOUT))
+                                          cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
             os.environ.update({k: env[k] for k in ("DAGSTER_HOME", "DAGSTER_PG_HOST", "DAGSTER_PG_PORT",
                                                    "DAGSTER_PG_USER", "DAGSTER_PG_PASSWORD", "DAGSTER_PG_DB")})
             instance = DagsterInstance.get()
@@ -147,12 +148,7 @@ def test_celery_slice_matches_local_run(tmp_path):
             assert "execute_plan" in worker_logs
         finally:
             for p in procs:
-                p.terminate()
-            for p in procs:
-                try:
-                    p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+                _stop_group(p)
             for log in logs:
                 log.close()
             for k in ("DAGSTER_HOME", "DAGSTER_PG_HOST", "DAGSTER_PG_PORT", "DAGSTER_PG_USER", "DAGSTER_PG_PASSWORD",
@@ -182,6 +178,25 @@ def test_celery_slice_matches_local_run(tmp_path):
         pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-6, atol=1e-9, obj=asset)
     print(f"\ndistributed slice {dist_s:.1f} s (queue, daemon, 2 celery workers, postgres) vs in-process "
           f"{local_s:.1f} s: overhead x{dist_s / local_s:.2f}")
+
+
+def _stop_group(proc) -> None:
+    """Stop a service and everything it started (dagster-celery execs `celery`, which forks pool workers; the
+    daemon starts run workers and a code server): each runs in its own session, so the whole group goes."""
+    import signal
+    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            time.sleep(0.5)
+            os.killpg(proc.pid, 0)  # anything of the group left?
+        except (subprocess.TimeoutExpired, ProcessLookupError, PermissionError):
+            if sig == signal.SIGKILL:
+                return
+            continue
 
 
 def _table(store, asset: str) -> pd.DataFrame:
@@ -215,7 +230,7 @@ def test_gpu_pool_serialises_steps_across_runs(tmp_path):
             "working_directory": str(ROOT)}}]}))
         log = open(tmp_path / "daemon.log", "w")
         daemon = subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-w", str(workspace)], env=env, cwd=ROOT,
-                                  stdout=log, stderr=subprocess.STDOUT)
+                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         saved = dict(os.environ)
         try:
             os.environ.update({k: env[k] for k in env if k.startswith("DAGSTER_")})
@@ -236,6 +251,5 @@ def test_gpu_pool_serialises_steps_across_runs(tmp_path):
         finally:
             os.environ.clear()
             os.environ.update(saved)
-            daemon.terminate()
-            daemon.wait(timeout=30)
+            _stop_group(daemon)
             log.close()
