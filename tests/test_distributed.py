@@ -223,11 +223,13 @@ def _failure_text(instance, runs, tmp_path) -> str:
 def test_gpu_pool_serialises_steps_across_runs(tmp_path):
     from dagster import DagsterInstance
     with services.postgres(tmp_path / "pg") as pg:
-        env = {**os.environ, **_home(tmp_path, pg), "PYTHONPATH": str(ROOT), "BENCH_TEST_GPU_HOLD_S": "4"}
+        env = {**os.environ, **_home(tmp_path, pg), "PYTHONPATH": str(ROOT), "BENCH_TEST_GPU_HOLD_S": "8"}
         workspace = tmp_path / "workspace.yaml"
         workspace.write_text(yaml.safe_dump({"load_from": [{"python_module": {
             "module_name": "tests.distributed_support.gpu_location", "location_name": "gpu",
             "working_directory": str(ROOT)}}]}))
+        # both runs are queued before the daemon starts, so it dequeues them together and they run concurrently
+        runs = [_launch(env, workspace, job, {}) for job in ("gpu_a", "gpu_b")]
         log = open(tmp_path / "daemon.log", "w")
         daemon = subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-w", str(workspace)], env=env, cwd=ROOT,
                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -235,8 +237,7 @@ def test_gpu_pool_serialises_steps_across_runs(tmp_path):
         try:
             os.environ.update({k: env[k] for k in env if k.startswith("DAGSTER_")})
             instance = DagsterInstance.get()
-            runs = [_launch(env, workspace, job, {}) for job in ("gpu_a", "gpu_b")]
-            finished = _wait_runs(instance, runs, timeout=300)
+            finished = _wait_runs(instance, runs, timeout=300, procs=[daemon])
             assert all(r.is_success for r in finished), _failure_text(instance, finished, tmp_path)
             windows = []
             for rid in runs:
