@@ -8,6 +8,8 @@ from typing import Callable, Sequence
 from bench_assets.core.partitions import ENTITYBENCH, BenchmarkPartitions
 from bench_assets.entitybench import assets as entitybench
 from bench_assets.entitybench.dataset import discover_episodes
+from bench_assets.locot2v import assets as locot2v
+from bench_assets.locot2v.dataset import discover_samples
 from bench_assets.mbench import assets as mbench
 from bench_assets.mbench.dataset import discover_cases
 from bench_assets.vistorybench import assets as vistorybench
@@ -49,4 +51,8 @@ BENCHMARKS: dict[str, Benchmark] = {
         "mbench", mbench.P, mbench.ASSETS,
         lambda p: discover_cases(p.benchmark_dir("mbench") / "cases"),
         mbench.ITEM_ASSETS, mbench.GENERATOR_ASSETS, ["mbench_leaderboard"], "mbench_leaderboard", {"mode": "A"}),
+    "locot2v": Benchmark(
+        "locot2v", locot2v.P, locot2v.ASSETS,
+        lambda p: discover_samples(p.benchmark_dir("locot2v") / "samples"),
+        locot2v.ITEM_ASSETS, locot2v.GENERATOR_ASSETS, locot2v.AGGREGATE_ASSETS, locot2v.LEADERBOARD, None),
 }

@@ -158,6 +158,10 @@ def cmd_weights(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["locot2v-rrub"]:  # its own parser (argparse would reject its --help as a leftover argument)
+        from bench_assets.locot2v.rrub import main as rrub_main
+        return rrub_main(argv[1:])
     p = argparse.ArgumentParser(prog="bench", description="Entity-consistency benchmarks as Dagster assets")
     sub = p.add_subparsers(dest="cmd", required=True)
     demo = sub.add_parser("demo", help="evaluate the embedded benchmarks with the offline profile")
@@ -181,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     ha.add_argument("--metric", action="append", help="only these metric ids (repeatable)")
     ha.add_argument("--json", action="store_true")
     ha.set_defaults(fn=cmd_human_alignment)
+    sub.add_parser("locot2v-rrub", help="LoCoT2V: RR-UB (aesthetic upper bound) from an image folder "
+                                        "-> data/locot2v/rrub.json")  # listed in --help; handled above
     w = sub.add_parser("weights", help="list model slots or import a checkpoint")
     w.add_argument("action", nargs="?", default="list", choices=("list", "import"))
     w.add_argument("slot", nargs="?")

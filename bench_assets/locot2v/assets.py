@@ -1,0 +1,237 @@
+"""LoCoT2V-Bench wiring: partitions (generator x sample), resources, metadata. Math in metrics.py, per-video work in
+pipeline.py, prompts in judging.py."""
+
+import json
+from typing import Any
+
+import pandas as pd
+from dagster import AssetExecutionContext, AutomationCondition, Failure, MetadataValue, Output, asset
+
+from bench_assets.core.deploy import GPU_OP_TAGS
+from bench_assets.core.manifest import build_manifest, protocol_digest
+from bench_assets.core.media import ClipCache, DecodeError
+from bench_assets.core.partitions import BenchmarkPartitions
+from bench_assets.core.tables import metric_frame
+from bench_assets.locot2v import constants as K
+from bench_assets.locot2v import dataset as D
+from bench_assets.locot2v import metrics as M
+from bench_assets.locot2v import pipeline as PL
+from bench_assets.locot2v.rrub import RRUB_FILE, load_rrub
+from bench_resources.device import Device
+from bench_resources.judge import Judge
+from bench_resources.models import ModelRegistry
+from bench_resources.paths import BenchPaths
+from bench_resources.store import Store
+
+BENCH = K.BENCH
+P = BenchmarkPartitions(BENCH)
+GROUP = "locot2v"
+CLIPS = ClipCache(max_clips=8)
+SLOTS = ("aesthetic_v25", "dover", "flow", "siglip2", "image_embedder", "subject_segmenter", "open_vocab_detector",
+         "long_text_embedder")
+
+
+def samples_dir(paths: BenchPaths):
+    return paths.benchmark_dir(BENCH) / "samples"
+
+
+def rrub_value(paths: BenchPaths) -> tuple[float, str]:
+    return load_rrub(paths.benchmark_dir(BENCH) / RRUB_FILE)
+
+
+def manifest(models: ModelRegistry, judge: Judge, paths: BenchPaths) -> dict[str, Any]:
+    value, source = rrub_value(paths)
+    return build_manifest(benchmark=BENCH, protocol=K.PROTOCOL, models=models.manifest(SLOTS),
+                          judge=judge.fingerprint(), constants={**K.CONSTANTS, "rrub": value, "rrub_source": source},
+                          extra={"profile": models.profile})
+
+
+def _protocol(models: ModelRegistry, judge: Judge, paths: BenchPaths) -> str:
+    return protocol_digest(manifest(models, judge, paths))
+
+
+def _sample(df: pd.DataFrame) -> D.Sample:
+    return D.parse_sample(json.loads(df["sample_json"].iloc[0]), "table")
+
+
+def _video(paths: BenchPaths, generator: str, sample_id: str):
+    path = paths.generator_dir(generator) / f"{sample_id}.mp4"
+    if not path.is_file():
+        raise Failure(f"generator {generator!r}, sample {sample_id}: no output video {path}")
+    try:
+        return CLIPS.get(str(path))
+    except DecodeError as e:
+        raise Failure(f"generator {generator!r}, sample {sample_id}: {e}") from None
+
+
+def _derived(df: pd.DataFrame) -> dict[str, Any]:
+    row = df.iloc[0]
+    out = {}
+    for name in ("events", "human_actions", "herd_questions"):
+        raw = row[f"{name}_json"]
+        out[name] = json.loads(raw) if isinstance(raw, str) else None
+        out[f"{name}_reason"] = row[f"{name}_reason"] if isinstance(row[f"{name}_reason"], str) else None
+    return out
+
+
+def _rows(values: list[PL.Value], generator: str, sample_id: str, sha: str, protocol: str) -> pd.DataFrame:
+    rows = [{"benchmark": BENCH, "generator": generator, "item": sample_id, "level": "item",
+             "metric_id": v.metric_id, "value": v.value, "n_eval": v.n_eval, "n_failed": v.n_failed,
+             "n_skipped": v.n_skipped, "reason": v.reason, "detail": PL.as_json(v.detail) if v.detail else None,
+             "source_sha256": sha, "protocol": protocol} for v in values]
+    return metric_frame(rows)
+
+
+def _meta(values: list[PL.Value]) -> dict:
+    return {v.metric_id: (round(v.value, 3) if v.value is not None else f"None: {v.reason}"[:200]) for v in values}
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1", kinds={"json"})
+def locot2v_sample(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.DataFrame]:
+    """One validated sample in the canonical format (prompt, prompt base, herd_info, optional derived artefacts)."""
+    try:
+        s = D.load_sample(samples_dir(paths) / f"{context.partition_key}.json")
+    except D.SampleError as e:
+        raise Failure(description=str(e)) from None
+    df = pd.DataFrame([{"sample_id": s.sample_id, "theme": s.theme, "category": s.category,
+                        "prompt_words": len(s.prompt.split()), "sample_json": json.dumps(s.to_json(), sort_keys=True)}])
+    return Output(df, metadata={"theme": s.theme, "category": s.category, "prompt_words": len(s.prompt.split())})
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1")
+def locot2v_derived(context: AssetExecutionContext, locot2v_sample: pd.DataFrame, judge: Judge
+                    ) -> Output[pd.DataFrame]:
+    """Events, human actions, HERD questions with polarity (supplied values win, else the judge with the appendix C
+    prompts, cached by the judge) and the prompt's complexity (C.1)."""
+    s = _sample(locot2v_sample)
+    d = PL.derive(s, judge)
+    row = {"sample_id": s.sample_id}
+    for name in ("events", "human_actions", "herd_questions"):
+        row[f"{name}_json"] = PL.as_json(d[name])
+        row[f"{name}_source"] = d[f"{name}_source"]
+        row[f"{name}_reason"] = d[f"{name}_reason"]
+    row["complexity_json"] = PL.as_json(d["complexity"])
+    row["complexity_reason"] = d["complexity_reason"]
+    meta = {f"{n}": (f"{len(d[n])} ({d[n + '_source']})" if d[n] is not None else f"None: {d[n + '_reason']}")
+            for n in ("events", "human_actions", "herd_questions")}
+    return Output(pd.DataFrame([row]), metadata=meta)
+
+
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
+def locot2v_visual(context: AssetExecutionContext, paths: BenchPaths, locot2v_sample: pd.DataFrame,
+                   locot2v_derived: pd.DataFrame, models: ModelRegistry, device: Device,
+                   judge: Judge) -> Output[pd.DataFrame]:
+    """Static quality (AQ, TQ) and the ten model-based temporal sub-dimensions of one video, from one decode:
+    flows over the <= 8 fps analysis frames are shared by dynamic degree, motion smoothness, warping error and
+    flickering; transitions by PySceneDetect on the same frames; event-level consistency on the prompt's events."""
+    generator, sample_id = P.split(context.partition_key)
+    clip = _video(paths, generator, sample_id)
+    frames, fps = clip.frames, clip.fps
+    slot = {n: models.slot_or_reason(n, device) for n in SLOTS if n not in ("long_text_embedder",)}
+    bound, _ = rrub_value(paths)
+    values = PL.static_quality(frames, fps, *slot["aesthetic_v25"], *slot["dover"], bound)
+    values += PL.frame_level_temporal(frames, fps, *slot["flow"], *slot["siglip2"])
+    derived = _derived(locot2v_derived)
+    seg, seg_why = slot["subject_segmenter"]
+    det, det_why = slot["open_vocab_detector"]
+    values += PL.event_consistency(frames, derived["events"], derived["events_reason"], seg, det,
+                                   f"{seg_why}; {det_why}", *slot["image_embedder"])
+    df = _rows(values, generator, sample_id, clip.sha256, _protocol(models, judge, paths))
+    return Output(df, metadata={**_meta(values), "frames": int(clip.n_frames), "fps": float(fps)})
+
+
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1")
+def locot2v_judged(context: AssetExecutionContext, paths: BenchPaths, locot2v_sample: pd.DataFrame,
+                   locot2v_derived: pd.DataFrame, models: ModelRegistry, device: Device,
+                   judge: Judge) -> Output[pd.DataFrame]:
+    """The judge's sub-dimensions of one video: OA and EA (description and its events), human action, content
+    clarity (R rounds) and HERD; judge-derived parts are None with the reason when the judge is off."""
+    generator, sample_id = P.split(context.partition_key)
+    s = _sample(locot2v_sample)
+    derived = _derived(locot2v_derived)
+    clip = _video(paths, generator, sample_id)
+    frames = PL.judge_frames(clip.frames)
+    text, text_why = models.slot_or_reason("long_text_embedder", device)
+    values, extra = PL.alignment(judge, frames, s.prompt_base, derived["events"], derived["events_reason"], text,
+                                 text_why)
+    values.append(PL.human_action(judge, frames, derived["human_actions"], derived["human_actions_reason"]))
+    values += PL.content_clarity(judge, frames)
+    values += PL.herd(judge, frames, derived["herd_questions"], derived["herd_questions_reason"])
+    df = _rows(values, generator, sample_id, clip.sha256, _protocol(models, judge, paths))
+    meta = _meta(values)
+    if extra.get("description"):
+        meta["description"] = MetadataValue.text(extra["description"])
+    return Output(df, metadata=meta)
+
+
+def leaderboard_table(records: pd.DataFrame, sample_ids: list[str], generators: list[str]) -> pd.DataFrame:
+    """Per generator: each of the 26 sub-dimensions = mean over the samples where it is not None (coverage shown);
+    a dimension = unweighted mean of its available sub-dimensions; overall = mean of the five dimensions."""
+    rows = []
+    for g in generators:
+        part = records[(records["generator"] == g) & records["item"].isin(sample_ids)]
+        subs = {}
+        for dim, ids in K.DIMENSIONS.items():
+            for mid in ids:
+                m = part[part["metric_id"] == mid]
+                have = m[m["value"].notna()]
+                reasons = sorted(set(m.loc[m["value"].isna(), "reason"].dropna().astype(str)))
+                missing = sorted(set(sample_ids) - set(m["item"]))
+                if missing:
+                    reasons.append(f"samples not evaluated: {missing}")
+                value = float(have["value"].astype(float).mean()) if len(have) else None
+                subs[mid] = value
+                rows.append({"generator": g, "level": "sub_dimension", "dimension": dim, "metric_id": mid,
+                             "value": value, "samples": len(sample_ids), "samples_scored": len(have),
+                             "coverage": len(have) / len(sample_ids) if sample_ids else None,
+                             "n_eval": int(m["n_eval"].fillna(0).sum()), "n_failed": int(m["n_failed"].fillna(0).sum()),
+                             "n_skipped": int(m["n_skipped"].fillna(0).sum()),
+                             "reason": "; ".join(reasons)[:800] or None,
+                             "protocol": ",".join(sorted(set(m["protocol"].dropna().astype(str)))) or None})
+        dims = M.dimension_values(subs)
+        for dim, ids in K.DIMENSIONS.items():
+            have = [m for m in ids if subs[m] is not None]
+            rows.append({"generator": g, "level": "dimension", "dimension": dim, "metric_id": dim,
+                         "value": dims[dim], "samples": len(sample_ids), "samples_scored": None,
+                         "coverage": len(have) / len(ids), "n_eval": len(have), "n_failed": 0,
+                         "n_skipped": len(ids) - len(have),
+                         "reason": None if len(have) == len(ids) else
+                         f"mean over {len(have)} of {len(ids)} sub-dimensions with a value", "protocol": None})
+        have = [d for d in K.DIMENSIONS if dims[d] is not None]
+        rows.append({"generator": g, "level": "overall", "dimension": None, "metric_id": "overall",
+                     "value": dims["overall"], "samples": len(sample_ids), "samples_scored": None,
+                     "coverage": len(have) / len(K.DIMENSIONS), "n_eval": len(have), "n_failed": 0,
+                     "n_skipped": len(K.DIMENSIONS) - len(have),
+                     "reason": None if len(have) == len(K.DIMENSIONS) else
+                     f"mean over {len(have)} of {len(K.DIMENSIONS)} dimensions with a value", "protocol": None})
+    board = pd.DataFrame(rows)
+    board["value"] = board["value"].astype("Float64")
+    return board
+
+
+@asset(group_name=GROUP, code_version="1", deps=[locot2v_visual, locot2v_judged, locot2v_sample],
+       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
+def locot2v_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths, models: ModelRegistry,
+                        judge: Judge) -> Output[pd.DataFrame]:
+    """All 26 sub-dimensions, the five dimensions and overall per generator, in % (value or None with reason)."""
+    tables = set(store.asset_tables())
+    parts = [t for t in ("locot2v_visual", "locot2v_judged") if t in tables]
+    if not parts:
+        raise ValueError("no LoCoT2V score partition has been materialised yet")
+    cols = "generator, item, metric_id, value, n_eval, n_failed, n_skipped, reason, protocol"
+    records = store.query(" UNION ALL ".join(f"SELECT {cols} FROM {t} WHERE level = 'item'" for t in parts))
+    ids = sorted(set(D.discover_samples(samples_dir(paths)))
+                 | (set(store.query("SELECT sample_id FROM locot2v_sample")["sample_id"])
+                    if "locot2v_sample" in tables else set()))
+    board = leaderboard_table(records, ids, sorted(records["generator"].unique()))
+    man = manifest(models, judge, paths)
+    table = board[board.level != "sub_dimension"].pivot(index="metric_id", columns="generator", values="value")
+    return Output(board, metadata={"table": MetadataValue.md(table.astype(float).round(2).to_markdown()),
+                                   "manifest": MetadataValue.json(man), "protocol_digest": protocol_digest(man)})
+
+
+ASSETS = [locot2v_sample, locot2v_derived, locot2v_visual, locot2v_judged, locot2v_leaderboard]
+ITEM_ASSETS = ["locot2v_sample", "locot2v_derived"]
+GENERATOR_ASSETS = ["locot2v_visual", "locot2v_judged"]
+AGGREGATE_ASSETS = ["locot2v_leaderboard"]
+LEADERBOARD = "locot2v_leaderboard"
