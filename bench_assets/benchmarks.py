@@ -11,6 +11,8 @@ from bench_assets.entitybench.dataset import discover_episodes
 from bench_assets.locot2v import assets as locot2v
 from bench_assets.locot2v.dataset import discover_samples
 from bench_assets.mbench import assets as mbench
+from bench_assets.narrativetrack import assets as narrativetrack
+from bench_assets.narrativetrack.dataset import discover_videos
 from bench_assets.mbench.dataset import discover_cases
 from bench_assets.vistorybench import assets as vistorybench
 from bench_assets.vistorybench.dataset import discover_stories
@@ -55,4 +57,10 @@ BENCHMARKS: dict[str, Benchmark] = {
         "locot2v", locot2v.P, locot2v.ASSETS,
         lambda p: discover_samples(p.benchmark_dir("locot2v") / "samples"),
         locot2v.ITEM_ASSETS, locot2v.GENERATOR_ASSETS, locot2v.AGGREGATE_ASSETS, locot2v.LEADERBOARD, None),
+    "narrativetrack": Benchmark(
+        "narrativetrack", narrativetrack.P, narrativetrack.ASSETS,
+        lambda p: discover_videos(p.benchmark_dir("narrativetrack")),
+        narrativetrack.ITEM_ASSETS, narrativetrack.GENERATOR_ASSETS,
+        ["narrativetrack_leaderboard"],  # the released-QA assets run on demand (they need the authors' file)
+        "narrativetrack_leaderboard", {"mode": "strict"}),
 }

@@ -1,0 +1,674 @@
+"""NarrativeTrack wiring: each pipeline stage an asset partitioned by video, the QA set per video, answers per
+(answerer x video), the leaderboard; QA over generated EntityBench episodes lives in episodes.py. Math in
+pipeline.py / qa.py / scoring.py / metrics.py, model work in stages.py, prompts in judging.py."""
+
+import json
+import time
+from collections import Counter, defaultdict
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+from dagster import AssetExecutionContext, AutomationCondition, Failure, MetadataValue, Output, asset
+
+from bench_assets.core.deploy import GPU_OP_TAGS
+from bench_assets.core.generators import read_generator
+from bench_assets.core.manifest import build_manifest, protocol_digest
+from bench_assets.core.media import ClipCache, DecodeError
+from bench_assets.core.partitions import BenchmarkPartitions
+from bench_assets.narrativetrack import constants as K
+from bench_assets.narrativetrack import dataset as D
+from bench_assets.narrativetrack import judging as J
+from bench_assets.narrativetrack import metrics as M
+from bench_assets.narrativetrack import pipeline as PL
+from bench_assets.narrativetrack import qa as Q
+from bench_assets.narrativetrack import scoring as SC
+from bench_assets.narrativetrack import stages as S
+from bench_resources.device import Device
+from bench_resources.judge import Judge, png_bytes
+from bench_resources.models import ModelRegistry
+from bench_resources.paths import BenchPaths
+from bench_resources.store import Store
+
+BENCH = K.BENCH
+P = BenchmarkPartitions(BENCH)
+GROUP = "narrativetrack"
+CLIPS = ClipCache(max_clips=8)
+SLOTS = ("person_detector", "reid", "face", "image_embedder")
+
+
+def data_dir(paths: BenchPaths):
+    return paths.benchmark_dir(BENCH)
+
+
+def manifest(models: ModelRegistry, judge: Judge) -> dict[str, Any]:
+    slots = SLOTS + ((K.SECOND_DETECTOR,) if K.SECOND_DETECTOR else ())
+    return build_manifest(benchmark=BENCH, protocol=K.PROTOCOL, models=models.manifest(slots),
+                          judge=judge.fingerprint(),
+                          constants={k: (list(v) if isinstance(v, tuple) else v) for k, v in K.CONSTANTS.items()},
+                          extra={"profile": models.profile,
+                                 "reid_threshold": K.REID_THRESHOLD[models.profile],
+                                 "tracker": "ByteTrack (own implementation; supervision 0.31 has none)",
+                                 "context_offline": "heuristic: action from box motion, outfit and scene from "
+                                                    "dominant colours (used where the judge gives no answer)"})
+
+
+def _protocol(models: ModelRegistry, judge: Judge) -> str:
+    return protocol_digest(manifest(models, judge))
+
+
+def _video_row(df: pd.DataFrame) -> dict:
+    return df.iloc[0].to_dict()
+
+
+def _clip(video: dict):
+    try:
+        return CLIPS.get(video["path"])
+    except DecodeError as e:
+        raise Failure(f"video {video['video_id']}: {e}") from None
+
+
+def _samples(video: dict, frames_df: pd.DataFrame) -> tuple[list[np.ndarray], list[float], list[int]]:
+    clip = _clip(video)
+    idx = [int(i) for i in frames_df.sort_values("sample")["frame_index"]]
+    return [clip.frames[i] for i in idx], [float(t) for t in frames_df.sort_values("sample")["t"]], idx
+
+
+def _slot(models: ModelRegistry, device: Device, name: str, required: bool, vid: str):
+    model, why = models.slot_or_reason(name, device)
+    if model is None and required:
+        raise Failure(f"video {vid}: the pipeline needs slot {name!r}: {why}")
+    return model, why
+
+
+def _strings(df: pd.DataFrame, *cols: str) -> pd.DataFrame:
+    """Text columns typed as strings, so a partition where they are all null still unions with the others."""
+    for c in cols:
+        if c in df:
+            df[c] = df[c].astype("string")
+    return df
+
+
+def _dets(df: pd.DataFrame) -> list[dict]:
+    return [{"sample": int(r.sample), "box": [float(v) for v in r.box], "score": float(r.score)}
+            for r in df.sort_values("det").itertuples()]
+
+
+# ------------------------------------------------------------------------------------------------ pipeline stages
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1", kinds={"json"})
+def narrativetrack_video(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.DataFrame]:
+    """One validated video of the index: path, sha256, native fps, size, duration, sampling rate."""
+    vid = context.partition_key
+    try:
+        v = D.load_video(data_dir(paths), vid)
+    except D.DatasetError as e:
+        raise Failure(description=str(e)) from None
+    clip = _clip({"video_id": vid, "path": v.path})
+    fps = clip.fps if clip.fps > 0 else 25.0
+    row = {"video_id": vid, "path": v.path, "sha256": clip.sha256, "native_fps": fps, "n_frames": clip.n_frames,
+           "width": clip.size[0], "height": clip.size[1], "duration": clip.n_frames / fps,
+           "sample_fps": v.sample_fps}
+    return Output(pd.DataFrame([row]), metadata={"duration_s": round(row["duration"], 2), "fps": fps})
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1")
+def narrativetrack_frames(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame) -> Output[pd.DataFrame]:
+    """Frames at the sampling rate (t_j = j / f) and the shot each belongs to (cut detection)."""
+    video = _video_row(narrativetrack_video)
+    clip = _clip(video)
+    idx = PL.sample_indices(clip.n_frames, float(video["native_fps"]), float(video["sample_fps"]))
+    shots = PL.shot_ids([clip.frames[i] for i in idx])
+    df = pd.DataFrame({"sample": range(len(idx)), "frame_index": idx,
+                       "t": [i / float(video["native_fps"]) for i in idx], "shot": shots})
+    df["video_id"] = video["video_id"]
+    return Output(df, metadata={"frames": len(df), "shots": int(max(shots, default=-1) + 1)})
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
+def narrativetrack_detections(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
+                              narrativetrack_frames: pd.DataFrame, models: ModelRegistry,
+                              device: Device) -> Output[pd.DataFrame]:
+    """Person boxes per sampled frame (person_detector; a configured second detector merged at IoU 0.5 keeping the
+    higher score); one detector's duplicate boxes for one person suppressed."""
+    video = _video_row(narrativetrack_video)
+    vid = video["video_id"]
+    frames, _, idx = _samples(video, narrativetrack_frames)
+    det, _ = _slot(models, device, "person_detector", True, vid)
+    second = None
+    if K.SECOND_DETECTOR:
+        second, _ = _slot(models, device, K.SECOND_DETECTOR, True, vid)
+    t0 = time.perf_counter()
+    rows = S.detect(frames, det, second)
+    df = pd.DataFrame(rows, columns=["sample", "box", "score", "detector"])
+    df.insert(0, "det", range(len(df)))
+    df["frame_index"] = [idx[s] for s in df["sample"]]
+    df["video_id"], df["seconds"] = vid, time.perf_counter() - t0
+    return Output(df, metadata={"boxes": len(df), "frames": len(frames)})
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1")
+def narrativetrack_tracklets(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
+                             narrativetrack_frames: pd.DataFrame,
+                             narrativetrack_detections: pd.DataFrame) -> Output[pd.DataFrame]:
+    """ByteTrack tracklet id per box (reset at shot cuts; lost-track buffer in seconds)."""
+    video = _video_row(narrativetrack_video)
+    t0 = time.perf_counter()
+    dets = _dets(narrativetrack_detections)
+    shots = [int(s) for s in narrativetrack_frames.sort_values("sample")["shot"]]
+    ids = S.tracklets(dets, len(shots), shots, float(video["sample_fps"]))
+    df = narrativetrack_detections.sort_values("det")[["det", "sample", "frame_index"]].copy()
+    df["track_id"] = ids
+    df["video_id"], df["seconds"] = video["video_id"], time.perf_counter() - t0
+    return Output(df, metadata={"tracks": int(len(set(i for i in ids if i >= 0)))})
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
+def narrativetrack_reid(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
+                        narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
+                        models: ModelRegistry, device: Device) -> Output[pd.DataFrame]:
+    """A ReID embedding per box (reid slot: OSNet-x1.0 in the paper profile; offline: image embedder + colour
+    statistics, named in the manifest)."""
+    video = _video_row(narrativetrack_video)
+    frames, _, _ = _samples(video, narrativetrack_frames)
+    reid, _ = _slot(models, device, "reid", True, video["video_id"])
+    t0 = time.perf_counter()
+    emb = S.reid_embeddings(frames, _dets(narrativetrack_detections), reid)
+    df = pd.DataFrame({"det": sorted(narrativetrack_detections["det"]), "embedding": emb})
+    df["video_id"], df["seconds"] = video["video_id"], time.perf_counter() - t0
+    df["reid_model"] = models.status("reid").checkpoint
+    return Output(df, metadata={"boxes": len(df), "model": models.status("reid").checkpoint})
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
+def narrativetrack_faces(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
+                         narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
+                         narrativetrack_tracklets: pd.DataFrame, models: ModelRegistry,
+                         device: Device) -> Output[pd.DataFrame]:
+    """The face (face slot) inside person boxes where one is visible (up to 8 evenly spaced boxes per track): box,
+    score, identity embedding."""
+    video = _video_row(narrativetrack_video)
+    dets = sorted(narrativetrack_detections["det"])
+    face, why = _slot(models, device, "face", False, video["video_id"])
+    t0 = time.perf_counter()
+    if face is None:
+        rows = [{"face_box": None, "face_score": None, "face_embedding": None}] * len(dets)
+    else:
+        frames, _, _ = _samples(video, narrativetrack_frames)
+        tr = narrativetrack_tracklets.sort_values("det")
+        only = S.face_subset([int(t) for t in tr["track_id"]], [int(x) for x in tr["sample"]])
+        rows = S.face_embeddings(frames, _dets(narrativetrack_detections), face, only)
+    df = pd.DataFrame(rows, columns=["face_box", "face_score", "face_embedding"])
+    df.insert(0, "det", dets)
+    df["video_id"], df["seconds"], df["reason"] = video["video_id"], time.perf_counter() - t0, why
+    _strings(df, "reason")
+    return Output(df, metadata={"faces": int(df["face_embedding"].notna().sum()),
+                                "face_slot": MetadataValue.text(why or "available")})
+
+
+def _verify(judge: Judge, frames, dets, ids, tracklet_ids, faces_df) -> tuple[dict, list[dict]]:
+    """Majority vote of the configured judges on face crops against the entity's reference crop; returns
+    tracklet -> False for tracklets voted out (and the log)."""
+    ok, why = judge.available()
+    if not ok:
+        return {}, [{"status": "skipped", "reason": f"identity verification needs the judge: {why}"}]
+    models = list(K.VERIFY_MODELS) or [judge.model]
+    crop_votes: dict[int, list] = {}
+    log = []
+    faces = faces_df.set_index("det")
+    for ent in sorted({e for e in ids if e is not None}):
+        members = [i for i, e in enumerate(ids) if e == ent]
+        crops = [(i, PL.crop(frames[dets[i]["sample"]], dets[i]["box"])) for i in members]
+        crops = [(i, c) for i, c in crops if c is not None]
+        if not crops:
+            continue
+        ref = crops[PL.canonical_index([c for _, c in crops])][0]
+        with_face = [i for i in members if faces.loc[i, "face_box"] is not None and i != ref]
+        pick = [with_face[j] for j in np.linspace(0, len(with_face) - 1, min(K.VERIFY_FACE_CROPS, len(with_face)))
+                .round().astype(int)] if with_face else []
+        pick = list(dict.fromkeys(pick))
+        if not pick:
+            continue
+        face_crops = [PL.crop(frames[dets[i]["sample"]], faces.loc[i, "face_box"]) for i in pick]
+        keep = [(i, c) for i, c in zip(pick, face_crops) if c is not None]
+        if not keep:
+            continue
+        ref_crop = PL.crop(frames[dets[ref]["sample"]], dets[ref]["box"])
+        req = J.verify_request(ref_crop, [c for _, c in keep], f"P{ent + 1}")
+        votes = defaultdict(list)
+        for m in models:
+            res = J.answerer_judge(judge, m).ask(req)
+            log.append({"entity": ent, "model": m, "status": res.status, "reason": res.reason,
+                        "cache_key": res.cache_key})
+            if res.status != "ok":
+                continue
+            for (i, _), v in zip(keep, res.answer["verdicts"]):
+                votes[i].append(v.get("same_identity"))
+        crop_votes.update(votes)
+    # tracklet -> False (voted out by the majority of its judged crops) or True (judged and kept)
+    return PL.tracklet_verdicts(crop_votes, {i: tracklet_ids[i] for i in crop_votes}, len(models)), log
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1")
+def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
+                              narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
+                              narrativetrack_tracklets: pd.DataFrame, narrativetrack_reid: pd.DataFrame,
+                              narrativetrack_faces: pd.DataFrame, models: ModelRegistry,
+                              judge: Judge) -> Output[pd.DataFrame]:
+    """Identity per box: tracklets cut where appearance breaks, agglomerative clustering of tracklet ReID
+    embeddings (never merging tracklets that share a frame), face refinement, the 4 largest clusters as main
+    characters, then judge-based identity verification (majority vote) dropping false members."""
+    video = _video_row(narrativetrack_video)
+    t0 = time.perf_counter()
+    dets = _dets(narrativetrack_detections)
+    tids = [int(t) for t in narrativetrack_tracklets.sort_values("det")["track_id"]]
+    emb = list(narrativetrack_reid.sort_values("det")["embedding"])
+    emb = [None if e is None or (isinstance(e, float) and np.isnan(e)) else list(e) for e in emb]
+    faces = narrativetrack_faces.sort_values("det")
+    face_rows = [{"face_embedding": (list(f) if f is not None and not isinstance(f, float) else None)}
+                 for f in faces["face_embedding"]]
+    threshold = K.REID_THRESHOLD[models.profile]
+    ids, info = S.identities(dets, tids, emb, face_rows, threshold)
+    frames, _, _ = _samples(video, narrativetrack_frames)
+    faces_df = faces.assign(face_box=[None if b is None or isinstance(b, float) else list(b) for b in faces["face_box"]])
+    seconds = time.perf_counter() - t0  # the judge's latency is not the pipeline's speed
+    judged, vlog = _verify(judge, frames, dets, ids, info["tracklet_ids"], faces_df)
+    verified = []
+    for i, e in enumerate(ids):
+        v = judged.get(info["tracklet_ids"][i]) if e is not None else None
+        if v is False:
+            ids[i] = None
+        verified.append(v)
+    df = pd.DataFrame({"det": [d for d in sorted(narrativetrack_detections["det"])],
+                       "sample": [d["sample"] for d in dets], "tracklet": info["tracklet_ids"],
+                       "entity": pd.array(ids, dtype="Int64"), "verified": pd.array(verified, dtype="boolean")})
+    df["video_id"], df["seconds"] = video["video_id"], seconds
+    df["protocol"] = _protocol(models, judge)
+    meta = {k: v for k, v in info.items() if k not in ("tracklet_ids", "face_log")}
+    meta["voted_out_tracklets"] = sum(v is False for v in judged.values())
+    return Output(df, metadata={**meta, "face_decisions": MetadataValue.json(info["face_log"]),
+                                "verification": MetadataValue.json(vlog[:20])})
+
+
+def _entity_boxes(dets_df: pd.DataFrame, ident: pd.DataFrame) -> dict[int, list[dict]]:
+    d = dets_df.set_index("det")
+    out = defaultdict(list)
+    for r in ident.itertuples():
+        if pd.notna(r.entity):
+            out[int(r.entity)].append({"det": int(r.det), "sample": int(r.sample), "box": [float(v) for v in
+                                                                                           d.loc[r.det, "box"]]})
+    return out
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1")
+def narrativetrack_context(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
+                           narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
+                           narrativetrack_identities: pd.DataFrame, judge: Judge) -> Output[pd.DataFrame]:
+    """Segments (presence runs split at cuts) and contextual recognition per segment: the judge sees the segment's
+    frames with the target in a green box and returns action / outfit / scene; where it gives no answer the offline
+    heuristic describes it (source column says which)."""
+    video = _video_row(narrativetrack_video)
+    frames, times, _ = _samples(video, narrativetrack_frames)
+    shots = [int(s) for s in narrativetrack_frames.sort_values("sample")["shot"]]
+    step = 1.0 / float(video["sample_fps"])
+    gap = max(K.GAP_TOLERANCE_S, 1.5 * step)
+    by_entity = _entity_boxes(narrativetrack_detections, narrativetrack_identities)
+    all_boxes = defaultdict(list)
+    for r in narrativetrack_detections.itertuples():
+        all_boxes[int(r.sample)].append([float(v) for v in r.box])
+    ok, why = judge.available()
+    rows, reqs = [], []
+    for ent, boxes in sorted(by_entity.items()):
+        own = {b["sample"]: b["box"] for b in boxes}
+        ks = sorted(own)
+        segs = PL.context_segments([times[k] for k in ks], [shots[k] for k in ks], gap, step)
+        k_of_t = {times[k]: k for k in ks}
+        for j, seg in enumerate(segs):
+            seg["samples"] = [k_of_t[t] for t in seg["times"]]
+            offline = S.offline_context(frames, times, seg, all_boxes, own)
+            row = {"entity": ent, "segment": j, "start": seg["start"], "end": seg["end"], "shot": seg["shot"],
+                   "samples": seg["samples"], **offline, "source": "offline heuristic",
+                   "reason": None if ok else f"contextual recognition by the judge: {why}", "cache_key": None}
+            rows.append(row)
+            if ok:
+                pick = [seg["samples"][i] for i in _even(len(seg["samples"]), K.CONTEXT_FRAMES)]
+                reqs.append((len(rows) - 1, J.context_request([PL.green_box(frames[k], own[k]) for k in pick],
+                                                              f"P{ent + 1}", j)))
+    if reqs:
+        for (i, _), res in zip(reqs, judge.ask_many([r for _, r in reqs])):
+            rows[i]["cache_key"] = res.cache_key
+            a = res.answer or {}
+            if res.status == "ok" and "INVALID" not in {str(a.get(k)).strip().upper() for k in ("action", "outfit",
+                                                                                                   "scene")}:
+                rows[i].update(action=a["action"], outfit=a["outfit"], scene=a["scene"],
+                               source=f"judge:{judge.model}", reason=None)
+            else:
+                rows[i]["reason"] = (f"judge {res.status}: {res.reason}" if res.status != "ok"
+                                     else "judge: INVALID (no green box seen)")
+    df = pd.DataFrame(rows, columns=["entity", "segment", "start", "end", "shot", "samples", "action", "outfit",
+                                     "scene", "source", "reason", "cache_key"])
+    df["video_id"] = video["video_id"]
+    _strings(df, "reason", "cache_key", "source", "action", "outfit", "scene")
+    return Output(df, metadata={"segments": len(df), "sources": MetadataValue.json(
+        dict(Counter(df["source"]))) if len(df) else "none"})
+
+
+def _even(n: int, k: int) -> list[int]:
+    if n <= 0:
+        return []
+    return sorted(set(int(round(x)) for x in np.linspace(0, n - 1, min(k, n))))
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1")
+def narrativetrack_entity_registry(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
+                                   narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
+                                   narrativetrack_identities: pd.DataFrame, narrativetrack_reid: pd.DataFrame,
+                                   narrativetrack_context: pd.DataFrame, judge: Judge,
+                                   store: Store) -> Output[pd.DataFrame]:
+    """One record per main character: presence runs and track type (appear / disappear / reappear), segments with
+    action / outfit / scene, change lists, flags (judge's second step when available, else computed from the change
+    lists), and the canonical crop (sharpest, largest box) in the artifact store."""
+    video = _video_row(narrativetrack_video)
+    frames, times, _ = _samples(video, narrativetrack_frames)
+    step = 1.0 / float(video["sample_fps"])
+    gap = max(K.GAP_TOLERANCE_S, 1.5 * step)
+    duration = float(video["duration"])
+    by_entity = _entity_boxes(narrativetrack_detections, narrativetrack_identities)
+    emb = narrativetrack_reid.set_index("det")["embedding"]
+    ctx = narrativetrack_context
+    seg_of = {e: [dict(r._asdict()) for r in g.sort_values("segment").itertuples()] for e, g in ctx.groupby("entity")}
+    centroid = {e: PL._unit(np.mean([np.asarray(emb[b["det"]], float) for b in boxes], axis=0))
+                for e, boxes in by_entity.items()}
+    ok, why = judge.available()
+    rows = []
+    for ent, boxes in sorted(by_entity.items()):
+        segs = [{"start": float(s["start"]), "end": float(s["end"]), "action": s["action"], "outfit": s["outfit"],
+                 "scene": s["scene"], "source": s["source"]} for s in seg_of.get(ent, [])]
+        runs = PL.presence_runs([times[b["sample"]] for b in boxes], gap, step)
+        tt = PL.track_type(runs, duration)
+        others = [s for e, ss in seg_of.items() if e != ent for s in ss]
+        own_outfits = {PL.norm_text(s["outfit"]) for s in segs}
+        similar = any(PL.norm_text(o["outfit"]) in own_outfits for o in others) or any(
+            float(centroid[ent] @ centroid[e]) >= K.REID_THRESHOLD["paper"] for e in centroid if e != ent)
+        fl = PL.flags(segs, [{"action": o["action"], "outfit": o["outfit"]} for o in others], similar)
+        flag_source, flag_reason, cache_key = "computed from the change lists", (
+            None if ok else f"second-step flags by the judge: {why}"), None
+        crops = [PL.crop(frames[b["sample"]], b["box"]) for b in boxes]
+        good = [(b, c) for b, c in zip(boxes, crops) if c is not None]
+        best_box, best_crop = good[PL.canonical_index([c for _, c in good])]
+        if ok:
+            pick = [boxes[i] for i in _even(len(boxes), 8)]
+            res = judge.ask(J.flags_request([PL.green_box(frames[b["sample"]], b["box"]) for b in pick], f"P{ent + 1}",
+                                            PL.change_list([s["action"] for s in segs]),
+                                            PL.change_list([s["outfit"] for s in segs]),
+                                            PL.change_list([s["scene"] for s in segs])))
+            cache_key = res.cache_key
+            if res.status == "ok":
+                fl = {k: res.answer[k] for k in J.FLAG_KEYS} | {"other_entities": res.answer["other_entities"]}
+                flag_source, flag_reason = f"judge:{judge.model}", None
+            else:
+                flag_reason = f"judge {res.status}: {res.reason}"
+        rows.append({
+            "entity_id": f"P{ent + 1}", "entity": ent, "track_type": tt, "n_boxes": len(boxes),
+            "runs": json.dumps([[round(a, 3), round(b, 3)] for a, b in runs]),
+            "segments": json.dumps(segs, sort_keys=True),
+            "action_changes": json.dumps(PL.change_list([s["action"] for s in segs])),
+            "outfit_changes": json.dumps(PL.change_list([s["outfit"] for s in segs])),
+            "scene_changes": json.dumps(PL.change_list([s["scene"] for s in segs])),
+            "flags": json.dumps(fl, sort_keys=True), "flag_source": flag_source, "reason": flag_reason,
+            "cache_key": cache_key, "crop_id": store.put_png(best_crop), "crop_frame": int(best_box["sample"]),
+            "crop_box": json.dumps(best_box["box"]),
+            "attribute_style": "heuristic" if all(s["source"] == "offline heuristic" for s in segs) else "free_text"})
+    df = pd.DataFrame(rows, columns=["entity_id", "entity", "track_type", "n_boxes", "runs", "segments",
+                                     "action_changes", "outfit_changes", "scene_changes", "flags", "flag_source",
+                                     "reason", "cache_key", "crop_id", "crop_frame", "crop_box", "attribute_style"])
+    df["video_id"], df["source_sha256"] = video["video_id"], video["sha256"]
+    _strings(df, "reason", "cache_key")
+    return Output(df, metadata={"entities": len(df), "track_types": MetadataValue.json(
+        dict(Counter(df["track_type"])) if len(df) else {})})
+
+
+def registry_records(reg: pd.DataFrame) -> list[dict]:
+    return [{"entity_id": r.entity_id, "track_type": r.track_type, "segments": json.loads(r.segments),
+             "flags": json.loads(r.flags)} for r in reg.itertuples()]
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1")
+def narrativetrack_pipeline_quality(context: AssetExecutionContext, paths: BenchPaths,
+                                    narrativetrack_video: pd.DataFrame, narrativetrack_frames: pd.DataFrame,
+                                    narrativetrack_detections: pd.DataFrame, narrativetrack_tracklets: pd.DataFrame,
+                                    narrativetrack_reid: pd.DataFrame, narrativetrack_faces: pd.DataFrame,
+                                    narrativetrack_identities: pd.DataFrame,
+                                    narrativetrack_entity_registry: pd.DataFrame) -> Output[pd.DataFrame]:
+    """Against the ground-truth sidecar where one exists: identity purity / recall of the clustering, box recall,
+    track-type accuracy; always: the pipeline's frames per second. None with a reason without a sidecar."""
+    video = _video_row(narrativetrack_video)
+    vid = video["video_id"]
+    n = len(narrativetrack_frames)
+    secs = sum(float(df["seconds"].iloc[0]) for df in (narrativetrack_detections, narrativetrack_tracklets,
+                                                         narrativetrack_reid, narrativetrack_faces,
+                                                         narrativetrack_identities) if len(df))
+    rows = [{"metric_id": "pipeline_fps", "value": n / secs if secs > 0 else None, "n_eval": n,
+             "reason": None if secs > 0 else "no timed stage", "detail": json.dumps({"frames": n, "seconds": secs})}]
+    gt = D.load_groundtruth(data_dir(paths), vid)
+    if gt is None:
+        for m in ("identity_purity", "identity_recall", "box_recall", "track_type_accuracy"):
+            rows.append({"metric_id": m, "value": None, "n_eval": 0, "reason": "no ground-truth sidecar"})
+    else:
+        idx = [int(i) for i in narrativetrack_frames.sort_values("sample")["frame_index"]]
+        truth = {k: [(p["person"], tuple(p["box"])) for p in gt["frames"][i]["persons"]] for k, i in enumerate(idx)}
+        d = narrativetrack_detections.set_index("det")
+        pred = [(int(r.sample), tuple(d.loc[r.det, "box"]), None if pd.isna(r.entity) else int(r.entity))
+                for r in narrativetrack_identities.itertuples()]
+        q = PL.identity_quality(pred, truth)
+        tt = dict(zip(narrativetrack_entity_registry["entity"], narrativetrack_entity_registry["track_type"]))
+        checks = {p: (tt.get(q["mapping"].get(p)), info["track_type"]) for p, info in gt["people"].items()}
+        rows += [{"metric_id": "identity_purity", "value": q["purity"], "n_eval": q["matched"],
+                  "reason": None if q["purity"] is not None else "no matched box"},
+                 {"metric_id": "identity_recall", "value": q["recall"], "n_eval": q["matched"],
+                  "reason": None if q["recall"] is not None else "no matched box"},
+                 {"metric_id": "box_recall", "value": q["box_recall"], "n_eval": q["gt_boxes"], "reason": None},
+                 {"metric_id": "track_type_accuracy",
+                  "value": float(np.mean([a == b for a, b in checks.values()])) if checks else None,
+                  "n_eval": len(checks), "reason": None if checks else "no person in the sidecar",
+                  "detail": json.dumps({p: {"predicted": a, "truth": b} for p, (a, b) in checks.items()})}]
+    df = pd.DataFrame(rows, columns=["metric_id", "value", "n_eval", "reason", "detail"])
+    df["video_id"] = vid
+    _strings(df, "reason", "detail")
+    df["value"] = df["value"].astype("Float64")
+    return Output(df, metadata={r["metric_id"]: (round(r["value"], 4) if r["value"] is not None else "None")
+                                for r in rows})
+
+
+def _filters(judge: Judge):
+    ok, _ = judge.available()
+    if not ok:
+        return None, None, None
+
+    def grammar(qa):
+        res = judge.ask(J.grammar_request(qa["template"], qa["question"]))
+        if res.status != "ok":
+            return None, res.status
+        a = res.answer
+        fixed = [x for x in (a.get("understandable"), a.get("grammar")) if isinstance(x, str)
+                 and x.strip().lower() not in ("yes", "")]
+        return (fixed[0] if fixed else None), "ok"
+
+    def similar(o1, o2):
+        res = judge.ask(J.similar_request(o1, o2))
+        return (res.answer["answer"] == "yes" if res.status == "ok" else None), res.status
+
+    return grammar, similar, judge.model
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1")
+def narrativetrack_qa(context: AssetExecutionContext, paths: BenchPaths, narrativetrack_video: pd.DataFrame,
+                      narrativetrack_entity_registry: pd.DataFrame, judge: Judge) -> Output[pd.DataFrame]:
+    """The QA pairs of this video: CRP templates over the entity registry, real and synthetic distractors
+    (labelled), lexical and LLM filters, options permuted and balanced with the seed. Dropped pairs are kept with
+    ``kept = False`` and the reason."""
+    vid = _video_row(narrativetrack_video)["video_id"]
+    entities = registry_records(narrativetrack_entity_registry)
+    styles = set(narrativetrack_entity_registry["attribute_style"]) if len(narrativetrack_entity_registry) else set()
+    style = "free_text" if "free_text" in styles else "heuristic"
+    raw = Q.generate(vid, entities, D.load_pool(data_dir(paths)), K.QA_SEED, style)
+    grammar, similar, model = _filters(judge)
+    kept, dropped = Q.apply_filters(raw, grammar, similar)
+    kept = Q.balance(kept, K.QA_SEED, vid)
+    rows = [{**q, "kept": True, "drop_reason": None} for q in kept] + [{**q, "kept": False} for q in dropped]
+    df = pd.DataFrame(rows)
+    if df.empty:
+        df = pd.DataFrame(columns=["qa_id", "video_id", "entity_id", "dimension", "format", "direction",
+                                   "track_type", "distractor", "question", "options", "answer", "template",
+                                   "anchor_segment", "kept", "drop_reason", "filters"])
+    df["options"] = pd.Series([SC.dumps_options(o) for o in df["options"]], index=df.index, dtype="string")
+    for c in ("question_original", "drop_reason"):
+        if c in df:
+            df[c] = df[c].astype("string")
+    if "filters" not in df:
+        df["filters"] = None
+    df["filters"] = df["filters"].fillna("lexical" if model is None else "lexical+llm")
+    df = df.drop(columns=[c for c in ("group",) if c in df])
+    cells = Counter(zip(df.loc[df["kept"], "dimension"], df.loc[df["kept"], "format"]))
+    return Output(df, metadata={"qa": int(df["kept"].sum()), "dropped": int((~df["kept"]).sum()),
+                                "cells": MetadataValue.json({f"{d}.{f}": n for (d, f), n in sorted(cells.items())}),
+                                "llm_filters": "on" if model else "off (judge unavailable)"})
+
+
+# ------------------------------------------------------------------------------------------------ answers
+
+def answerer_for(paths: BenchPaths, name: str) -> D.Answerer:
+    info = read_generator(paths.generator_dir(name))
+    if info.benchmark != BENCH:
+        raise Failure(f"generator {name!r} is a {info.benchmark} generator, not a NarrativeTrack answerer")
+    try:
+        return D.answerer_from_card(name, info.card)
+    except D.DatasetError as e:
+        raise Failure(str(e)) from None
+
+
+def options_of(value) -> Optional[dict]:
+    """The options column (JSON text; null for binary questions) as a dict or None."""
+    return json.loads(value) if isinstance(value, str) and value else None
+
+
+def answer_rows(judge: Judge, answerer: D.Answerer, qas: pd.DataFrame, frames: list[np.ndarray]) -> list[dict]:
+    """Ask the answerer every kept QA (its frames sampled uniformly), score strict and lenient."""
+    qas = qas[qas["kept"].astype(bool)]
+    ans_judge = J.answerer_judge(judge, answerer.model)
+    ok, why = ans_judge.available()
+    rows = []
+    base = lambda r: {"qa_id": r.qa_id, "video_id": r.video_id, "entity_id": r.entity_id,  # noqa: E731
+                      "dimension": r.dimension, "format": r.format, "direction": r.direction,
+                      "track_type": r.track_type, "distractor": r.distractor, "answerer": answerer.name,
+                      "model": answerer.model}
+    recs = list(qas.itertuples())
+    if not ok:
+        return [{**base(r), "status": "skipped", "reason": f"no answerer reachable: {why}", "raw_answer": None,
+                 "strict": None, "lenient": None, "parsed_strict": None, "parsed_lenient": None, "cache_key": None}
+                for r in recs]
+    pngs = [png_bytes(f) for f in frames]
+    reqs = [J.answer_request(pngs, Q.prompt_text({"question": r.question, "format": r.format,
+                                                    "options": options_of(r.options)}), r.qa_id) for r in recs]
+    for r, res in zip(recs, ans_judge.ask_many(reqs)):
+        row = {**base(r), "status": res.status, "reason": res.reason, "cache_key": res.cache_key,
+               "raw_answer": None, "strict": None, "lenient": None, "parsed_strict": None, "parsed_lenient": None}
+        if res.status == "ok":
+            opts = options_of(r.options)
+            raw = res.answer.get("answer")
+            try:
+                row.update(raw_answer=str(raw), **SC.score(raw, r.answer, r.format, opts))
+            except ValueError as e:  # a gold answer that is not an answer: the item fails, it is not a zero
+                row.update(status="failed", reason=f"{r.qa_id}: {e}", raw_answer=str(raw))
+        rows.append(row)
+    return rows
+
+
+ANSWER_COLUMNS = ["qa_id", "video_id", "entity_id", "dimension", "format", "direction", "track_type", "distractor",
+                  "answerer", "model", "status", "reason", "raw_answer", "strict", "lenient", "parsed_strict",
+                  "parsed_lenient", "cache_key"]
+# explicit types: a partition whose column is all null must still union with the others (DuckDB reads them together)
+ANSWER_TYPES = {**{c: "string" for c in ANSWER_COLUMNS}, "strict": "boolean", "lenient": "boolean"}
+
+
+def answer_frame(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=ANSWER_COLUMNS).astype(ANSWER_TYPES)
+
+
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1")
+def narrativetrack_answers(context: AssetExecutionContext, paths: BenchPaths, narrativetrack_video: pd.DataFrame,
+                           narrativetrack_qa: pd.DataFrame, judge: Judge,
+                           models: ModelRegistry) -> Output[pd.DataFrame]:
+    """The answerer's answer to every QA of the video (frames sampled uniformly, default 20), strict and lenient
+    correctness; unanswered items carry the reason (judge off / replay miss / failure)."""
+    name, vid = P.split(context.partition_key)
+    answerer = answerer_for(paths, name)
+    video = _video_row(narrativetrack_video)
+    clip = _clip(video)
+    _, frames = clip.even(answerer.frames)
+    df = answer_frame(answer_rows(judge, answerer, narrativetrack_qa, list(frames)))
+    df["source_sha256"] = video["sha256"]
+    df["protocol"] = _protocol(models, judge)
+    st = Counter(df["status"])
+    return Output(df, metadata={"answered": int(st.get("ok", 0)), "skipped": int(st.get("skipped", 0)),
+                                "failed": int(st.get("failed", 0)),
+                                "strict_accuracy": (round(100 * float(df.loc[df.status == "ok", "strict"].mean()), 2)
+                                                    if st.get("ok") else "None")})
+
+
+def leaderboard_table(answers: pd.DataFrame, qas: pd.DataFrame, answerers: list[str]) -> pd.DataFrame:
+    """Per answerer x mode: every accuracy cell; plus the random baseline ('random', mode 'expected')."""
+    rows = []
+    for a in answerers:
+        g = answers[answers["answerer"] == a]
+        missing = sorted(set(qas["video_id"]) - set(g["video_id"]))
+        reason = f"videos not answered: {missing}" if missing else None
+        for r in M.accuracy_table(g, reason):
+            rows.append({"answerer": a, **r})
+    for r in M.random_baseline(qas):
+        rows.append({"answerer": "random", **r})
+    df = pd.DataFrame(rows, columns=["answerer", "mode", "metric_id", "value", "n_eval", "n_failed", "n_skipped",
+                                     "reason"])
+    df.insert(0, "generator", df["answerer"])  # answerers are this benchmark's generators (the CLI pivots on it)
+    return df
+
+
+@asset(group_name=GROUP, code_version="1", deps=[narrativetrack_answers, narrativetrack_qa,
+                                                  narrativetrack_pipeline_quality],
+       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
+def narrativetrack_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths,
+                               models: ModelRegistry, judge: Judge) -> Output[pd.DataFrame]:
+    """Accuracy (%) per (dimension x format) cell, the micro-average, slices by direction, track type and distractor
+    type, strict and lenient separately, per answerer; the random baseline; pipeline quality in the metadata."""
+    tables = set(store.asset_tables())
+    if "narrativetrack_qa" not in tables:
+        raise ValueError("no NarrativeTrack QA partition has been materialised yet")
+    qas = store.query("SELECT * FROM narrativetrack_qa WHERE kept")
+    if "narrativetrack_answers" in tables:
+        answers = store.query("SELECT * FROM narrativetrack_answers")
+    else:
+        answers = pd.DataFrame(columns=ANSWER_COLUMNS)
+    board = leaderboard_table(answers, qas, sorted(set(answers["answerer"])))
+    quality = store.query("SELECT * FROM narrativetrack_pipeline_quality") if \
+        "narrativetrack_pipeline_quality" in tables else pd.DataFrame()
+    man = manifest(models, judge)
+    head = board[(board["metric_id"] == "accuracy.avg")][["answerer", "mode", "value", "n_eval", "reason"]]
+    return Output(board, metadata={
+        "avg": MetadataValue.md(head.to_markdown(index=False)),
+        "pipeline_quality": MetadataValue.md(quality[["video_id", "metric_id", "value"]].to_markdown(index=False))
+        if len(quality) else "none",
+        "manifest": MetadataValue.json(man), "protocol_digest": protocol_digest(man)})
+
+
+from bench_assets.narrativetrack import episodes as E  # noqa: E402  (episode and released QA reuse answer_rows)
+from bench_assets.narrativetrack import released as R  # noqa: E402
+
+ASSETS = [narrativetrack_video, narrativetrack_frames, narrativetrack_detections, narrativetrack_tracklets,
+          narrativetrack_reid, narrativetrack_faces, narrativetrack_identities, narrativetrack_context,
+          narrativetrack_entity_registry, narrativetrack_pipeline_quality, narrativetrack_qa, narrativetrack_answers,
+          narrativetrack_leaderboard, *E.ASSETS, *R.ASSETS]
+ITEM_ASSETS = ["narrativetrack_video", "narrativetrack_frames", "narrativetrack_detections",
+               "narrativetrack_tracklets", "narrativetrack_reid", "narrativetrack_faces", "narrativetrack_identities",
+               "narrativetrack_context", "narrativetrack_entity_registry", "narrativetrack_pipeline_quality",
+               "narrativetrack_qa"]
+GENERATOR_ASSETS = ["narrativetrack_answers"]

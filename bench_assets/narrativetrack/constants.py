@@ -1,0 +1,46 @@
+"""Every threshold and constant of the NarrativeTrack protocol (recorded in the manifest)."""
+from __future__ import annotations
+
+BENCH = "narrativetrack"
+PROTOCOL = "narrativetrack-1.0"
+
+# Pipeline (spec: frames at 1 fps; a video's index entry may override sample_fps)
+SAMPLE_FPS = 1.0
+DETECTOR_MIN_SCORE = 0.3          # paper: confidence threshold 0.3 for both detectors
+DUPLICATE_CONTAINMENT = 0.85      # one detector's box inside another of its boxes (>= 85 % of its area): a duplicate
+MERGE_IOU = 0.5                   # two detectors' boxes with IoU >= 0.5 are one entity; keep the higher score
+SECOND_DETECTOR = None            # a slot name (e.g. "open_vocab_detector") to ensemble with person_detector
+BYTETRACK = {"track_activation_threshold": 0.5, "lost_track_buffer_s": 1.0, "minimum_matching_threshold": 0.8,
+             "low_score": 0.1}       # ByteTrack; the lost-track buffer is in seconds (frames = ceil(s x fps))
+REID_THRESHOLD = {"paper": 0.7, "offline": 0.8}   # cosine for agglomerative (average-linkage) tracklet merging
+MAIN_CHARACTERS = 4
+MIN_TRACKLET_BOXES = 2            # shorter tracklets are noise (never an entity on their own)
+FACE_BOXES_PER_TRACK = 8         # faces are looked for in up to this many evenly spaced boxes of each track
+FACE_UPSCALE_HEIGHT = 320         # person crops are upscaled to this height before face detection
+FACE_MERGE_COSINE = 0.45          # identities whose mean face embeddings agree merge (SFace: same person >= 0.363)
+FACE_SPLIT_COSINE = 0.15          # a tracklet whose face disagrees with its identity's face is split off
+GAP_TOLERANCE_S = 1.5             # presence runs closer than this are one run
+EDGE_TOLERANCE_S = 1.5            # "at the start" / "at the end" of the video
+CUT_CHANGED_FRACTION = 0.4        # a shot cut: this fraction of pixels changes between consecutive sampled frames
+TRACKLET_SPLIT_COSINE = 0.75      # consecutive boxes of one track below this ReID cosine: two tracklets
+VERIFY_FACE_CROPS = 6             # face crops per identity sent to the judge for verification
+VERIFY_MODELS: tuple[str, ...] = ()   # judge model ids for the majority vote; () = the configured judge model
+CONTEXT_FRAMES = 4                # frames per segment shown to the judge with the green box
+WALK_SPEED = 0.04                 # |dx| in box heights per second above which a person is walking
+DEPTH_SPEED = 0.08                # relative box-height change per second above which they move in depth
+
+# QA generation
+QA_SEED = 20260101
+DIMENSIONS = ("EE", "AC", "OC", "SC", "EA")
+FORMATS = ("binary", "mc", "ordering")
+DIRECTIONS = ("start_to_later", "later_to_start", "agnostic")
+ORDERING_DIMENSIONS = ("AC", "OC", "SC")
+N_VARIANTS = 5
+NONE_OPTION = "None of the above"
+NEAR_DUPLICATE_JACCARD = 0.8      # lexical option filter (always on; the LLM filter adds to it)
+
+# Evaluation
+ANSWER_FRAMES = 20
+RANDOM_BASELINE = {"binary": 50.0, "mc": 25.0, "ordering": 100.0 / 6}
+
+CONSTANTS = {k: v for k, v in dict(globals()).items() if k.isupper() and not k.startswith("_")}

@@ -1,0 +1,176 @@
+"""Read and validate NarrativeTrack's inputs: the video index, ground-truth sidecars (validity only), the synthetic
+distractor pool, answerer cards, and the authors' released QA file (``narrativetrack_qa.json``)."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from bench_assets.core.names import BadName, validate_key
+from bench_assets.narrativetrack.constants import ANSWER_FRAMES, SAMPLE_FPS
+from bench_assets.narrativetrack.scoring import lenient_parse, strict_parse
+
+RELEASED_QA = "released/narrativetrack_qa.json"   # the authors' file, when obtained (video paths relative to it)
+
+
+class DatasetError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Video:
+    video_id: str
+    path: str
+    sample_fps: float
+    note: str = ""
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DatasetError(f"{what}: {path} not found") from None
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{what}: {path}: bad JSON at line {e.lineno} ({e.msg})") from None
+
+
+def load_index(root: str | Path) -> dict[str, Video]:
+    """``<root>/videos.json``: {"videos": [{"video_id", "file", "sample_fps"?, "note"?}]}; without an index, every
+    ``<root>/videos/*.mp4`` is a video sampled at the default rate."""
+    root = Path(root)
+    idx = root / "videos.json"
+    if not idx.is_file():
+        return {p.stem: Video(validate_key(p.stem, "video id"), str(p), SAMPLE_FPS)
+                for p in sorted((root / "videos").glob("*.mp4"))}
+    raw = _read_json(idx, "video index")
+    if not isinstance(raw, dict) or not isinstance(raw.get("videos"), list):
+        raise DatasetError(f"{idx}: needs a 'videos' list")
+    out: dict[str, Video] = {}
+    for i, v in enumerate(raw["videos"]):
+        if not isinstance(v, dict) or "video_id" not in v or "file" not in v:
+            raise DatasetError(f"{idx}: entry {i} needs 'video_id' and 'file'")
+        try:
+            vid = validate_key(str(v["video_id"]), "video id")
+        except BadName as e:
+            raise DatasetError(f"{idx}: entry {i}: {e}") from None
+        if vid in out:
+            raise DatasetError(f"{idx}: video id {vid!r} listed twice")
+        fps = float(v.get("sample_fps", SAMPLE_FPS))
+        if not fps > 0:
+            raise DatasetError(f"{idx}: video {vid}: sample_fps must be > 0, got {fps}")
+        out[vid] = Video(vid, str(root / v["file"]), fps, str(v.get("note", "")))
+    return out
+
+
+def discover_videos(root: str | Path) -> list[str]:
+    try:
+        return sorted(load_index(root))
+    except DatasetError:
+        return []
+
+
+def load_video(root: str | Path, video_id: str) -> Video:
+    videos = load_index(root)
+    if video_id not in videos:
+        raise DatasetError(f"video {video_id!r} is not in the index of {root}")
+    v = videos[video_id]
+    if not Path(v.path).is_file():
+        raise DatasetError(f"video {video_id!r}: file {v.path} not found")
+    return v
+
+
+def load_groundtruth(root: str | Path, video_id: str) -> Optional[dict]:
+    """The validity sidecar, or None when the video has none (real videos)."""
+    p = Path(root) / "groundtruth" / f"{video_id}.json"
+    return _read_json(p, f"ground truth of {video_id}") if p.is_file() else None
+
+
+def load_pool(root: str | Path) -> list[dict]:
+    """Attributes of entities of other clips (synthetic distractors); [] when the dataset ships none."""
+    p = Path(root) / "synthetic_pool.json"
+    if not p.is_file():
+        return []
+    raw = _read_json(p, "synthetic pool")
+    entries = raw.get("entries") if isinstance(raw, dict) else None
+    if not isinstance(entries, list):
+        raise DatasetError(f"{p}: needs an 'entries' list")
+    for i, e in enumerate(entries):
+        missing = [k for k in ("clip", "action", "outfit", "scene") if not isinstance(e.get(k), str)]
+        if missing:
+            raise DatasetError(f"{p}: entry {i} lacks {missing}")
+    return entries
+
+
+@dataclass(frozen=True)
+class Answerer:
+    name: str
+    model: str
+    frames: int
+
+
+def answerer_from_card(name: str, card: dict) -> Answerer:
+    model = card.get("model")
+    if not isinstance(model, str) or not model:
+        raise DatasetError(f"answerer {name!r}: generator.yaml needs a 'model' (the video MLLM's model id)")
+    frames = int(card.get("frames", ANSWER_FRAMES))
+    if frames < 1:
+        raise DatasetError(f"answerer {name!r}: frames must be >= 1")
+    return Answerer(name, model, frames)
+
+
+# ------------------------------------------------------------------------------ the authors' released QA file
+
+# Per-format item counts implied by the paper's Table 2 (binary, multiple choice, ordering).
+PAPER_COUNTS = {("EE", "binary"): 100, ("EE", "mc"): 100, ("AC", "binary"): 92, ("AC", "mc"): 89,
+                ("AC", "ordering"): 41, ("OC", "binary"): 91, ("OC", "mc"): 83, ("OC", "ordering"): 18,
+                ("SC", "binary"): 95, ("SC", "mc"): 73, ("SC", "ordering"): 23, ("EA", "binary"): 100,
+                ("EA", "mc"): 101}
+_DIM_ALIASES = {"ee": "EE", "existence": "EE", "entity_existence": "EE", "ac": "AC", "action": "AC",
+                "action_change": "AC", "action_changes": "AC", "oc": "OC", "outfit": "OC", "outfit_change": "OC",
+                "outfit_changes": "OC", "sc": "SC", "scene": "SC", "scene_change": "SC", "scene_changes": "SC",
+                "ea": "EA", "ambiguity": "EA", "entity_ambiguity": "EA"}
+_FMT_ALIASES = {"binary": "binary", "b": "binary", "yes/no": "binary", "mc": "mc", "multiple_choice": "mc",
+                "multiple-choice": "mc", "multiple choice": "mc", "ordering": "ordering", "order": "ordering",
+                "o": "ordering"}
+
+
+def load_released_qa(path: str | Path) -> list[dict]:
+    """The authors' QA file as published: records with video_path, question, answer, question_type, dimension,
+    track_type, template_type. Returned as our QA records (format/dimension normalised, the rest kept)."""
+    raw = _read_json(Path(path), "released QA")
+    if isinstance(raw, dict):
+        raw = raw.get("data") or raw.get("qa") or list(raw.values())
+    if not isinstance(raw, list):
+        raise DatasetError(f"{path}: expected a list of QA records")
+    out = []
+    for i, r in enumerate(raw):
+        missing = [k for k in ("video_path", "question", "answer", "question_type", "dimension") if k not in r]
+        if missing:
+            raise DatasetError(f"{path}: record {i} lacks {missing}")
+        dim = _DIM_ALIASES.get(str(r["dimension"]).strip().lower().replace(" ", "_"))
+        fmt = _FMT_ALIASES.get(str(r["question_type"]).strip().lower())
+        if dim is None or fmt is None:
+            raise DatasetError(f"{path}: record {i}: unknown dimension {r['dimension']!r} or question_type "
+                               f"{r['question_type']!r}")
+        gold = strict_parse(r["answer"], fmt) or lenient_parse(r["answer"], fmt)
+        if gold is None:
+            raise DatasetError(f"{path}: record {i}: answer {r['answer']!r} is not a {fmt} answer")
+        out.append({"qa_id": f"released_{i:04d}", "video_id": Path(str(r["video_path"])).stem,
+                    "video_path": r["video_path"], "dimension": dim, "format": fmt,
+                    "direction": r.get("template_type"), "track_type": r.get("track_type"),
+                    "distractor": r.get("distractor_type"), "question": r["question"], "options": None,
+                    "answer": gold, "answer_published": str(r["answer"])})
+    return out
+
+
+def released_count_check(records: list[dict]) -> dict[str, Any]:
+    """Counts per (dimension, format) against the paper's: {"ok", "counts", "differences"}."""
+    counts = Counter((r["dimension"], r["format"]) for r in records)
+    diffs = {f"{d}.{f}": {"released": counts.get((d, f), 0), "paper": n}
+             for (d, f), n in PAPER_COUNTS.items() if counts.get((d, f), 0) != n}
+    extra = {f"{d}.{f}": n for (d, f), n in counts.items() if (d, f) not in PAPER_COUNTS}
+    diffs.update({k: {"released": n, "paper": 0} for k, n in extra.items()})
+    return {"ok": not diffs, "total": sum(counts.values()), "paper_total": sum(PAPER_COUNTS.values()),
+            "counts": {f"{d}.{f}": n for (d, f), n in sorted(counts.items())}, "differences": diffs}

@@ -1,0 +1,220 @@
+"""QA over generated multi-shot videos (a platform extension): the ground truth comes from an EntityBench episode's
+script (its entity schedule), not from detection. The same CRP questions are asked about each EntityBench
+generator's video of the episode (its shots concatenated), and the report says, per generator, how often the
+generated video lets an answerer recover the script's entity facts.
+
+Entity records from the script: a character's segments are the shots it is scheduled in (time unit: one shot),
+its action the shot's action sentence as it concerns the character, its outfit the costume part of its registry
+description (constant: scripts do not change outfits, so no OC question), its scene the shot's location."""
+
+import re
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+from dagster import AssetExecutionContext, AutomationCondition, Failure, MetadataValue, Output, asset
+
+from bench_assets.core.generators import discover_generators
+from bench_assets.core.media import DecodeError
+from bench_assets.core.partitions import ENTITYBENCH
+from bench_assets.entitybench import dataset as ED
+from bench_assets.narrativetrack import constants as K
+from bench_assets.narrativetrack import dataset as D
+from bench_assets.narrativetrack import metrics as M
+from bench_assets.narrativetrack import pipeline as PL
+from bench_assets.narrativetrack import qa as Q
+from bench_assets.narrativetrack import scoring as SC
+from bench_resources.judge import Judge
+from bench_resources.paths import BenchPaths
+from bench_resources.store import Store
+
+GROUP = "narrativetrack_episodes"
+_COSTUME_STOP = re.compile(r",| standing| with | pointing| holding| behind")
+
+
+def outfit_of(description: str) -> str:
+    """The costume part of a character description: after ' in ', up to the first comma or clause."""
+    d = description.strip()
+    m = re.search(r"\bin (an? |the )?(.*)$", d)
+    part = (m.group(1) or "") + m.group(2) if m else d
+    part = _COSTUME_STOP.split(part, maxsplit=1)[0].strip()
+    return part or d
+
+
+def _ing(verb: str) -> str:
+    verb = verb.lower()
+    irregular = {"is": "being", "sits": "sitting", "runs": "running", "gets": "getting", "puts": "putting"}
+    if verb in irregular:
+        return irregular[verb]
+    stem = verb[:-1] if verb.endswith("s") and not verb.endswith("ss") else verb
+    if stem.endswith("e") and not stem.endswith("ee"):
+        stem = stem[:-1]
+    return stem + "ing"
+
+
+def action_of(shot: ED.Shot, reg: dict, cid: str) -> str:
+    """The character's action in the shot, as an -ing phrase from the shot's action sentence."""
+    names = {e: reg[e].name for e in shot.entities}
+    text = shot.action.strip().rstrip(".")
+    loc = [names[e] for e in shot.entities if reg[e].type == "location"]
+    for name in loc:
+        text = re.sub(rf"\s*\b(at|in|on)\s+{re.escape(name)}\b", "", text)
+    text = re.split(r",\s*next to\b", text)[0].strip()
+    me = names[cid]
+    if text.startswith(me + " "):
+        rest = text[len(me) + 1:].split(" ", 1)
+        return (_ing(rest[0]) + (" " + rest[1] if len(rest) > 1 else "")).strip()
+    m = re.match(r"^(.+?) (talks|speaks|argues|walks|dances|fights) with " + re.escape(me) + r"\b", text)
+    if m:
+        return f"{_ing(m.group(2))} with {m.group(1)}"
+    return f"appearing as the shot shows: {text}"
+
+
+def script_entities(ep: ED.Episode) -> list[dict]:
+    """Entity records of the characters from the schedule (segments = scheduled shots, in shot units)."""
+    reg = ep.registry
+    n = len(ep.shots)
+    out = []
+    for e in ep.entities:
+        if e.type != "character":
+            continue
+        shots = [s for s in ep.shots if e.id in s.entities]
+        if not shots:
+            continue
+        segs = []
+        for s in shots:
+            loc = next((reg[x].name for x in s.entities if reg[x].type == "location"), "an unnamed place")
+            segs.append({"start": float(s.index - 1), "end": float(s.index), "action": action_of(s, reg, e.id),
+                         "outfit": outfit_of(e.description), "scene": loc, "shot": s.index})
+        runs = PL.presence_runs([s["start"] for s in segs], gap=1.0, step=1.0)
+        tt = PL.track_type(runs, float(n), edge=0.5)
+        others = [x for x in ep.entities if x.type == "character" and x.id != e.id]
+        out.append({"entity_id": e.id, "name": e.name, "track_type": tt, "segments": segs, "runs": runs,
+                    "flags": {"similar_looking_existence": False, "other_entities": [o.name for o in others]}})
+    return out
+
+
+def episode_pool(paths: BenchPaths, episode_id: str) -> list[dict]:
+    """Synthetic distractors: the characters of the other episodes of the dataset (cross-clip)."""
+    root = paths.benchmark_dir("entitybench") / "episodes"
+    pool = []
+    for eid in ED.discover_episodes(root):
+        if eid == episode_id:
+            continue
+        try:
+            ep = ED.load_episode(root / f"{eid}.json")
+        except ED.EpisodeError:
+            continue
+        for ent in script_entities(ep):
+            for s in ent["segments"]:
+                pool.append({"clip": eid, "entity": ent["entity_id"], "action": s["action"], "outfit": s["outfit"],
+                             "scene": s["scene"], "style": "script"})
+    return pool
+
+
+@asset(partitions_def=ENTITYBENCH.items, group_name=GROUP, code_version="1")
+def narrativetrack_episode_qa(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.DataFrame]:
+    """NarrativeTrack questions whose answers come from an EntityBench episode's script (no detection)."""
+    eid = context.partition_key
+    try:
+        ep = ED.load_episode(paths.benchmark_dir("entitybench") / "episodes" / f"{eid}.json")
+    except ED.EpisodeError as e:
+        raise Failure(description=str(e)) from None
+    ents = script_entities(ep)
+    raw = Q.generate(eid, ents, episode_pool(paths, eid), K.QA_SEED, "script")
+    kept, dropped = Q.apply_filters(raw)
+    kept = Q.balance(kept, K.QA_SEED, eid)
+    df = pd.DataFrame([{**q, "kept": True, "drop_reason": None} for q in kept] + [{**q, "kept": False}
+                                                                                   for q in dropped])
+    if df.empty:
+        raise Failure(f"episode {eid}: the script supports no question (no character with a change or a track type)")
+    df["options"] = pd.Series([SC.dumps_options(o) for o in df["options"]], index=df.index, dtype="string")
+    df = df.drop(columns=[c for c in ("group", "filters") if c in df])
+    df["episode_id"] = eid
+    cells = Counter(zip(df.loc[df["kept"], "dimension"], df.loc[df["kept"], "format"]))
+    return Output(df, metadata={"qa": int(df["kept"].sum()), "cells": MetadataValue.json(
+        {f"{d}.{f}": n for (d, f), n in sorted(cells.items())}),
+        "track_types": MetadataValue.json({e["entity_id"]: e["track_type"] for e in ents})})
+
+
+def episode_frames(paths: BenchPaths, generator: str, ep: ED.Episode, k: int) -> tuple[list[np.ndarray], list[str]]:
+    """k frames sampled uniformly over the generator's shots concatenated in order; problems listed per shot."""
+    from bench_assets.narrativetrack.assets import CLIPS
+    files = ED.index_shot_files(ep, paths.generator_dir(generator) / ep.episode_id, generator)
+    clips, problems = [], []
+    for f in files:
+        if f.path is None:
+            problems.append(f.error)
+            continue
+        try:
+            clips.append(CLIPS.get(f.path).frames)
+        except DecodeError as e:
+            problems.append(f"shot {f.index}: {e}")
+    if not clips:
+        return [], problems
+    allf = np.concatenate(clips)
+    idx = [int(round(i)) for i in np.linspace(0, len(allf) - 1, min(k, len(allf)))]
+    return [allf[i] for i in idx], problems
+
+
+@asset(partitions_def=ENTITYBENCH.generator_x_item, group_name=GROUP, code_version="1")
+def narrativetrack_episode_answers(context: AssetExecutionContext, paths: BenchPaths,
+                                   narrativetrack_episode_qa: pd.DataFrame, judge: Judge) -> Output[pd.DataFrame]:
+    """Every NarrativeTrack answerer asked the episode's script questions about this generator's video."""
+    from bench_assets.narrativetrack.assets import answer_frame, answer_rows
+    generator, eid = ENTITYBENCH.split(context.partition_key)
+    try:
+        ep = ED.load_episode(paths.benchmark_dir("entitybench") / "episodes" / f"{eid}.json")
+    except ED.EpisodeError as e:
+        raise Failure(description=str(e)) from None
+    gens, _ = discover_generators(paths.generators_dir, K.BENCH)
+    qas = narrativetrack_episode_qa.assign(video_id=eid)
+    rows = []
+    for g in gens:
+        try:
+            answerer = D.answerer_from_card(g.name, g.card)
+        except D.DatasetError as e:
+            rows += [{"qa_id": r.qa_id, "answerer": g.name, "status": "failed", "reason": str(e)}
+                     for r in qas.itertuples()]
+            continue
+        frames, problems = episode_frames(paths, generator, ep, answerer.frames)
+        if not frames:
+            rows += [{"qa_id": r.qa_id, "video_id": eid, "dimension": r.dimension, "format": r.format,
+                      "direction": r.direction, "track_type": r.track_type, "distractor": r.distractor,
+                      "answerer": g.name, "model": answerer.model, "status": "failed",
+                      "reason": "; ".join(problems)[:500]} for r in qas[qas["kept"]].itertuples()]
+            continue
+        for row in answer_rows(judge, answerer, qas, frames):
+            if problems and row["status"] == "ok":
+                row["reason"] = "some shots missing: " + "; ".join(problems)[:300]
+            rows.append(row)
+    df = answer_frame(rows)
+    df["generator"], df["episode_id"] = generator, eid
+    st = Counter(df["status"])
+    return Output(df, metadata={"answerers": len(gens), "answered": int(st.get("ok", 0)),
+                                "skipped": int(st.get("skipped", 0)), "failed": int(st.get("failed", 0))})
+
+
+@asset(group_name=GROUP, code_version="1", deps=[narrativetrack_episode_answers, narrativetrack_episode_qa],
+       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
+def narrativetrack_episode_report(context: AssetExecutionContext, store: Store) -> Output[pd.DataFrame]:
+    """Per EntityBench generator x answerer: how often the generated video lets the answerer recover the script's
+    entity facts (accuracy on the script's questions, strict and lenient, per cell and overall), beside random."""
+    tables = set(store.asset_tables())
+    if "narrativetrack_episode_answers" not in tables:
+        raise ValueError("no episode answers have been materialised yet")
+    ans = store.query("SELECT * FROM narrativetrack_episode_answers")
+    qas = store.query("SELECT * FROM narrativetrack_episode_qa WHERE kept")
+    rows = []
+    for (gen, a), g in ans.groupby(["generator", "answerer"], sort=True):
+        for r in M.accuracy_table(g):
+            rows.append({"generator": gen, "answerer": a, **r})
+    for r in M.random_baseline(qas):
+        rows.append({"generator": "random", "answerer": "random", **r})
+    df = pd.DataFrame(rows, columns=["generator", "answerer", "mode", "metric_id", "value", "n_eval", "n_failed",
+                                     "n_skipped", "reason"])
+    head = df[(df["metric_id"] == "accuracy.avg") & (df["mode"] != "lenient")]
+    return Output(df, metadata={"recovery": MetadataValue.md(head.drop(columns=["metric_id"]).to_markdown(index=False))})
+
+
+ASSETS = [narrativetrack_episode_qa, narrativetrack_episode_answers, narrativetrack_episode_report]

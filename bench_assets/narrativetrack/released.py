@@ -1,0 +1,93 @@
+"""The authors' released, manually verified QA file (``narrativetrack_qa.json``, obtained from the authors): loaded as
+published, its counts per dimension and format checked against the paper's Table 2, and every answerer evaluated on
+it exactly like the generated QA. The reference numbers of the paper hold only on this file. Absent file: empty
+tables that say so (nothing is invented)."""
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from dagster import AssetExecutionContext, MetadataValue, Output, asset
+
+from bench_assets.core.generators import discover_generators
+from bench_assets.core.media import DecodeError
+from bench_assets.narrativetrack import constants as K
+from bench_assets.narrativetrack import dataset as D
+from bench_assets.narrativetrack import metrics as M
+from bench_resources.judge import Judge
+from bench_resources.paths import BenchPaths
+
+GROUP = "narrativetrack_released"
+QA_COLUMNS = ["qa_id", "video_id", "video_path", "dimension", "format", "direction", "track_type", "distractor",
+              "question", "options", "answer", "answer_published", "kept"]
+
+
+def released_path(paths: BenchPaths) -> Path:
+    return paths.benchmark_dir(K.BENCH) / D.RELEASED_QA
+
+
+@asset(group_name=GROUP, code_version="1")
+def narrativetrack_released_qa(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.DataFrame]:
+    """The released QA as published (answers normalised for scoring, the published string kept), with the count
+    check against the paper in the metadata."""
+    p = released_path(paths)
+    if not p.is_file():
+        return Output(pd.DataFrame(columns=QA_COLUMNS), metadata={
+            "status": MetadataValue.text(f"not provided: put the authors' file at {p}")})
+    recs = D.load_released_qa(p)
+    check = D.released_count_check(recs)
+    df = pd.DataFrame(recs)
+    df["kept"] = True
+    return Output(df[QA_COLUMNS], metadata={"qa": len(df), "counts_match_paper": check["ok"],
+                                            "count_check": MetadataValue.json(check)})
+
+
+@asset(group_name=GROUP, code_version="1")
+def narrativetrack_released_answers(context: AssetExecutionContext, paths: BenchPaths,
+                                    narrativetrack_released_qa: pd.DataFrame, judge: Judge) -> Output[pd.DataFrame]:
+    """Every NarrativeTrack answerer on every released QA (frames sampled uniformly from the QA's video)."""
+    from bench_assets.narrativetrack.assets import CLIPS, answer_frame, answer_rows
+    qas = narrativetrack_released_qa.assign(entity_id=None)
+    gens, _ = discover_generators(paths.generators_dir, K.BENCH)
+    base = released_path(paths).parent
+    rows = []
+    for g in gens:
+        answerer = D.answerer_from_card(g.name, g.card)
+        for vpath, group in qas.groupby("video_path", sort=True):
+            path = Path(vpath) if Path(vpath).is_absolute() else base / vpath
+            try:
+                frames = CLIPS.get(str(path)).frames
+            except (DecodeError, OSError) as e:
+                rows += [{"qa_id": r.qa_id, "video_id": r.video_id, "dimension": r.dimension, "format": r.format,
+                          "direction": r.direction, "track_type": r.track_type, "distractor": r.distractor,
+                          "answerer": g.name, "model": answerer.model, "status": "failed",
+                          "reason": f"video {path}: {e}"} for r in group.itertuples()]
+                continue
+            idx = [int(round(i)) for i in np.linspace(0, len(frames) - 1, min(answerer.frames, len(frames)))]
+            rows += answer_rows(judge, answerer, group, [frames[i] for i in idx])
+    df = answer_frame(rows)
+    st = Counter(df["status"])
+    return Output(df, metadata={"answered": int(st.get("ok", 0)), "failed": int(st.get("failed", 0)),
+                                "skipped": int(st.get("skipped", 0))})
+
+
+@asset(group_name=GROUP, code_version="1")
+def narrativetrack_released_leaderboard(context: AssetExecutionContext, narrativetrack_released_qa: pd.DataFrame,
+                                        narrativetrack_released_answers: pd.DataFrame) -> Output[pd.DataFrame]:
+    """Accuracy on the released QA per answerer, strict and lenient, every cell and slice, beside random; the
+    paper's Table 2 applies to these numbers only."""
+    rows = []
+    for a, g in narrativetrack_released_answers.groupby("answerer", sort=True):
+        rows += [{"generator": a, **r} for r in M.accuracy_table(g)]
+    if len(narrativetrack_released_qa):
+        rows += [{"generator": "random", **r} for r in M.random_baseline(narrativetrack_released_qa)]
+    df = pd.DataFrame(rows, columns=["generator", "mode", "metric_id", "value", "n_eval", "n_failed", "n_skipped",
+                                     "reason"])
+    avg = df[df["metric_id"] == "accuracy.avg"]
+    return Output(df, metadata={"avg": MetadataValue.md(avg.to_markdown(index=False)) if len(avg) else
+                                "no released QA", "qa": json.dumps(len(narrativetrack_released_qa))})
+
+
+ASSETS = [narrativetrack_released_qa, narrativetrack_released_answers, narrativetrack_released_leaderboard]

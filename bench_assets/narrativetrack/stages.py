@@ -1,0 +1,151 @@
+"""The pipeline's model-using stages as plain functions (models passed in), one per asset; each returns table rows.
+assets.py wires them; scripts and tests can call them directly."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any, Optional, Sequence
+
+import cv2
+import numpy as np
+
+from bench_assets.narrativetrack import constants as K
+from bench_assets.narrativetrack import pipeline as PL
+
+
+def detect(frames: Sequence[np.ndarray], detector, second=None, second_query: str = "a person",
+           min_score: float = K.DETECTOR_MIN_SCORE) -> list[dict]:
+    """Person boxes per sampled frame; with a second detector, boxes merged at IoU >= 0.5 keeping the higher score."""
+    rows = []
+    d1 = detector.detect(list(frames))
+    d2 = second.detect(list(frames), second_query, kind="character") if second is not None else [None] * len(frames)
+    for k, (a, b) in enumerate(zip(d1, d2)):
+        ba, sa = _clean(a, min_score)
+        if b is not None and len(b):
+            bb, sb = _clean(b, min_score)
+            boxes, scores, src = PL.merge_detections(ba, sa, bb, sb)
+        else:
+            boxes, scores, src = np.asarray(ba, float).reshape(-1, 4), np.asarray(sa, float), [1] * len(ba)
+        for j in range(len(boxes)):
+            rows.append({"sample": k, "box": [round(float(v), 2) for v in boxes[j]], "score": float(scores[j]),
+                         "detector": int(src[j])})
+    return rows
+
+
+def _clean(d, min_score: float) -> tuple[np.ndarray, np.ndarray]:
+    if d is None or not len(d):
+        return np.zeros((0, 4)), np.zeros(0)
+    k = d.confidence >= min_score
+    b, s = np.asarray(d.xyxy[k], float), np.asarray(d.confidence[k], float)
+    keep, scores = PL.suppress_duplicates(b, s)
+    return b[keep], scores
+
+
+def tracklets(dets: list[dict], n_samples: int, shots: Sequence[int], sample_fps: float) -> list[int]:
+    """ByteTrack id per detection row (same order); -1 for an untracked low-score box."""
+    per = defaultdict(list)
+    for i, r in enumerate(dets):
+        per[r["sample"]].append(i)
+    frame_boxes = [(np.array([dets[i]["box"] for i in per[k]], float).reshape(-1, 4),
+                    np.array([dets[i]["score"] for i in per[k]], float)) for k in range(n_samples)]
+    ids = PL.track_boxes(frame_boxes, shots, sample_fps)
+    out = [-1] * len(dets)
+    for k in range(n_samples):
+        for i, tid in zip(per[k], ids[k]):
+            out[i] = int(tid)
+    return out
+
+
+def reid_embeddings(frames: Sequence[np.ndarray], dets: list[dict], reid) -> list[Optional[list[float]]]:
+    crops = [PL.crop(frames[r["sample"]], r["box"]) for r in dets]
+    good = [i for i, c in enumerate(crops) if c is not None]
+    emb = reid.embed([crops[i] for i in good]) if good else np.zeros((0, 0))
+    out: list[Optional[list[float]]] = [None] * len(dets)
+    for i, e in zip(good, emb):
+        out[i] = np.asarray(e, np.float32).round(5).tolist()
+    return out
+
+
+def face_subset(track_ids: Sequence[int], samples: Sequence[int], per_track: int = K.FACE_BOXES_PER_TRACK) -> set:
+    """The boxes whose faces are looked at: up to ``per_track`` evenly spaced boxes of every track (faces are
+    averaged per tracklet; untracked boxes are never an entity's)."""
+    by = defaultdict(list)
+    for i, t in enumerate(track_ids):
+        if t >= 0:
+            by[t].append(i)
+    out = set()
+    for idx in by.values():
+        idx.sort(key=lambda i: samples[i])
+        out |= {idx[int(round(j))] for j in np.linspace(0, len(idx) - 1, min(per_track, len(idx)))}
+    return out
+
+
+def face_embeddings(frames: Sequence[np.ndarray], dets: list[dict], face, only: Optional[set] = None) -> list[dict]:
+    """The largest face inside each person box (the crop upscaled first: faces in small boxes are tiny); boxes not in
+    ``only`` are not looked at."""
+    out = []
+    for i, r in enumerate(dets):
+        c = PL.crop(frames[r["sample"]], r["box"]) if only is None or i in only else None
+        row = {"face_box": None, "face_score": None, "face_embedding": None}
+        if c is not None:
+            s = K.FACE_UPSCALE_HEIGHT / c.shape[0]
+            up = cv2.resize(c, (max(1, int(round(c.shape[1] * s))), K.FACE_UPSCALE_HEIGHT),
+                            interpolation=cv2.INTER_CUBIC if s > 1 else cv2.INTER_AREA)
+            d = face.detect([up])[0]
+            if len(d):
+                j = int(np.argmax((d.xyxy[:, 2] - d.xyxy[:, 0]) * (d.xyxy[:, 3] - d.xyxy[:, 1])))
+                emb = face.embed_faces(up, d[j:j + 1])[0]
+                fb = d.xyxy[j] / s + np.array([r["box"][0], r["box"][1]] * 2)
+                row = {"face_box": [round(float(v), 2) for v in fb], "face_score": float(d.confidence[j]),
+                       "face_embedding": np.asarray(emb, np.float32).round(5).tolist()}
+        out.append(row)
+    return out
+
+
+def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces: Sequence[dict],
+               threshold: float) -> tuple[list[Optional[int]], dict]:
+    """Identity per detection (None for untracked / noise): ReID clustering of tracklets (cannot-link in time), then
+    face refinement, then the main characters (4 largest clusters) renumbered 0..3 by size."""
+    track_ids = PL.split_tracklets(track_ids, [d["sample"] for d in dets], reid, K.TRACKLET_SPLIT_COSINE)
+    members = defaultdict(list)
+    for i, t in enumerate(track_ids):
+        if t >= 0 and reid[i] is not None:
+            members[t].append(i)
+    members = {t: m for t, m in members.items() if len(m) >= K.MIN_TRACKLET_BOXES}
+    emb = {t: np.mean([np.asarray(reid[i], float) for i in m], axis=0) for t, m in members.items()}
+    frames = {t: {dets[i]["sample"] for i in m} for t, m in members.items()}
+    labels = PL.cluster_tracklets(emb, frames, threshold)
+    reid_clusters = len(set(labels.values()))
+    face = {}
+    for t, m in members.items():
+        fs = [np.asarray(faces[i]["face_embedding"], float) for i in m if faces[i]["face_embedding"] is not None]
+        if fs:
+            face[t] = np.mean(fs, axis=0)
+    labels, log = PL.face_refine(labels, face, frames)
+    counts = defaultdict(int)
+    for t, c in labels.items():
+        counts[c] += len(members[t])
+    main = PL.main_characters(dict(counts))
+    rank = {c: k for k, c in enumerate(main)}
+    out: list[Optional[int]] = [None] * len(dets)
+    for t, m in members.items():
+        if labels[t] in rank:
+            for i in m:
+                out[i] = rank[labels[t]]
+    info = {"tracklets": len(members), "reid_clusters": reid_clusters, "clusters": len(counts),
+            "main": len(main), "face_log": log, "threshold": threshold, "tracklet_ids": list(track_ids)}
+    return out, info
+
+
+def offline_context(frames: Sequence[np.ndarray], times: Sequence[float], seg: dict, boxes_by_sample: dict,
+                    own_boxes: dict) -> dict:
+    """Offline contextual recognition of one segment: action from motion, outfit and scene from colours."""
+    ks = seg["samples"]
+    crops = [c for c in (PL.crop(frames[k], own_boxes[k]) for k in ks) if c is not None]
+    return {"action": PL.describe_action([times[k] for k in ks], [own_boxes[k] for k in ks]),
+            "outfit": PL.describe_outfit(crops),
+            "scene": PL.describe_scene([frames[k] for k in ks], [boxes_by_sample.get(k, []) for k in ks])}
+
+
+def dumps(x: Any) -> str:
+    return json.dumps(x, sort_keys=True, default=float)
