@@ -1,30 +1,97 @@
-"""Decode each video once per step and serve every metric's frame sampling from that decode.
+"""Streamed video decoding: each video is decoded once per step, and only the frames metrics asked for are kept.
 
-VBench-style scripts re-decode a video for every dimension; here a ``Clip`` is decoded once and
-metrics ask it for frame indices. ``decode_count()`` lets benchmarks print decodes per shot.
+How to use it (new code)
+------------------------
+Open a ``VideoSource`` (this probes the container, it decodes nothing), state every frame need *before*
+decoding, then run the one decode pass::
+
+    from bench_assets.core.media import VideoSource, DecodeError
+
+    src = VideoSource(path)                       # DecodeError here names the file and the problem
+    grid = src.even(16)                           # 16 evenly spaced frames, gathered     -> grid.frames [16,H,W,3]
+    slow = src.at_fps(1.0, size=(640, 360))       # ~1 fps, resized once while converting -> slow.frames
+    some = src.take([0, 40, 80])                  # explicit indices
+    src.chunks(on_chunk, chunk=32, overlap=1)     # every frame (or `indices=`), pushed in consecutive chunks:
+                                                  #   on_chunk(indices: list[int], frames: np.ndarray [n,H,W,3])
+    src.run()                                     # ONE pass; afterwards grid.indices / grid.frames are filled
+
+A single consumer that walks consecutive frames can pull instead of push; the pull drives the same one pass
+and fills every gathered request along the way::
+
+    src = VideoSource(path); grid = src.even(8)
+    for idx, frames in src.iter_chunks(chunk=32, overlap=1):   # overlap=1: chunk k starts with chunk k-1's last
+        reduce_window(idx, frames)                              # frame, so pairwise metrics see every pair once
+    use(grid.frames)                                            # filled: the pass ran to the end
+
+Guarantees: one decode pass per ``VideoSource`` (``run`` twice raises); a frame is converted to RGB only when
+some request needs it, once per (frame, size) however many requests share it; the decoder stops after the last
+needed frame; chunk consumers never see more than ``chunk + overlap`` frames held by the source at a time, so
+memory is flat in video length. Counters (``counters()``) report passes, frames decoded, frames converted and
+frames needed, so scripts and tests can check "one pass, only what is needed".
+
+Indices are native frame indices (0-based, in decode order of presentation); ``n_frames`` comes from the
+container (or a demux-only packet count when the container does not say), ``fps`` from the stream's rate.
+
+The legacy whole-clip API still works while benchmarks migrate: ``ClipCache.get(path) -> Clip`` with
+``.frames`` (every frame, RGB uint8 [T,H,W,3]), ``.take``, ``.even``, ``.n_frames``, ``.fps``, ``.size``,
+``.sha256``; ``decode_video``; ``even_indices``; ``fps_indices``. ``ClipCache`` is bounded in bytes
+(``max_bytes``, default ``BENCH_CLIP_CACHE_BYTES`` or 1 GiB), not in clips. A ``Clip`` holds every frame: do
+not use it for long videos.
+
+Decoder: PyAV (FFmpeg bundled in its wheels), chosen on measurements in scripts/benchmark_scale.py
+(``--decoders``): it decodes without converting (OpenCV's ``grab`` can too), converts and resizes in one
+swscale call, reports the exact frame count, pixel format and container format (so an image renamed .mp4 is
+rejected), and its RGB output equals OpenCV's bit for bit. ``decoder_info()`` names it and its versions for
+the run manifest.
 """
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
-import cv2
 import numpy as np
 
+# Smallest frame side accepted: below this no metric (face, detection, flow) means anything.
+MIN_SIDE = 16
+DEFAULT_CHUNK = 32
+
 _lock = threading.Lock()
-_decodes = 0
+_counts = {"passes": 0, "frames_decoded": 0, "frames_converted": 0, "frames_needed": 0}
 
 
 def decode_count() -> int:
-    return _decodes
+    """Decode passes so far in this process (one per VideoSource.run / decode_video)."""
+    return _counts["passes"]
+
+
+def counters() -> dict:
+    """Snapshot of process-wide decode counters: passes, frames_decoded, frames_converted, frames_needed."""
+    with _lock:
+        return dict(_counts)
+
+
+def _add(**kw) -> None:
+    with _lock:
+        for k, v in kw.items():
+            _counts[k] += v
 
 
 class DecodeError(ValueError):
-    pass
+    """A video that cannot be used; the message names the file and what is wrong with it."""
+
+
+def decoder_info() -> dict:
+    """Which decoder this platform uses and its versions, for the run manifest."""
+    import av
+    libs = {k: ".".join(map(str, v)) for k, v in getattr(av, "library_versions", {}).items()}
+    return {"decoder": "pyav", "pyav": av.__version__,
+            "ffmpeg": getattr(av, "ffmpeg_version_info", None), "libavcodec": libs.get("libavcodec"),
+            "rgb_conversion": "swscale rgb24", "min_side": MIN_SIDE}
 
 
 def sha256_file(path: str | Path) -> str:
@@ -52,9 +119,260 @@ def fps_indices(n_frames: int, fps: float, target_fps: float) -> list[int]:
     return sorted({int(round(i * step)) for i in range(int((n_frames - 1) / step) + 1)})
 
 
+# ---------------------------------------------------------------------------------------------- streaming
+
+Size = Optional[tuple[int, int]]  # (W, H) to resize to while converting; None keeps the native size
+
+
+class Request:
+    """Frames one consumer needs from one VideoSource; gathered requests are filled by the pass."""
+
+    def __init__(self, src: "VideoSource", indices: Sequence[int], size: Size, name: str,
+                 on_chunk: Optional[Callable] = None, chunk: int = 0, overlap: int = 0):
+        self.source, self.size, self.name = src, size, name
+        self.indices = sorted(set(int(i) for i in indices))
+        self.on_chunk, self.chunk, self.overlap = on_chunk, chunk, overlap
+        self._frames: Optional[np.ndarray] = None
+        self._pos = {i: j for j, i in enumerate(self.indices)}
+        self._filled = 0
+
+    @property
+    def streamed(self) -> bool:
+        return self.chunk > 0
+
+    @property
+    def frames(self) -> np.ndarray:
+        """RGB uint8 [len(indices), H, W, 3] (gathered requests only, after the pass)."""
+        if self.streamed:
+            raise RuntimeError(f"{self.name}: a chunked request hands its frames to its consumer, it keeps none")
+        if not self.source.done:
+            raise RuntimeError(f"{self.name}: frames are available after {self.source.path}'s decode pass (run())")
+        if self._frames is None:  # nothing requested
+            w, h = self.size or self.source.size
+            return np.zeros((0, h, w, 3), np.uint8)
+        return self._frames
+
+    def _put(self, index: int, rgb: np.ndarray) -> None:
+        if self._frames is None:  # preallocated once: no list of frames then a stacked copy
+            self._frames = np.empty((len(self.indices), *rgb.shape), np.uint8)
+        self._frames[self._pos[index]] = rgb
+        self._filled += 1
+
+
+@dataclass
+class PassStats:
+    path: str
+    frames_decoded: int = 0
+    frames_converted: int = 0
+    frames_needed: int = 0
+    peak_chunk_frames: int = 0   # frames held at once in chunk buffers
+    gathered_frames: int = 0     # frames kept for gathered requests (their consumers asked for all of them)
+
+
+class VideoSource:
+    """One video: probed on open, every need stated, then decoded in exactly one pass (see module docstring)."""
+
+    def __init__(self, path: str | Path, min_side: int = MIN_SIDE):
+        self.path = str(path)
+        self._sha: Optional[str] = None
+        self._requests: list[Request] = []
+        self._started = False
+        self.done = False
+        self.stats = PassStats(self.path)
+        self.n_frames, self.fps, self.size, self.codec, self.container_format = _probe(Path(path), min_side)
+
+    # ------------------------------------------------------------------ stating needs
+    @property
+    def sha256(self) -> str:
+        if self._sha is None:
+            self._sha = sha256_file(self.path)
+        return self._sha
+
+    @property
+    def duration(self) -> float:
+        return self.n_frames / self.fps if self.fps > 0 else 0.0
+
+    def _add(self, req: Request) -> Request:
+        if self._started:
+            raise RuntimeError(f"{self.path}: state every frame need before the decode pass starts")
+        bad = [i for i in req.indices if i < 0 or i >= self.n_frames]
+        if bad:
+            raise DecodeError(f"{self.path}: frame {bad[0]} requested by {req.name} but the video has "
+                              f"{self.n_frames} frames")
+        self._requests.append(req)
+        return req
+
+    def take(self, indices: Iterable[int], size: Size = None, name: str = "take") -> Request:
+        return self._add(Request(self, list(indices), size, name))
+
+    def even(self, k: int, size: Size = None, name: str = "even") -> Request:
+        return self.take(even_indices(self.n_frames, k), size, name)
+
+    def at_fps(self, target_fps: float, size: Size = None, name: str = "at_fps") -> Request:
+        return self.take(fps_indices(self.n_frames, self.fps, target_fps), size, name)
+
+    def chunks(self, on_chunk: Callable[[list[int], np.ndarray], None], indices: Optional[Iterable[int]] = None,
+               chunk: int = DEFAULT_CHUNK, overlap: int = 0, size: Size = None, name: str = "chunks") -> Request:
+        """Push consecutive needed frames to ``on_chunk(indices, frames)`` in chunks of ``chunk`` new frames;
+        each chunk after the first starts with the previous chunk's last ``overlap`` frames."""
+        if chunk < 1 or overlap < 0:
+            raise ValueError(f"chunk must be >= 1 and overlap >= 0 (got {chunk}, {overlap})")
+        idx = range(self.n_frames) if indices is None else indices
+        return self._add(Request(self, list(idx), size, name, on_chunk=on_chunk, chunk=chunk, overlap=overlap))
+
+    # ------------------------------------------------------------------ the one pass
+    def run(self) -> PassStats:
+        """Decode once, handing every request its frames; returns the pass's counts."""
+        for _ in self._pass(None):
+            pass
+        return self.stats
+
+    def iter_chunks(self, indices: Optional[Iterable[int]] = None, chunk: int = DEFAULT_CHUNK, overlap: int = 0,
+                    size: Size = None, name: str = "iter_chunks") -> Iterator[tuple[list[int], np.ndarray]]:
+        """Pull form of ``chunks`` for one consumer; iterating it runs the pass (and fills other requests)."""
+        box: list = []
+        req = self.chunks(lambda i, f: box.append((i, f)), indices, chunk, overlap, size, name)
+        for _ in self._pass(req):
+            while box:
+                yield box.pop(0)
+        while box:
+            yield box.pop(0)
+
+    def _pass(self, pull: Optional[Request]) -> Iterator[None]:
+        if self._started:
+            raise RuntimeError(f"{self.path}: decode pass already run (one pass per VideoSource)")
+        self._started = True
+        reqs = [r for r in self._requests if r.indices]
+        need: dict[int, list[Request]] = {}
+        for r in reqs:
+            for i in r.indices:
+                need.setdefault(i, []).append(r)
+        self.stats.frames_needed = len({(i, r.size) for r in reqs for i in r.indices})
+        last = max(need) if need else -1
+        buffers = {id(r): ([], []) for r in reqs if r.streamed}  # (indices, frames) pending per chunk request
+        carried = {id(r): 0 for r in reqs if r.streamed}
+        _add(passes=1, frames_needed=self.stats.frames_needed)
+
+        def flush(r: Request, final: bool) -> None:
+            idx, frs = buffers[id(r)]
+            fresh = len(idx) - carried[id(r)]
+            if fresh <= 0 or (fresh < r.chunk and not final):
+                return
+            r.on_chunk(list(idx), np.stack(frs))
+            keep = min(r.overlap, len(idx))
+            buffers[id(r)] = (idx[len(idx) - keep:], frs[len(frs) - keep:])
+            carried[id(r)] = keep
+
+        decoded = 0
+        if last >= 0:
+            import av
+            try:
+                container = av.open(self.path)
+            except Exception as e:  # probed fine a moment ago: changed or unreadable now
+                raise DecodeError(f"{self.path}: cannot be opened as a video ({e})") from e
+            try:
+                stream = container.streams.video[0]
+                stream.thread_type = "AUTO"  # frame + slice threads inside FFmpeg; the GIL is released
+                frames_iter = container.decode(stream)
+                while decoded <= last:
+                    try:
+                        frame = next(frames_iter)
+                    except StopIteration:
+                        break
+                    except Exception as e:
+                        raise DecodeError(f"{self.path}: decoding failed at frame {decoded} ({e})") from e
+                    i = decoded
+                    decoded += 1
+                    users = need.get(i)
+                    if not users:
+                        continue
+                    converted: dict = {}
+                    for r in users:
+                        rgb = converted.get(r.size)
+                        if rgb is None:
+                            rgb = converted[r.size] = _to_rgb(frame, r.size)
+                        if r.streamed:
+                            buffers[id(r)][0].append(i)
+                            buffers[id(r)][1].append(rgb)
+                            self.stats.peak_chunk_frames = max(self.stats.peak_chunk_frames,
+                                                               sum(len(b[0]) for b in buffers.values()))
+                            flush(r, final=False)
+                        else:
+                            r._put(i, rgb)
+                    self.stats.frames_converted += len(converted)
+                    _add(frames_converted=len(converted))
+                    if pull is not None:  # let the pulling consumer take the chunk just handed out
+                        yield None
+            finally:
+                container.close()
+        self.stats.frames_decoded = decoded
+        _add(frames_decoded=decoded)
+        missing = [i for i in need if i >= decoded]
+        if missing:
+            raise DecodeError(f"{self.path}: the stream ended after {decoded} frames but frame {min(missing)} was "
+                              f"needed (the container declares {self.n_frames}); the file is truncated or corrupt")
+        for r in reqs:
+            if r.streamed:
+                flush(r, final=True)
+        self.stats.gathered_frames = sum(len(r.indices) for r in reqs if not r.streamed)
+        self.done = True
+        yield None
+
+
+def _to_rgb(frame, size: Size) -> np.ndarray:
+    if size is None:
+        return frame.to_ndarray(format="rgb24")
+    w, h = size
+    return frame.to_ndarray(format="rgb24", width=int(w), height=int(h), interpolation="AREA")
+
+
+_IMAGE_FORMATS = {"image2", "image2pipe", "apng"}
+
+
+def _probe(p: Path, min_side: int) -> tuple[int, float, tuple[int, int], str, str]:
+    """(n_frames, fps, (W, H), codec, container format) without decoding; DecodeError when unusable."""
+    import av
+    if not p.exists():
+        raise DecodeError(f"{p}: file not found")
+    if p.is_dir():
+        raise DecodeError(f"{p}: is a directory, not a video file")
+    if p.stat().st_size == 0:
+        raise DecodeError(f"{p}: empty file (0 bytes)")
+    try:
+        container = av.open(str(p))
+    except Exception as e:
+        raise DecodeError(f"{p}: cannot be opened as a video ({e})") from e
+    try:
+        fmt = container.format.name
+        if fmt in _IMAGE_FORMATS or fmt.endswith("_pipe"):
+            raise DecodeError(f"{p}: is a still image (format {fmt}), not a video")
+        if not container.streams.video:
+            raise DecodeError(f"{p}: has no video stream (format {fmt})")
+        s = container.streams.video[0]
+        w, h = int(s.codec_context.width or 0), int(s.codec_context.height or 0)
+        if w < min_side or h < min_side:
+            raise DecodeError(f"{p}: frame size {w}x{h} is below the minimum {min_side}x{min_side}")
+        rate = s.average_rate or s.guessed_rate or s.base_rate
+        fps = float(rate) if rate else 0.0
+        n = int(s.frames or 0)
+        if n <= 0:  # the container does not say (mkv, webm, avi without index): count packets, no decode
+            n = sum(1 for pkt in container.demux(s) if pkt.size)
+        if n <= 0:
+            raise DecodeError(f"{p}: has zero frames")
+        return n, fps, (w, h), s.codec_context.name, fmt
+    except DecodeError:
+        raise
+    except Exception as e:
+        raise DecodeError(f"{p}: cannot be read as a video ({e})") from e
+    finally:
+        container.close()
+
+
+# ---------------------------------------------------------------------------------------------- legacy whole clip
+
 @dataclass
 class Clip:
-    """All frames of one video, RGB uint8 [T,H,W,3], decoded once."""
+    """All frames of one video, RGB uint8 [T,H,W,3], decoded once (legacy: holds every frame)."""
 
     path: str
     sha256: str
@@ -69,6 +387,10 @@ class Clip:
     def size(self) -> tuple[int, int]:
         return int(self.frames.shape[2]), int(self.frames.shape[1])  # (W, H)
 
+    @property
+    def nbytes(self) -> int:
+        return int(self.frames.nbytes)
+
     def take(self, indices: list[int]) -> np.ndarray:
         return self.frames[indices]
 
@@ -78,41 +400,37 @@ class Clip:
 
 
 def decode_video(path: str | Path) -> Clip:
-    """Decode every frame; raises DecodeError naming the file when it cannot be read."""
-    global _decodes
-    p = Path(path)
-    if not p.is_file():
-        raise DecodeError(f"{p}: file not found")
-    cap = cv2.VideoCapture(str(p))
-    try:
-        if not cap.isOpened():
-            raise DecodeError(f"{p}: cannot be opened as a video")
-        fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0)
-        frames = []
-        while True:
-            ok, bgr = cap.read()
-            if not ok:
-                break
-            frames.append(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
-    finally:
-        cap.release()
-    if not frames:
-        raise DecodeError(f"{p}: no decodable frame")
-    with _lock:
-        _decodes += 1
-    return Clip(str(p), sha256_file(p), fps, np.stack(frames))
+    """Decode every frame in one pass; raises DecodeError naming the file when it cannot be used."""
+    src = VideoSource(path)
+    req = src.take(range(src.n_frames), name="decode_video")
+    src.run()
+    return Clip(src.path, src.sha256, src.fps, req.frames)
+
+
+def _default_max_bytes() -> int:
+    return int(os.environ.get("BENCH_CLIP_CACHE_BYTES", str(1 << 30)))
 
 
 class ClipCache:
-    """Per-step LRU of decoded clips keyed by (path, size, mtime): one decode serves all metrics."""
+    """Per-step LRU of decoded clips keyed by (path, size, mtime), bounded in bytes of frames held.
 
-    def __init__(self, max_clips: int = 64) -> None:
-        self._max = max_clips
+    ``max_clips`` is accepted for callers written before the byte bound (it caps the count as well). A clip
+    larger than ``max_bytes`` is returned but not kept.
+    """
+
+    def __init__(self, max_clips: Optional[int] = None, max_bytes: Optional[int] = None) -> None:
+        self._max_clips = max_clips
+        self.max_bytes = _default_max_bytes() if max_bytes is None else int(max_bytes)
         self._clips: "OrderedDict[tuple, Clip]" = OrderedDict()
         self._lock = threading.Lock()
+        self.bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._clips)
 
     def get(self, path: str | Path) -> Clip:
-        st = Path(path).stat() if Path(path).exists() else None
+        p = Path(path)
+        st = p.stat() if p.is_file() else None
         key = (str(path), st.st_size if st else None, st.st_mtime_ns if st else None)
         with self._lock:
             if key in self._clips:
@@ -120,7 +438,11 @@ class ClipCache:
                 return self._clips[key]
         clip = decode_video(path)
         with self._lock:
-            self._clips[key] = clip
-            while len(self._clips) > self._max:
-                self._clips.popitem(last=False)
+            if clip.nbytes <= self.max_bytes and key not in self._clips:
+                self._clips[key] = clip
+                self.bytes += clip.nbytes
+                while self._clips and (self.bytes > self.max_bytes
+                                       or (self._max_clips is not None and len(self._clips) > self._max_clips)):
+                    _, old = self._clips.popitem(last=False)
+                    self.bytes -= old.nbytes
         return clip
