@@ -340,6 +340,8 @@ def _probe(p: Path, min_side: int) -> tuple[int, float, tuple[int, int], str, st
         raise DecodeError(f"{p}: empty file (0 bytes)")
     try:
         container = av.open(str(p))
+    except av.error.EOFError as e:  # a header and nothing after it (a writer that never got a frame)
+        raise DecodeError(f"{p}: ends before any frame (zero frames, or a truncated container)") from e
     except Exception as e:
         raise DecodeError(f"{p}: cannot be opened as a video ({e})") from e
     try:
