@@ -628,7 +628,7 @@ def leaderboard_table(answers: pd.DataFrame, qas: pd.DataFrame, answerers: list[
     for r in M.random_baseline(qas):
         rows.append({"answerer": "random", **r})
     df = pd.DataFrame(rows, columns=["answerer", "mode", "metric_id", "value", "n_eval", "n_failed", "n_skipped",
-                                     "reason"])
+                                     "reason", "value_failed_wrong"])
     df.insert(0, "generator", df["answerer"])  # answerers are this benchmark's generators (the CLI pivots on it)
     return df
 
@@ -652,7 +652,8 @@ def narrativetrack_leaderboard(context: AssetExecutionContext, store: Store, pat
     quality = store.query("SELECT * FROM narrativetrack_pipeline_quality") if \
         "narrativetrack_pipeline_quality" in tables else pd.DataFrame()
     man = manifest(models, judge)
-    head = board[(board["metric_id"] == "accuracy.avg")][["answerer", "mode", "value", "n_eval", "reason"]]
+    head = board[(board["metric_id"] == "accuracy.avg")][["answerer", "mode", "value", "value_failed_wrong", "n_eval",
+                                                          "n_failed", "reason"]]
     return Output(board, metadata={
         "avg": MetadataValue.md(head.to_markdown(index=False)),
         "pipeline_quality": MetadataValue.md(quality[["video_id", "metric_id", "value"]].to_markdown(index=False))

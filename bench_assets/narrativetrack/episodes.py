@@ -212,7 +212,7 @@ def narrativetrack_episode_report(context: AssetExecutionContext, store: Store) 
     for r in M.random_baseline(qas):
         rows.append({"generator": "random", "answerer": "random", **r})
     df = pd.DataFrame(rows, columns=["generator", "answerer", "mode", "metric_id", "value", "n_eval", "n_failed",
-                                     "n_skipped", "reason"])
+                                     "n_skipped", "reason", "value_failed_wrong"])
     head = df[(df["metric_id"] == "accuracy.avg") & (df["mode"] != "lenient")]
     return Output(df, metadata={"recovery": MetadataValue.md(head.drop(columns=["metric_id"]).to_markdown(index=False))})
 

@@ -1,6 +1,7 @@
 """Accuracy tables (pure pandas): per (dimension x format) cell, the micro-average over all items (the paper's
 "Avg."), slices by direction, track type and distractor type; strict and lenient never mixed; the random baseline.
-An unanswered item (answerer unreachable, judge skipped or failed) is n_skipped / n_failed, never wrong."""
+Two denominators, both reported: ``value`` over answered items (failed answers excluded) and
+``value_failed_wrong`` with failed answers counted wrong; items skipped (no answerer reachable) are in neither."""
 from __future__ import annotations
 
 from typing import Optional
@@ -28,6 +29,14 @@ def accuracy(correct: pd.Series, status: pd.Series, metric_id: str, reason_if_no
                         reason_if_none if (n_failed or n_skipped) else None)
 
 
+def failed_as_wrong(correct: pd.Series, status: pd.Series) -> Optional[float]:
+    """The other denominator: % correct over answered + failed items (a failed answer counted wrong; items skipped
+    because no answerer was reachable stay out). None when neither kind exists."""
+    ok, failed = status == "ok", status == "failed"
+    n = int(ok.sum() + failed.sum())
+    return 100.0 * float(correct[ok].astype(bool).sum()) / n if n else None
+
+
 def _slices(df: pd.DataFrame):
     yield "avg", df
     for (d, f), g in df.groupby(["dimension", "format"], sort=True):
@@ -38,7 +47,9 @@ def _slices(df: pd.DataFrame):
 
 
 def accuracy_table(answers: pd.DataFrame, reason: Optional[str] = None) -> list[dict]:
-    """Rows {mode, metric_id (accuracy.<cell>), value (%), n_eval, n_failed, n_skipped, reason} for one answerer.
+    """Rows {mode, metric_id (accuracy.<cell>), value (%), n_eval, n_failed, n_skipped, reason, value_failed_wrong}
+    for one answerer: ``value`` leaves failed answers out of the denominator, ``value_failed_wrong`` counts them
+    wrong; both beside n_failed (a failing answerer must not look better than one that answers everything).
     ``answers`` columns: dimension, format, direction, track_type, distractor, status, strict, lenient, reason."""
     rows = []
     for mode in MODES:
@@ -48,7 +59,7 @@ def accuracy_table(answers: pd.DataFrame, reason: Optional[str] = None) -> list[
                 parts += sorted(set(g.loc[g["status"] != "ok", "reason"].dropna().astype(str)))
             why = "; ".join(parts)[:500] or None
             rec = accuracy(g[mode], g["status"], f"accuracy.{name}", why)
-            rows.append({"mode": mode, **rec.as_row()})
+            rows.append({"mode": mode, **rec.as_row(), "value_failed_wrong": failed_as_wrong(g[mode], g["status"])})
     return rows
 
 
@@ -63,5 +74,6 @@ def random_baseline(qas: pd.DataFrame) -> list[dict]:
             rows.append({"mode": mode, "metric_id": f"accuracy.{name}",
                          "value": float(g["_chance"].mean()) if len(g) else None, "n_eval": int(len(g)),
                          "n_failed": 0, "n_skipped": 0, "reason": "random baseline (expected accuracy of "
-                                                                   "uniform guessing)" if len(g) else "no item"})
+                                                                   "uniform guessing)" if len(g) else "no item",
+                         "value_failed_wrong": float(g["_chance"].mean()) if len(g) else None})
     return rows

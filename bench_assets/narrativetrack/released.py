@@ -84,7 +84,7 @@ def narrativetrack_released_leaderboard(context: AssetExecutionContext, narrativ
     if len(narrativetrack_released_qa):
         rows += [{"generator": "random", **r} for r in M.random_baseline(narrativetrack_released_qa)]
     df = pd.DataFrame(rows, columns=["generator", "mode", "metric_id", "value", "n_eval", "n_failed", "n_skipped",
-                                     "reason"])
+                                     "reason", "value_failed_wrong"])
     avg = df[df["metric_id"] == "accuracy.avg"]
     return Output(df, metadata={"avg": MetadataValue.md(avg.to_markdown(index=False)) if len(avg) else
                                 "no released QA", "qa": json.dumps(len(narrativetrack_released_qa))})

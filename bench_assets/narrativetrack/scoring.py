@@ -10,6 +10,20 @@ from bench_resources.judge import extract_json
 
 _LETTER = re.compile(r"^\(?\s*([a-d])\s*\)?\s*[.):]?$")
 _WRAP = " \t\n\r\"'`*."
+# "a" followed by a word other than these is the article ("A man first does (c)"), never option (a)
+_LIST_WORDS = ("then", "and", "followed", "first", "last", "next", "finally", "before", "after", "is", "was", "comes")
+_ARTICLE = re.compile(r"\s+(?!(?:" + "|".join(_LIST_WORDS) + r")\b)[a-z]{2}")
+
+
+def _letters(pattern: str, text: str) -> list[str]:
+    """Letters matched by ``pattern`` (its groups), leaving out an "a" that is an article."""
+    out = []
+    for m in re.finditer(pattern, text):
+        x = next(g for g in m.groups() if g)
+        if x == "a" and not text[m.end() - 1:m.end()] == ")" and _ARTICLE.match(text, m.end()):
+            continue
+        out.append(x)
+    return out
 
 
 def unwrap(raw) -> str:
@@ -66,9 +80,9 @@ def lenient_parse(raw, fmt: str, options: Optional[dict] = None) -> Optional[str
         words = set(re.findall(r"\b(yes|no)\b", text))
         return words.pop() if len(words) == 1 else None
     if fmt == "mc":
-        found = re.findall(r"\(([a-d])\)|\boption\s+([a-d])\b|\banswer(?: is)?:?\s+\(?([a-d])\b|^([a-d])\b[.):,]",
-                           text)
-        letters = {next(x for x in f if x) for f in found}
+        # a bare letter counts only where it cannot be the article "a" ("A man ...", "the answer is a man")
+        letters = set(_letters(r"\(([a-d])\)|\boption\s+([a-d])\b|\banswer(?: is)?:?\s+\(?([a-d])\b|^([a-d])\b[.):,]",
+                               text))
         if len(letters) == 1:
             return letters.pop()
         if options:
@@ -77,10 +91,13 @@ def lenient_parse(raw, fmt: str, options: Optional[dict] = None) -> Optional[str
                 return hits[0]
         return None
     if fmt == "ordering":
-        seq = re.findall(r"\(([a-c])\)|\b([a-c])\b", text)
+        # parenthesised letters when the answer uses them; else bare letters standing as list items, never the
+        # article "a" of "A man first does (c)..."
+        seq = re.findall(r"\(([a-c])\)", text)
+        if len(set(seq)) < 3:
+            seq = _letters(r"(?<![\w'])([a-c])(?![\w'])", text)
         letters = []
-        for f in seq:
-            x = f[0] or f[1]
+        for x in seq:
             if x not in letters:
                 letters.append(x)
         if sorted(letters) == ["a", "b", "c"]:
