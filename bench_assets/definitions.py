@@ -53,6 +53,7 @@ defs = Definitions(
     schedules=list(SCHEDULES.values()),
     jobs=list(JOBS.values()),
     resources=build_resources(),
-    # BENCH_EXECUTOR=celery|k8s runs steps on Dagster's distributed engines (deploy/, docs/deployment.md)
-    **({"executor": ex} if (ex := executor_from_env()) is not None else {}),
+    # Launched runs execute in one process by default, so models load once per run as in `bench evaluate`;
+    # BENCH_EXECUTOR=multiprocess|celery|k8s picks Dagster's other engines (core/deploy.py, docs/deployment.md)
+    executor=executor_from_env(),
 )
