@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 
 from bench_assets.core.report import render_report
-from bench_assets.entitybench.audit import audit_filename, render_audit
+from bench_assets.core.audit import audit_filename, render_audit
 
 METRIC_TABLES = ("vistorybench_scores", "vistorybench_alignment", "vistorybench_inception_score")
 
@@ -31,7 +31,7 @@ def write_report(store, manifest: dict[str, Any], out: Path) -> tuple[Path, int]
     union = " UNION ALL ".join(
         f"SELECT generator, item, level, metric_id, shot, entity_id, value, n_eval, n_failed, n_skipped, reason, "
         f"crop_id, frame_index, source_sha256, detail FROM {t}" for t in METRIC_TABLES if t in tables)
-    rows = store.query(union) if union else pd.DataFrame()
+    rows = store.query(union) if union else pd.DataFrame(columns=["generator", "item", "level", "metric_id"])
     audit_dir = Path(out).parent / "vistorybench_audit"
     pages = 0
     for cell in board.to_dict("records"):
@@ -41,7 +41,8 @@ def write_report(store, manifest: dict[str, Any], out: Path) -> tuple[Path, int]
         items["tier"] = ["lite" if str(i) in _lite() else "full" for i in items["item"]]
         render_audit(metric_id=mid, generator=gen, headline=cell, episodes=items,
                      instances=mine[mine["level"] != "item"], artifact_path=store.artifact_path, out_dir=audit_dir,
-                     back="../vistorybench.html", item_label="story")
+                     back="../vistorybench.html", item_label="story", benchmark="ViStoryBench",
+                     extra_columns=("tier",))
         pages += 1
     path = render_report(benchmark="vistorybench", board=board, manifest=manifest, out_path=out,
                          audit_link=lambda m, g: f"vistorybench_audit/{audit_filename(m, g)}")
