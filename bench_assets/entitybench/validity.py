@@ -1,0 +1,106 @@
+"""EntityBench validity cases on real footage (``bench validate --benchmark entitybench``).
+
+Episodes are cut from package-shipped clips with hand-checked ground truth (``data/footage/*.yaml``): a real man
+talking (carphone), a man in a suit cycling (bikes, shot 2), a helmeted cyclist (bikes, shot 3) and an animated
+rabbit (bigbuckbunny). Each is split into consecutive shots of the same person, so the reference generator is
+consistent by construction; each perturbation is applied to every episode.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bench_assets.core import footage as F
+from bench_assets.core import validity as V
+
+BENCH = "entitybench"
+REFERENCE = "reference"
+
+# (episode id, clip, native [start, end) split into shots, output size (W, H), entity type, description)
+EPISODES = [
+    ("vcarphone", "carphone_pristine.mp4", [(0, 40), (40, 80), (80, 120)], (352, 288),
+     "a young man with short brown hair in a dark suit, white shirt and red bow tie"),
+    ("vsuit", "bikes.mp4", [(30, 38), (38, 46)], (640, 272),
+     "a man in a dark suit and tie riding a bicycle"),
+    ("vcyclist", "bikes.mp4", [(106, 121), (121, 137)], (640, 272),
+     "a cyclist in a black helmet and dark jersey"),
+    ("vrabbit", "bigbuckbunny.mp4", [(0, 44), (44, 88), (88, 132)], (640, 360),
+     "a large grey cartoon rabbit with long ears"),
+]
+# whose footage replaces shot 2 in the identity swap (another person, or another character for the rabbit)
+DONOR = {"vcarphone": ("bikes.mp4", 30, 46), "vsuit": ("carphone_pristine.mp4", 0, 40),
+         "vcyclist": ("carphone_pristine.mp4", 40, 80), "vrabbit": ("carphone_pristine.mp4", 80, 120)}
+
+IDENTITY = ["cs_face", "cs_face_identity"]
+CASES = [
+    V.Case("identity_swap", "identity swap (shot 2 is another person)", "p_identity_swap",
+           [V.Expect(m, -1, 0.10) for m in IDENTITY]),
+    V.Case("shot_duplication", "shot 2 is a copy of shot 1", "p_shot_duplication",
+           [V.Expect(m, +1, 0.02) for m in IDENTITY]),
+    V.Case("frozen", "every shot frozen on its first frame", "p_frozen",
+           [V.Expect("dynamic_degree", -1, 0.5), V.Expect("motion_smoothness", +1, 0.005)]),
+    V.Case("shuffle", "frames of every shot shuffled", "p_shuffle",
+           [V.Expect("motion_smoothness", -1, 0.02), V.Expect("temporal_flickering", -1, 0.02),
+            V.Expect("subject_consistency", -1, 0.02)]),
+    V.Case("flicker", "alternate frames +-35 % brightness", "p_flicker",
+           [V.Expect("temporal_flickering", -1, 0.02)]),
+    V.Case("blur", "Gaussian blur sigma 4", "p_blur", [V.Expect("imaging_quality", -1, 5.0)]),
+    V.Case("compression", "JPEG quality 4 per frame", "p_compression", [V.Expect("imaging_quality", -1, 5.0)]),
+    V.Case("colour_shift", "hue +90 degrees, saturation x1.4", "p_colour_shift",
+           [V.Expect("cs_face_identity", 0, 0.15)]),
+]
+
+
+def episode_json(eid: str, description: str, n_shots: int) -> dict:
+    return {
+        "episode_id": eid, "title": f"Validity episode {eid} (real footage)", "summary": "cut from a real clip",
+        "entities": [{"id": "c1", "type": "character", "name": "the Person", "description": description}],
+        "shots": [{"index": i, "cut": True, "entities": ["c1"], "action": "the Person moves."}
+                  for i in range(1, n_shots + 1)],
+    }
+
+
+def _shots(clip: str, spans, size) -> list[np.ndarray]:
+    path = F.footage_path(clip)
+    return [V.read_segment(path, a, b, size) for a, b in spans]
+
+
+def variants(eid: str, shots: list[np.ndarray]) -> dict[str, list[np.ndarray]]:
+    """Pure: the reference shots and every perturbed generator's shots for one episode."""
+    clip, a, b = DONOR[eid]
+    donor = V.read_segment(F.footage_path(clip), a, b)
+    out = {REFERENCE: shots,
+           "p_identity_swap": V.identity_swap(shots, 1, donor),
+           "p_shot_duplication": V.duplicate_shot(shots, 0, 1)}
+    for name, fn in V.PERTURBATIONS.items():
+        out[f"p_{name}"] = [fn(s) for s in shots]
+    return out
+
+
+def build_suite(work_dir: Path) -> V.Suite:
+    data, gens = Path(work_dir) / "data", Path(work_dir) / "generators"
+    (data / BENCH / "episodes").mkdir(parents=True, exist_ok=True)
+    names = [REFERENCE] + [c.generator for c in CASES]
+    for n in names:
+        V.write_generator_yaml(gens / n, n, BENCH, f"validity generator {n}")
+    for eid, clip, spans, size, desc in EPISODES:
+        fps = float(F.ground_truth(clip)["fps"])
+        (data / BENCH / "episodes" / f"{eid}.json").write_text(json.dumps(episode_json(eid, desc, len(spans)),
+                                                                        indent=2))
+        for gname, shots in variants(eid, _shots(clip, spans, size)).items():
+            for i, frames in enumerate(shots, 1):
+                V.write_video(frames, gens / gname / eid / f"shot_{i:02d}.mp4", fps)
+    return V.Suite(BENCH, data, gens, REFERENCE, CASES, unit_values=unit_values)
+
+
+_UNIT_KEYS = ("episode_id", "episode", "shot", "shot_index", "entity_id", "entity", "shot_a", "shot_b", "pair")
+_LEVELS = {"pair": 0, "entity": 1, "shot": 2, "episode": 3}
+
+
+def unit_values(store) -> pd.DataFrame:
+    """Per-unit values (a shot for Pillar 1, an entity or pair for consistency) from the generator tables."""
+    return V.table_unit_values(store, ("entitybench_pillar1", "entitybench_presence_consistency"), _UNIT_KEYS,
+                               _LEVELS)

@@ -1,0 +1,122 @@
+"""The validity suite's pieces: perturbation builders, effect-size math and verdicts, rows with reasons, footage."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench_assets.core import footage as F
+from bench_assets.core import validity as V
+
+
+def _clip(t=12, h=48, w=64, seed=0):
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 255, (h, w, 3), dtype=np.uint8)
+    # a textured square moving right: real motion, so order and freezing are visible
+    frames = []
+    for i in range(t):
+        f = (base // 2).copy()
+        f[10:30, 4 + 3 * i:24 + 3 * i] = 230
+        frames.append(f)
+    return np.stack(frames)
+
+
+def test_cohens_d_by_hand():
+    assert V.cohens_d([4, 5, 6], [1, 2, 3]) == pytest.approx(3.0)
+    assert V.cohens_d([1, 2, 3], [4, 5, 6]) == pytest.approx(-3.0)
+    assert V.cohens_d([2, 2], [2, 2]) == 0.0
+    assert V.cohens_d([3, 3], [2, 2]) == math.inf
+
+
+def test_bootstrap_interval_contains_the_estimate_and_is_ordered():
+    rng = np.random.default_rng(1)
+    r = rng.normal(0, 1, 30)
+    p = r - 1.5 + rng.normal(0, 0.3, 30)
+    d = V.cohens_d(p, r)
+    lo, hi = V.bootstrap_d(p, r, paired=True, resamples=500)
+    assert lo <= d <= hi and hi < 0
+
+
+def test_verdicts_need_the_right_direction_and_a_large_enough_effect():
+    ref = [0.9, 0.92, 0.91, 0.93]
+    assert V.judge_expectation(V.Expect("m", -1), ref, [0.5, 0.52, 0.49, 0.55], True)["passed"]
+    assert not V.judge_expectation(V.Expect("m", +1), ref, [0.5, 0.52, 0.49, 0.55], True)["passed"]
+    # a tiny move in the right direction with large spread fails without a margin, passes with one it meets
+    noisy_ref, noisy_p = [0.2, 0.9, 0.5, 0.7], [0.15, 0.85, 0.45, 0.65]
+    assert not V.judge_expectation(V.Expect("m", -1), noisy_ref, noisy_p, False)["passed"]
+    assert V.judge_expectation(V.Expect("m", -1, 0.04), noisy_ref, noisy_p, False)["passed"]
+    # invariance: passes inside the tolerance only
+    assert V.judge_expectation(V.Expect("m", 0, 0.1), ref, [0.88, 0.9, 0.9, 0.92], True)["passed"]
+    assert not V.judge_expectation(V.Expect("m", 0, 0.1), ref, [0.5, 0.5, 0.5, 0.5], True)["passed"]
+
+
+def test_rows_pair_units_and_list_metrics_that_cannot_run_with_their_reason():
+    suite = V.Suite("b", None, None, "ref", [V.Case("c", "p", "gen_p", [V.Expect("m1", -1), V.Expect("m2", -1)])])
+    values = pd.DataFrame([
+        {"generator": g, "unit": u, "metric_id": "m1", "value": v, "reason": None}
+        for g, vals in (("ref", [0.9, 0.8, 0.85]), ("gen_p", [0.3, 0.2, 0.25])) for u, v in zip("abc", vals)
+    ] + [{"generator": g, "unit": "a", "metric_id": "m2", "value": None, "reason": "judge off"}
+         for g in ("ref", "gen_p")])
+    rows = V.validity_rows(suite, values).set_index("metric_id")
+    assert rows.loc["m1", "passed"] and rows.loc["m1", "n_units"] == 3
+    assert rows.loc["m1", "difference"] == pytest.approx(-0.6)
+    assert rows.loc["m2", "passed"] is None and "judge off" in rows.loc["m2", "reason"]
+    text = V.format_table(rows.reset_index())
+    assert "PASS" in text and "cannot run" in text and "1 pass, 0 fail, 1 cannot run" in text
+
+
+def test_perturbations_do_what_they_say():
+    x = _clip()
+    fz = V.freeze(x)
+    assert fz.shape == x.shape and all((f == x[0]).all() for f in fz)
+    sh = V.shuffle(x, seed=3)
+    assert sorted(map(bytes, sh)) == sorted(map(bytes, x)) and not (sh == x).all()
+    fl = V.flicker(x).reshape(len(x), -1).mean(1)
+    assert (fl[0::2][:5] > fl[1::2][:5] + 20).all()
+    lap = lambda a: np.mean([np.var(np.diff(f.astype(float), 2, axis=1)) for f in a])  # noqa: E731
+    assert lap(V.blur(x)) < 0.2 * lap(x)
+    assert np.abs(V.compress(x).astype(int) - x).mean() > 5
+    cs = V.colour_shift(x)
+    assert cs.shape == x.shape and np.abs(cs.astype(int) - x).mean() > 10
+
+
+def test_identity_swap_and_duplication_replace_one_shot_at_its_size():
+    shots = [_clip(10, seed=0), _clip(8, seed=1), _clip(6, seed=2)]
+    donor = _clip(20, 96, 128, seed=9)
+    sw = V.identity_swap(shots, 1, donor)
+    assert sw[0] is shots[0] and sw[2] is shots[2]
+    assert sw[1].shape == shots[1].shape and not (sw[1] == shots[1]).all()
+    du = V.duplicate_shot(shots, 0, 2)
+    assert du[2].shape == shots[2].shape and (du[2][0] == shots[0][0]).all()
+
+
+def test_written_videos_read_back(tmp_path):
+    x = _clip(9)
+    p = V.write_video(x, tmp_path / "g" / "s.mp4", 10)
+    back = V.read_segment(p, 2, 7)
+    assert back.shape == (5, *x.shape[1:])
+    # a lossy codec on noise, but each frame read back is closest to the frame written there
+    for j, f in enumerate(back):
+        assert int(np.argmin([np.abs(f.astype(int) - y).mean() for y in x])) == j + 2
+
+
+def test_footage_cache_refuses_missing_and_tampered_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("BENCH_FOOTAGE_DIR", str(tmp_path))
+    with pytest.raises(F.FootageMissing, match="fetch_footage.py"):
+        F.footage_path("bikes.mp4")
+    (tmp_path / "bikes.mp4").write_bytes(b"not the clip")
+    with pytest.raises(F.FootageMissing, match="sha256"):
+        F.footage_path("bikes.mp4")
+    with pytest.raises(KeyError):
+        F.footage_path("nope.mp4")
+
+
+def test_bikes_ground_truth_cuts_are_the_clip_cuts():
+    """The hand-written cuts agree with the footage: the five largest frame changes are exactly there."""
+    p = F.require_footage("bikes.mp4")["bikes.mp4"]
+    gt = F.ground_truth("bikes.mp4")
+    frames = V.read_segment(p, 0, gt["frames"], (64, 32)).astype(float).mean(-1)
+    diffs = np.abs(np.diff(frames, axis=0)).mean((1, 2))
+    top = sorted(int(i) + 1 for i in np.argsort(diffs)[-len(gt["cuts"]):])
+    assert top == gt["cuts"]
+    assert [s["start"] for s in gt["shots"][1:]] == gt["cuts"]
