@@ -9,7 +9,9 @@ anthropic SDK. Reusable by any test that needs a judge:
         assert len(srv.requests) == 2
 
 Each step of the script (or the return value of ``responder(body)`` once the script is spent) is a dict
-``{"status": int, "body": dict | str, "headers": {...}, "sleep": seconds}``; the helpers below build them.
+``{"status": int, "body": dict | str, "headers": {...}, "sleep": seconds, "content_type": str, "drip": seconds}``;
+the helpers below build them. A ``str`` body is sent verbatim (truncated JSON, HTML, anything); ``drip`` sends the
+whole response, status line and headers included, one byte every ``drip`` seconds; ``hang`` never answers.
 With neither script nor responder left, the server answers 500 "script exhausted".
 Every request is recorded in ``requests`` as ``{"path", "headers" (lower-case names), "body" (parsed JSON)}``;
 ``max_in_flight`` is the largest number of requests handled at the same time.
@@ -74,13 +76,43 @@ def server_error(status: int = 500) -> Step:
     return error(status)
 
 
+def raw_body(text: str, status: int = 200, content_type: str = "application/json") -> Step:
+    """A body sent byte for byte as given: truncated JSON, an HTML page, a bare JSON string, nothing."""
+    return {"status": status, "body": text, "content_type": content_type}
+
+
+def html_page(status: int = 200) -> Step:
+    return raw_body("<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1>"
+                    "</body></html>", status, "text/html; charset=utf-8")
+
+
+def truncated(step: Step, keep: float = 0.6) -> Step:
+    """``step``'s JSON body cut after ``keep`` of its characters (a proxy that dropped the rest)."""
+    text = json.dumps(step["body"])
+    return raw_body(text[:max(1, int(len(text) * keep))], step.get("status", 200))
+
+
+def drip(seconds_per_byte: float, then: Step) -> Step:
+    """``then``, sent one byte every ``seconds_per_byte`` (each read succeeds: only a whole-request bound stops it)."""
+    return {**then, "drip": seconds_per_byte}
+
+
+def hang(seconds: float = 3600.0) -> Step:
+    """Accept the request and never answer (for as long as the test lasts)."""
+    return {"status": 500, "body": {}, "sleep": seconds}
+
+
 def slow(seconds: float, then: Step) -> Step:
     """``then``, after sleeping ``seconds`` (longer than the client timeout: the client gives up first)."""
     return {**then, "sleep": seconds}
 
 
-class FakeAnthropic:
-    """Answers from a scripted queue, then from ``responder(body)``; records requests and concurrency."""
+class FakeServer:
+    """Answers from a scripted queue, then from ``responder(body)``; records requests and concurrency. Requests to
+    paths other than ``PATH`` get a 404."""
+
+    PATH = "/v1/messages"
+    NAME = "fake-anthropic"
 
     def __init__(self, script: Optional[list[Step]] = None, responder: Optional[Callable[[dict], Step]] = None):
         self.script: list[Step] = list(script or [])
@@ -92,7 +124,7 @@ class FakeAnthropic:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True  # a slow step still sleeping must not block shutdown
         self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name="fake-anthropic", daemon=True)  # quick shutdown
+                                        name=self.NAME, daemon=True)  # quick shutdown
         self._started = False
 
     # ------------------------------------------------------------------ public
@@ -108,7 +140,7 @@ class FakeAnthropic:
         with self._lock:
             self.script.extend(steps)
 
-    def start(self) -> "FakeAnthropic":
+    def start(self) -> "FakeServer":
         if not self._started:
             self._thread.start()
             self._started = True
@@ -120,7 +152,7 @@ class FakeAnthropic:
             self._started = False
         self.server.server_close()
 
-    def __enter__(self) -> "FakeAnthropic":
+    def __enter__(self) -> "FakeServer":
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -141,16 +173,19 @@ class FakeAnthropic:
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
 
-            def _send(self, status: int, body: Any, headers: dict) -> None:
+            def _send(self, status: int, body: Any, headers: dict, content_type: str = "application/json",
+                      drip: float = 0.0) -> None:
                 payload = (body if isinstance(body, str) else json.dumps(body)).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("request-id", "req_fake")
-                for k, v in headers.items():
-                    self.send_header(k, str(v))
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                head = [f"{self.protocol_version} {status} {self.responses.get(status, ('Fake',))[0]}",
+                        f"content-type: {content_type}", "request-id: req_fake",
+                        *(f"{k}: {v}" for k, v in headers.items()), f"content-length: {len(payload)}"]
+                data = ("\r\n".join(head) + "\r\n\r\n").encode() + payload
+                if not drip:
+                    self.wfile.write(data)
+                    return
+                for i in range(len(data)):
+                    self.wfile.write(data[i:i + 1])
+                    time.sleep(drip)
 
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("content-length", 0)))
@@ -161,13 +196,14 @@ class FakeAnthropic:
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
                 try:
-                    if not self.path.split("?")[0].endswith("/v1/messages"):
+                    if not self.path.split("?")[0].endswith(fake.PATH):
                         self._send(404, error(404)["body"], {})
                         return
                     step = fake._next_step(body)
                     if step.get("sleep"):
                         time.sleep(step["sleep"])
-                    self._send(step["status"], step["body"], step.get("headers", {}))
+                    self._send(step["status"], step["body"], step.get("headers", {}),
+                               step.get("content_type", "application/json"), step.get("drip", 0.0))
                 except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
                     pass
                 finally:
@@ -175,6 +211,9 @@ class FakeAnthropic:
                         fake.in_flight -= 1
 
         return Handler
+
+
+FakeAnthropic = FakeServer  # the Messages API flavour (tests/fake_openai.py has the chat-completions one)
 
 
 @pytest.fixture
