@@ -30,6 +30,20 @@ class Benchmark:
     aggregate_assets: Sequence[str]       # unpartitioned, in dependency order
     leaderboard: str                      # the asset whose table `bench leaderboard` prints
     headline: dict = None                 # leaderboard rows the CLI pivots (e.g. {"tier": "all"})
+    outputs_per_item: bool = True         # a generator folder holds <item> or <item>.<ext> per item (False:
+                                          # an answerer, whose generator.yaml names a model; no files)
+
+    def items_with_outputs(self, generator_dir, items: list[str]) -> list[str]:
+        """The items a generator folder has an entry for (a folder ``<item>`` or a file ``<item>.<ext>``)."""
+        from pathlib import Path
+        if not self.outputs_per_item:
+            return list(items)
+        names = set()
+        for p in Path(generator_dir).iterdir():
+            names.add(p.name)
+            if p.is_file():
+                names.update((p.stem, p.name.split(".", 1)[0]))
+        return [i for i in items if i in names]
 
 
 BENCHMARKS: dict[str, Benchmark] = {
@@ -62,5 +76,5 @@ BENCHMARKS: dict[str, Benchmark] = {
         lambda p: discover_videos(p.benchmark_dir("narrativetrack")),
         narrativetrack.ITEM_ASSETS, narrativetrack.GENERATOR_ASSETS,
         ["narrativetrack_leaderboard"],  # the released-QA assets run on demand (they need the authors' file)
-        "narrativetrack_leaderboard", {"mode": "strict"}),
+        "narrativetrack_leaderboard", {"mode": "strict"}, outputs_per_item=False),
 }

@@ -1,4 +1,8 @@
-"""`bench`: demo, ui, evaluate, leaderboard, human-alignment, weights."""
+"""`bench`: demo, ui, evaluate, leaderboard, report, validate, human-alignment, weights.
+
+User-facing problems (unknown benchmark, missing data root, a generator matching no item, a bad generator.yaml)
+are one `error:` line and exit status 2; a step failure is one line naming the step, the item and the message.
+"""
 from __future__ import annotations
 
 import argparse
@@ -12,9 +16,21 @@ import pandas as pd
 
 from bench_resources.paths import PROJECT_ROOT
 
+
+class CLIError(Exception):
+    """A user-facing problem: printed as one line, exit status 2."""
+
+
 def _benchmarks():
     from bench_assets.benchmarks import BENCHMARKS
     return BENCHMARKS
+
+
+def _benchmark(name: str):
+    b = _benchmarks().get(name)
+    if b is None:
+        raise CLIError(f"unknown benchmark {name!r}; have {', '.join(sorted(_benchmarks()))}")
+    return b
 
 
 def _plan(benchmark: str, generators_root: str | None = None, generator_path: str | None = None):
@@ -22,82 +38,154 @@ def _plan(benchmark: str, generators_root: str | None = None, generator_path: st
     from bench_resources.config import build_resources
     from bench_resources.paths import BenchPaths
 
-    b = _benchmarks()[benchmark]
+    b = _benchmark(benchmark)
     paths = BenchPaths(generators_root=generators_root)
-    if generator_path:
+    if generator_path:  # the card first: a generator for another benchmark is the more specific error
         info = read_generator(generator_path)
         if info.benchmark != benchmark:
             raise GeneratorError(f"generator {info.name!r} is for benchmark {info.benchmark!r}, not {benchmark!r}")
+    bdir = paths.benchmark_dir(benchmark)
+    if not paths.data_dir.is_dir():
+        raise CLIError(f"data root {paths.data_dir} does not exist (set BENCH_DATA_ROOT to the folder holding "
+                       f"{benchmark}/)")
+    if not bdir.is_dir():
+        raise CLIError(f"data root {paths.data_dir} has no {benchmark}/ folder (set BENCH_DATA_ROOT)")
+    if generator_path:
         paths = BenchPaths(generators_root=str(Path(generator_path).resolve().parent))
         gens, errors = [info], []
     else:
         gens, errors = discover_generators(paths.generators_dir, benchmark)
+    try:
+        items = b.item_ids(paths)
+    except (ValueError, OSError) as e:  # the dataset's own reader names the file and the problem
+        raise CLIError(f"{benchmark} data under {bdir}: {e}") from None
+    if not items:
+        raise CLIError(f"no {b.partitions.item_dim} found for {benchmark} under {bdir}")
     resources = build_resources(paths=paths)
-    return b, resources, b.item_ids(paths), gens, errors
+    return b, resources, items, gens, errors
 
 
 def _board(resources, benchmark: str = "entitybench") -> pd.DataFrame:
-    return resources["store"].query(f"SELECT * FROM {_benchmarks()[benchmark].leaderboard}")
+    name = _benchmarks()[benchmark].leaderboard
+    try:
+        return resources["store"].query(f'SELECT * FROM "{name}"')
+    except Exception as e:  # a missing or unreadable table is one line, not a DuckDB traceback
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CLIError(f"no {benchmark} leaderboard in the store {resources['store'].root} "
+                       f"({type(e).__name__}: {first}); run `bench evaluate` or `bench demo` first") from None
 
 
 def _print_board(board: pd.DataFrame, benchmark: str = "entitybench") -> None:
     head = board.copy()
     for col, val in (_benchmarks()[benchmark].headline or {}).items():
-        head = head[head[col] == val]
+        if col in head.columns:
+            head = head[head[col] == val]
+    if head.empty or not {"metric_id", "generator", "value"} <= set(head.columns):
+        print(f"({benchmark} leaderboard is empty)")
+        return
     head["cell"] = [("None" if pd.isna(v) else f"{v:.3f}") for v in head["value"]]
-    table = head.pivot(index="metric_id", columns="generator", values="cell")
+    table = head.pivot_table(index="metric_id", columns="generator", values="cell", aggfunc="first")
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         print(table.to_string())
 
 
-def _write_report(resources, board: pd.DataFrame, out: Path) -> Path:
-    from bench_assets.entitybench.report import entitybench_manifest, write_entitybench_report
-    manifest = entitybench_manifest(resources["models"], resources["judge"])
-    return write_entitybench_report(resources["store"], manifest, board, out)
+def _write_site(resources, out: str | None = None) -> Path | None:
+    """The HTML report of the whole store (core/site.py); a failure is one line, never the run's failure."""
+    try:
+        from bench_assets.core.site import build_site
+    except ImportError:
+        return None
+    try:
+        return build_site(resources["store"], out_dir=Path(out) if out else None)
+    except Exception as e:  # noqa: BLE001 - the scores are stored; the report is a view of them
+        print(f"report not written: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
+              file=sys.stderr)
+        return None
 
 
-def _run(benchmark: str, generator_path: str | None = None, aggregates: bool = True):
-    from dagster import DagsterInstance
-    from bench_assets.core.runner import dagster_home, evaluate
-    home = dagster_home()
+def _run(benchmark: str, generator_path: str | None = None, aggregates: bool = True, quiet: bool = False):
+    from bench_assets.core.runner import evaluate, open_instance
     b, resources, items, gens, errors = _plan(benchmark, generator_path=generator_path)
+    instance = open_instance()
     for e in errors:
         print(f"error: {e}", file=sys.stderr)
-    print(f"{benchmark}: {len(items)} items x {len(gens)} generators; profile {resources['models'].profile}; "
-          f"judge {resources['judge'].mode}; DAGSTER_HOME={home}")
-    stats = evaluate(DagsterInstance.get(), assets=b.assets, resources=resources, partitions=b.partitions,
+    if generator_path:
+        have = b.items_with_outputs(gens[0].path, items)
+        if not have:
+            raise CLIError(f"generator {gens[0].name!r} ({gens[0].path}) has outputs for none of the {len(items)} "
+                           f"{benchmark} {b.partitions.item_dim}s (e.g. {', '.join(items[:3])}); expected "
+                           f"<generator>/<{b.partitions.item_dim}>/ or <generator>/<{b.partitions.item_dim}>.<ext>")
+        missing = [i for i in items if i not in set(have)]
+        if missing:
+            print(f"note: {gens[0].name} has no outputs for {len(missing)} of {len(items)} "
+                  f"{b.partitions.item_dim}s (first: {', '.join(missing[:5])}); they score as skipped",
+                  file=sys.stderr)
+    if not quiet:
+        print(f"{benchmark}: {len(items)} items x {len(gens)} generators; profile {resources['models'].profile}; "
+              f"judge {resources['judge'].mode}; DAGSTER_HOME={os.environ['DAGSTER_HOME']}")
+    stats = evaluate(instance, assets=b.assets, resources=resources, partitions=b.partitions,
                      items=items, generators=gens, item_assets=b.item_assets, generator_assets=b.generator_assets,
                      aggregate_assets=b.aggregate_assets if aggregates else [b.leaderboard])
+    for line in stats.warning_summary():
+        print(line, file=sys.stderr)
     return resources, gens, stats
+
+
+def _summary(name: str, stats) -> str:
+    rec = f", recovered {len(stats.recovered)} crashed run(s)" if stats.recovered else ""
+    return (f"{name}: materialised {len(stats.materialized)} asset partitions, {len(stats.failed)} failed{rec}; "
+            f"{stats.forwards} model forwards ({stats.forward_s:.1f} s), {stats.judge_calls} judge calls, "
+            f"{stats.decodes} video decodes; wall {stats.wall_s:.1f} s")
 
 
 def cmd_demo(args) -> int:
     names = [args.benchmark] if args.benchmark else list(_benchmarks())
     failed = 0
+    resources = None
     for name in names:
         resources, _, stats = _run(name)
-        board = _board(resources, name)
         print()
-        _print_board(board, name)
-        if name == "entitybench":
-            print(f"report: {_write_report(resources, board, Path(args.report))}")
-        print(f"\n{name}: materialised {len(stats.materialized)} asset partitions, {len(stats.failed)} failed; "
-              f"{stats.forwards} model forwards ({stats.forward_s:.1f} s), {stats.judge_calls} judge calls, "
-              f"{stats.decodes} video decodes; wall {stats.wall_s:.1f} s\n")
+        try:
+            _print_board(_board(resources, name), name)
+        except CLIError as e:
+            print(f"error: {e}", file=sys.stderr)
+            failed += 1
+        print(f"\n{_summary(name, stats)}\n")
         failed += len(stats.failed)
+    if resources is not None:
+        site = _write_site(resources, args.report)
+        if site is not None:
+            print(f"report: {site}")
     print("UI: `bench ui` (or `make ui`) shows this Dagster home")
     return 0 if not failed else 1
 
 
 def cmd_evaluate(args) -> int:
-    if args.benchmark not in _benchmarks():
-        print(f"unknown or not yet implemented benchmark {args.benchmark!r}; have {sorted(_benchmarks())}",
-              file=sys.stderr)
-        return 2
-    resources, gens, stats = _run(args.benchmark, generator_path=args.generator, aggregates=False)
+    _benchmark(args.benchmark)
+    resources, gens, stats = _run(args.benchmark, generator_path=args.generator, aggregates=args.aggregates)
     board = _board(resources, args.benchmark)
-    _print_board(board[board.generator == gens[0].name], args.benchmark)
+    _print_board(board[board.generator == gens[0].name] if "generator" in board.columns else board, args.benchmark)
+    print(_summary(args.benchmark, stats))
+    site = _write_site(resources)
+    if site is not None:
+        print(f"report: {site}")
     return 0 if not stats.failed else 1
+
+
+def cmd_report(args) -> int:
+    from bench_resources.config import build_resources
+    site = _write_site(build_resources(), args.out)
+    if site is None:
+        return 1
+    print(f"report: {site}")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from bench_assets.core.validity import main_validate
+    if args.benchmark:
+        _benchmark(args.benchmark)
+    return main_validate(args)
 
 
 def cmd_human_alignment(args) -> int:
@@ -105,11 +193,24 @@ def cmd_human_alignment(args) -> int:
     from bench_assets.vistorybench.assets import human_alignment_table, read_ratings
     from bench_resources.config import build_resources
     board = _board(build_resources(), args.benchmark)
-    for col, val in (_benchmarks()[args.benchmark].headline or {}).items():
-        board = board[board[col] == val]
-    table = human_alignment_table(read_ratings(args.ratings), board[["generator", "metric_id", "value"]])
-    if args.metric:
-        table = table[table.metric_id.isin(args.metric)]
+    headline = dict(_benchmarks()[args.benchmark].headline or {})
+    if args.split:
+        headline["split"] = args.split
+    for col, val in headline.items():
+        if col in board.columns:
+            board = board[board[col] == val]
+    try:
+        ratings = read_ratings(args.ratings)
+    except (OSError, ValueError) as e:
+        raise CLIError(f"ratings {args.ratings}: {str(e).strip().splitlines()[0]}") from None
+    table = human_alignment_table(ratings, board[["generator", "metric_id", "value"]])
+    wanted = list(args.metric or []) + [m.strip() for m in (args.metrics or "").split(",") if m.strip()]
+    if wanted:
+        unknown = sorted(set(wanted) - set(board["metric_id"]))
+        if unknown:
+            raise CLIError(f"unknown metric id(s) {', '.join(unknown)}; the {args.benchmark} leaderboard has "
+                           f"{', '.join(sorted(set(board['metric_id']))[:12])}...")
+        table = table[table.metric_id.isin(wanted)]
     if args.json:
         print(table.to_json(orient="records", indent=2))
     else:
@@ -129,13 +230,81 @@ def cmd_leaderboard(args) -> int:
     return 0
 
 
+def _descendants(pid: int) -> list[int]:
+    try:
+        import psutil
+        return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    except Exception:  # psutil missing or the process already gone: the process group covers the rest
+        return []
+
+
+def stop_process_tree(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
+    """SIGTERM the process group of ``proc`` (and any descendant that left it), then SIGKILL what remains."""
+    import signal
+    import time
+    pids = _descendants(proc.pid)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 5.0)
+        while time.monotonic() < deadline:
+            alive = [p for p in pids if _pid_alive(p)]
+            if proc.poll() is not None and not alive:
+                return
+            time.sleep(0.1)
+        pids = [p for p in pids if _pid_alive(p)] + _descendants(proc.pid)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
 def cmd_ui(args) -> int:
+    """`dagster dev` (webserver + daemon) in its own process group; SIGINT/SIGTERM stop the whole group."""
+    import signal
     from bench_assets.core.runner import dagster_home
     home = dagster_home()
     cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"),
            "-h", "127.0.0.1", "-p", str(args.port)]
-    print(f"DAGSTER_HOME={home}: {' '.join(cmd)}")
-    return subprocess.call(cmd, cwd=PROJECT_ROOT)
+    print(f"DAGSTER_HOME={home}: {' '.join(cmd)}", flush=True)
+    proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True)
+    stopping = {"sig": None}
+
+    def _stop(signum, _frame):
+        stopping["sig"] = signum
+
+    old = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while proc.poll() is None and stopping["sig"] is None:
+            try:
+                proc.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                pass
+    finally:
+        stop_process_tree(proc)
+        for s, h in old.items():
+            signal.signal(s, h)
+    if stopping["sig"] is not None:
+        print(f"bench ui: stopped webserver, daemon and their runs ({signal.Signals(stopping['sig']).name})")
+        return 128 + stopping["sig"]
+    return proc.returncode or 0
 
 
 def cmd_weights(args) -> int:
@@ -157,36 +326,45 @@ def cmd_weights(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["locot2v-rrub"]:  # its own parser (argparse would reject its --help as a leftover argument)
-        from bench_assets.locot2v.rrub import main as rrub_main
-        return rrub_main(argv[1:])
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bench", description="Entity-consistency benchmarks as Dagster assets")
     sub = p.add_subparsers(dest="cmd", required=True)
+    names = sorted(_benchmarks())
     demo = sub.add_parser("demo", help="evaluate the embedded benchmarks with the offline profile")
-    demo.add_argument("--benchmark", choices=sorted(_benchmarks()), help="one benchmark (default: all)")
-    demo.add_argument("--report", default=str(PROJECT_ROOT / "reports" / "entitybench.html"))
+    demo.add_argument("--benchmark", choices=names, help="one benchmark (default: all)")
+    demo.add_argument("--report", default=None, metavar="DIR",
+                      help="where to write the HTML report (default: <store>/reports/site)")
     demo.set_defaults(fn=cmd_demo)
     ui = sub.add_parser("ui", help="Dagster webserver + daemon on 127.0.0.1")
     ui.add_argument("--port", type=int, default=3000)
     ui.set_defaults(fn=cmd_ui)
     ev = sub.add_parser("evaluate", help="evaluate one generator folder on one benchmark")
-    ev.add_argument("--benchmark", required=True)
+    ev.add_argument("--benchmark", required=True, help=f"one of {', '.join(names)}")
     ev.add_argument("--generator", required=True, help="folder holding generator.yaml and the outputs")
+    ev.add_argument("--aggregates", action="store_true",
+                    help="also every other aggregate (effect sizes, reports, ...), not only the leaderboard")
     ev.set_defaults(fn=cmd_evaluate)
     lb = sub.add_parser("leaderboard", help="print a benchmark's leaderboard")
-    lb.add_argument("--benchmark", required=True, choices=sorted(_benchmarks()))
+    lb.add_argument("--benchmark", required=True, choices=names)
     lb.add_argument("--json", action="store_true")
     lb.set_defaults(fn=cmd_leaderboard)
+    rp = sub.add_parser("report", help="write the HTML report of the whole store")
+    rp.add_argument("--out", default=None, metavar="DIR", help="default: <store>/reports/site")
+    rp.set_defaults(fn=cmd_report)
+    va = sub.add_parser("validate", help="perturbation cases on real footage: expected direction, effect size")
+    va.add_argument("--benchmark", default=None)
+    va.add_argument("--keep", default=None, metavar="DIR", help="keep the perturbed clips here")
+    va.set_defaults(fn=cmd_validate)
     ha = sub.add_parser("human-alignment", help="correlate human ratings (method,dimension,rating CSV) with metrics")
-    ha.add_argument("--benchmark", default="vistorybench", choices=sorted(_benchmarks()))
+    ha.add_argument("--benchmark", default="vistorybench", choices=names)
     ha.add_argument("--ratings", required=True, help="CSV with columns method, dimension, rating")
-    ha.add_argument("--metric", action="append", help="only these metric ids (repeatable)")
+    ha.add_argument("--metric", action="append", help="only this metric id (repeatable)")
+    ha.add_argument("--metrics", default=None, help="only these metric ids, comma-separated")
+    ha.add_argument("--split", choices=("lite", "full"), default=None, help="ViStoryBench split (default: full)")
     ha.add_argument("--json", action="store_true")
     ha.set_defaults(fn=cmd_human_alignment)
     sub.add_parser("locot2v-rrub", help="LoCoT2V: RR-UB (aesthetic upper bound) from an image folder "
-                                        "-> data/locot2v/rrub.json")  # listed in --help; handled above
+                                        "-> data/locot2v/rrub.json")  # listed in --help; handled in main
     w = sub.add_parser("weights", help="list model slots or import a checkpoint")
     w.add_argument("action", nargs="?", default="list", choices=("list", "import"))
     w.add_argument("slot", nargs="?")
@@ -194,10 +372,44 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--profile", choices=("offline", "paper"))
     w.add_argument("--json", action="store_true")
     w.set_defaults(fn=cmd_weights)
+    return p
+
+
+def _sigterm_as_interrupt(_signum, _frame):
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    import signal
+    from bench_assets.core.generators import GeneratorError
+    from bench_assets.core.names import BadName
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["locot2v-rrub"]:  # its own parser (argparse would reject its --help as a leftover argument)
+        from bench_assets.locot2v.rrub import main as rrub_main
+        return rrub_main(argv[1:])
+    p = _parser()
     args = p.parse_args(argv)
     if args.cmd == "weights" and args.action == "import" and not (args.slot and args.path):
         p.error("weights import needs SLOT and PATH")
-    return args.fn(args)
+    old_term = None
+    if threading_main() and args.cmd != "ui":  # SIGTERM stops like Ctrl-C: runs are marked failed, slots freed
+        old_term = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    try:
+        return args.fn(args)
+    except (CLIError, GeneratorError, BadName) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: the run was stopped and marked failed; `bench evaluate` resumes it", file=sys.stderr)
+        return 130
+    finally:
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
+
+
+def threading_main() -> bool:
+    import threading
+    return threading.current_thread() is threading.main_thread()
 
 
 if __name__ == "__main__":

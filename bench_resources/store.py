@@ -33,6 +33,7 @@ from dagster import (ConfigurableIOManager, ConfigurableResource, InputContext, 
 from PIL import Image
 
 _SEGMENT = re.compile(r"[A-Za-z0-9_.-]+")
+_BAD_FILES: dict[str, dict[str, str]] = {}  # store root -> {file: why}, from the last duckdb() call
 _TMP_MARK = ".tmp-"
 STALE_TMP_S = 3600
 PNG_COMPRESS_LEVEL = 6
@@ -204,10 +205,35 @@ class Store(ConfigurableResource):
         return "/".join([self.table_dir(asset_name), *segs, "part.parquet"])
 
     def write_table(self, df: pd.DataFrame, path: str) -> None:
-        """Write ``df`` as Parquet at ``path`` atomically (temp file in the same dir, fsync, os.replace)."""
+        """Write ``df`` as Parquet at ``path`` atomically (temp file in the same dir, fsync, os.replace).
+
+        A frame with no columns (``pd.DataFrame([])`` from an empty result) is never written as such: Parquet
+        readers refuse column-less files. It takes the schema of the asset's other files when there are
+        any, else a single placeholder column ``_empty`` (zero rows either way).
+        """
         if not path.endswith(".parquet"):
             raise ValueError(f"table path must end in .parquet: {path}")
+        if len(df.columns) == 0:
+            df = self._empty_like(path)
         self._atomic_write(path, lambda f: df.to_parquet(f, index=False))
+
+    def _empty_like(self, path: str) -> pd.DataFrame:
+        import pyarrow.parquet as pq
+        base = path[:path.index("/tables/") + len("/tables/")] if "/tables/" in path else None
+        if base is not None:
+            asset = path[len(base):].split("/", 1)[0]
+            try:
+                siblings = [f for f in self.table_files(asset) if f != path]
+            except ValueError:
+                siblings = []
+            for f in siblings:
+                try:
+                    schema = pq.read_schema(f) if self.is_local else None
+                except Exception:  # noqa: BLE001 - try the next file
+                    continue
+                if schema is not None and len(schema.names):
+                    return schema.empty_table().to_pandas()
+        return pd.DataFrame({"_empty": pd.Series([], dtype="boolean")})
 
     def read_table(self, path: str) -> pd.DataFrame:
         if self.is_local:
@@ -255,24 +281,84 @@ class Store(ConfigurableResource):
             pattern = fs.unstrip_protocol(pattern)
         return pattern
 
+    def _file_problem(self, path: str) -> Optional[str]:
+        """Why DuckDB could not read ``path`` as part of a view (None: readable, with at least one column)."""
+        import pyarrow.parquet as pq
+        try:
+            if self.is_local:
+                schema = pq.read_schema(path)
+            else:
+                fs, _ = self._fs()
+                with fs.open(path, "rb") as f:
+                    schema = pq.read_schema(f)
+        except Exception as e:  # noqa: BLE001 - any unreadable footer is the same verdict
+            return f"unreadable Parquet ({type(e).__name__}: {str(e).strip().splitlines()[0][:160]})"
+        if len(schema.names) == 0:
+            return "no columns"
+        return None
+
+    def _view_sql(self, name: str, source: str) -> str:
+        return (f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({source}, '
+                f"hive_partitioning=true, union_by_name=true)")
+
     def duckdb(self) -> duckdb.DuckDBPyConnection:
         """In-memory connection with one read-only VIEW per asset over its Parquet files.
 
         Views glob the files at query time, so queries see every file renamed into place so far and
-        never a temp file; any number of processes can query while others write.
+        never a temp file; any number of processes can query while others write. An asset with an
+        unreadable or column-less file gets a view over its good files only (the bad ones are listed by
+        ``bad_files()``), and an asset with none is left out: one bad file never breaks another query.
         """
         con = duckdb.connect()
         if not self.is_local:
             fs, _ = self._fs()
             con.register_filesystem(fs)
+        bad: dict[str, str] = {}
         for name in self.asset_tables():
             glob = self._glob(name)
             if glob is None:
                 continue
             lit = glob.replace("'", "''")
-            con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM read_parquet(\'{lit}\', '
-                        f"hive_partitioning=true, union_by_name=true)")
+            try:
+                con.execute(self._view_sql(name, f"'{lit}'"))
+                con.execute(f'SELECT * FROM "{name}" LIMIT 0')  # binding reads every file's schema
+                continue
+            except duckdb.Error:
+                pass
+            files = self.table_files(name)
+            d = self.table_dir(name)
+            if any("=" in f[len(d):] for f in files):
+                files = [f for f in files if "=" in f[len(d):]]
+            good = []
+            for f in files:
+                why = self._file_problem(f)
+                if why is None:
+                    good.append(f)
+                else:
+                    bad[f] = why
+            try:
+                con.execute(f'DROP VIEW IF EXISTS "{name}"')
+                if good:
+                    if not self.is_local:
+                        fs, _ = self._fs()
+                        good = [fs.unstrip_protocol(f) for f in good]
+                    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in good)
+                    con.execute(self._view_sql(name, f"[{listed}]"))
+                    con.execute(f'SELECT * FROM "{name}" LIMIT 0')
+            except duckdb.Error as e:
+                con.execute(f'DROP VIEW IF EXISTS "{name}"')
+                bad[self.table_dir(name)] = f"no view: {str(e).strip().splitlines()[0][:160]}"
+        _BAD_FILES[self.root] = bad
+        if bad:
+            import logging
+            logging.getLogger("bench.store").warning(
+                "%d table file(s) left out of the DuckDB views: %s", len(bad),
+                "; ".join(f"{k} ({v})" for k, v in list(bad.items())[:3]))
         return con
+
+    def bad_files(self) -> dict[str, str]:
+        """Files (or asset folders) the last ``duckdb()`` call left out, with the reason."""
+        return dict(_BAD_FILES.get(self.root, {}))
 
     def query(self, sql: str) -> pd.DataFrame:
         con = self.duckdb()

@@ -1,11 +1,13 @@
 """Sensors and schedules: new generators become partitions and runs; stale partitions re-run nightly."""
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Callable, Sequence
 
 from dagster import (
     AssetKey,
+    AssetRecordsFilter,
     AssetSelection,
     DefaultSensorStatus,
     DefaultScheduleStatus,
@@ -27,9 +29,22 @@ from bench_assets.core.names import BadName, validate_key
 from bench_assets.core.partitions import BenchmarkPartitions
 
 
+def _latest_storage_id(instance, key: AssetKey, partition: str | None = None) -> int | None:
+    recs = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition is not None else None),
+        limit=1).records
+    return recs[0].storage_id if recs else None
+
+
 def stale_or_missing(instance, assets: Sequence, keys: Sequence[AssetKey],
                      partition_keys: Callable[[AssetKey], Sequence[str | None]]) -> list[tuple[AssetKey, str | None, str]]:
-    """(asset, partition, status) for every partition whose data is missing or stale (Dagster's own resolver)."""
+    """(asset, partition, status) for every partition whose data is missing or stale.
+
+    Dagster's own resolver decides for partitions (code versions, upstream data versions). It does not look
+    through a partitioned -> unpartitioned edge, so an aggregate (a leaderboard over every generator x item)
+    is also stale when any upstream partition was materialised after it: a new generator's or answerer's
+    partitions then refresh the leaderboard.
+    """
     graph = AssetGraph.from_assets(assets)
     view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
                           instance=instance, asset_graph=graph)
@@ -40,17 +55,73 @@ def stale_or_missing(instance, assets: Sequence, keys: Sequence[AssetKey],
             status = resolver.get_status(key, pk)
             if status in (StaleStatus.MISSING, StaleStatus.STALE):
                 out.append((key, pk, status.value))
+            elif pk is None and not graph.get(key).is_partitioned:
+                mine = _latest_storage_id(instance, key)
+                newer = [p for p in graph.get(key).parent_keys
+                         if graph.has(p) and (_latest_storage_id(instance, p) or 0) > (mine or 0)]
+                if newer:
+                    out.append((key, pk, StaleStatus.STALE.value))
     return out
+
+
+def evaluator_state(resources: dict) -> str:
+    """A digest of what decides whether an evaluator-side failure would now pass: the judge's state (mode,
+    backend, model, endpoint, key set; never the key) and which model slots have weights."""
+    state: dict = {}
+    judge = resources.get("judge")
+    if judge is not None:
+        state["judge"] = judge.state() if hasattr(judge, "state") else {"mode": getattr(judge, "mode", None)}
+    models = resources.get("models")
+    if models is not None:
+        try:
+            state["slots"] = {s.slot: [bool(s.available), s.fingerprint] for s in models.statuses()}
+        except Exception as e:  # a registry that cannot list its slots: the state says so
+            state["slots"] = f"unavailable: {type(e).__name__}"
+    return hashlib.sha256(json.dumps(state, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+EVALUATOR_STATE_TAG = "bench/evaluator_state"
+
+
+def evaluator_failures(materialization) -> int:
+    """``evaluator_failures`` from a materialization's metadata (0 when absent)."""
+    mv = (materialization.metadata or {}).get("evaluator_failures") if materialization is not None else None
+    value = getattr(mv, "value", mv)
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def needs_rerun_for_evaluator(instance, key: AssetKey, partition: str | None, state: str) -> bool:
+    """True when the last materialization counted evaluator failures (judge outage, replay miss, missing
+    weights) and was made under a different evaluator state than ``state``: a better state may now pass."""
+    recs = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition is not None else None),
+        limit=1).records
+    if not recs or evaluator_failures(recs[0].asset_materialization) <= 0:
+        return False
+    run = instance.get_run_by_id(recs[0].run_id)
+    return run is None or run.tags.get(EVALUATOR_STATE_TAG) != state
 
 
 def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions, item_ids: Callable[[], list[str]],
                              generators_root: Callable[[], str], item_assets: Sequence[str],
-                             generator_assets: Sequence[str], minimum_interval_seconds: int = 30):
+                             generator_assets: Sequence[str], minimum_interval_seconds: int = 30,
+                             assets_fn: Callable[[], Sequence] | None = None):
     """A sensor that adds items and generators as dynamic partitions and requests their runs.
 
     Items first (their assets feed every generator); a generator's runs are requested once its items are
-    materialised, and again whenever its folder changes (run keys carry the folder fingerprint).
+    materialised, and again whenever its folder changes (run keys carry the folder fingerprint). Only
+    partitions with an asset missing or stale are requested, with only those assets: what `bench demo` or
+    `bench evaluate` materialised already counts, so opening the UI after the CLI recomputes nothing.
     """
+
+    def _assets() -> Sequence:
+        if assets_fn is not None:
+            return assets_fn()
+        from bench_assets.benchmarks import BENCHMARKS  # lazy: benchmarks.py imports this module
+        return BENCHMARKS[benchmark].assets
 
     @sensor(name=f"{benchmark}_generators_sensor", minimum_interval_seconds=minimum_interval_seconds,
             default_status=DefaultSensorStatus.RUNNING,
@@ -76,8 +147,17 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
             instance.add_dynamic_partitions(partitions.items.name, new_items)
         if new_gens:
             instance.add_dynamic_partitions(partitions.generators.name, new_gens)
-        requests = [RunRequest(run_key=f"item/{i}", partition_key=i, asset_selection=[AssetKey(a) for a in item_assets])
-                    for i in items]
+        assets = _assets()
+
+        def todo(keys: Sequence[str], pk: str) -> list[AssetKey]:
+            return sorted({k for k, _, _ in stale_or_missing(instance, assets, [AssetKey(a) for a in keys],
+                                                             lambda _k: [pk])}, key=str)
+
+        requests = []
+        for i in items:
+            selection = todo(item_assets, i)
+            if selection:
+                requests.append(RunRequest(run_key=f"item/{i}", partition_key=i, asset_selection=selection))
         ready = instance.get_materialized_partitions(AssetKey(item_assets[0]))
         cursor = json.loads(context.cursor) if context.cursor else {}
         for g in gens:
@@ -85,13 +165,18 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
             for i in items:
                 if i not in ready:
                     continue
+                pk = partitions.key(g.name, i)
+                selection = todo(generator_assets, str(pk))
+                if not selection:
+                    continue
                 requests.append(RunRequest(
-                    run_key=f"{g.name}/{i}/{fp}", partition_key=partitions.key(g.name, i),
-                    asset_selection=[AssetKey(a) for a in generator_assets],
+                    run_key=f"{g.name}/{i}/{fp}", partition_key=pk, asset_selection=selection,
                     tags={"bench/generator": g.name, "bench/benchmark": benchmark}))
             cursor[g.name] = fp
         if not requests:
-            return SkipReason("no item or generator found")
+            return SensorResult(skip_reason=SkipReason("every item and generator partition is up to date"
+                                                       if items else "no item or generator found"),
+                                cursor=json.dumps(cursor, sort_keys=True))
         return SensorResult(run_requests=requests, cursor=json.dumps(cursor, sort_keys=True))
 
     return _sensor

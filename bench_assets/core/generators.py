@@ -23,26 +23,48 @@ class GeneratorError(ValueError):
     pass
 
 
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    """One line for a YAML error (PyYAML's own message spans several lines with a caret)."""
+    problem = getattr(e, "problem", None) or str(e).strip().splitlines()[0]
+    mark = getattr(e, "problem_mark", None)
+    return f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else str(problem)
+
+
 def read_generator(folder: str | Path) -> GeneratorInfo:
+    """The generator card of ``folder``; every problem is one GeneratorError line naming the folder."""
     folder = Path(folder)
     f = folder / "generator.yaml"
+    shown = folder.name if len(folder.name) <= 60 else folder.name[:40] + "..."
+    where = f"generator folder {shown or str(folder)!r}"
+    if not folder.is_dir():
+        raise GeneratorError(f"{where}: {'not a folder' if folder.exists() else 'does not exist'} ({folder})")
+    if not f.is_file():
+        raise GeneratorError(f"{where}: no generator.yaml in {folder}")
     try:
         raw = yaml.safe_load(f.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise GeneratorError(f"{where}: generator.yaml is not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise GeneratorError(f"{where}: generator.yaml cannot be read ({e.strerror or e})") from None
     except yaml.YAMLError as e:
-        raise GeneratorError(f"generator folder {folder.name!r}: generator.yaml is not valid YAML ({e})") from None
+        raise GeneratorError(f"{where}: generator.yaml is not valid YAML ({_yaml_problem(e)})") from None
     if not isinstance(raw, dict):
-        raise GeneratorError(f"generator folder {folder.name!r}: generator.yaml must be a mapping")
+        raise GeneratorError(f"{where}: generator.yaml must be a mapping with name/benchmark/description, "
+                             f"got {type(raw).__name__}")
     name = raw.get("name", folder.name)
+    if not isinstance(name, str):
+        raise GeneratorError(f"{where}: 'name' must be text, got {type(name).__name__} {name!r}")
     try:
-        validate_key(str(name), "generator name")
+        validate_key(name, "generator name")
     except BadName as e:
-        raise GeneratorError(f"generator folder {folder.name!r}: {e}") from None
+        raise GeneratorError(f"{where}: {e}") from None
     if name != folder.name:
-        raise GeneratorError(f"generator folder {folder.name!r}: name {name!r} differs from the folder name")
+        raise GeneratorError(f"{where}: name {name!r} differs from the folder name")
     bench = raw.get("benchmark")
     if not isinstance(bench, str) or not bench:
-        raise GeneratorError(f"generator {name!r}: generator.yaml needs a 'benchmark'")
-    return GeneratorInfo(name, bench, str(raw.get("description", "")), str(folder), raw)
+        raise GeneratorError(f"generator {name!r}: generator.yaml needs a 'benchmark' (text)")
+    desc = raw.get("description", "")
+    return GeneratorInfo(name, bench, "" if desc is None else str(desc), str(folder), raw)
 
 
 def discover_generators(root: str | Path, benchmark: str | None = None) -> tuple[list[GeneratorInfo], list[str]]:
@@ -52,7 +74,7 @@ def discover_generators(root: str | Path, benchmark: str | None = None) -> tuple
     if not root.is_dir():
         return [], [f"generators root {root} does not exist"]
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-        if not (folder / "generator.yaml").is_file():
+        if not (folder / "generator.yaml").exists():
             continue
         try:
             info = read_generator(folder)

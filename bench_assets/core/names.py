@@ -8,6 +8,11 @@ import re
 
 _SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
+# Keys become path segments (``generator=<key>``, ``<key>.tmp-<pid>-<uuid>``) and most filesystems stop at
+# 255 bytes per segment: 100 leaves room for every prefix and suffix we add, so a long name fails here,
+# before any model runs, instead of with ENAMETOOLONG at the first write.
+MAX_KEY_LENGTH = 100
+
 
 class BadName(ValueError):
     pass
@@ -27,6 +32,9 @@ def validate_key(name: str, what: str = "name") -> str:
         raise BadName(f"{what} {name!r}: contains spaces")
     if not _SAFE.match(name):
         raise BadName(f"{what} {name!r}: only [A-Za-z0-9_.-] are allowed")
+    if len(name) > MAX_KEY_LENGTH:
+        raise BadName(f"{what} {name[:40]!r}... is {len(name)} characters long; at most {MAX_KEY_LENGTH} are "
+                      f"allowed (it becomes a folder name)")
     return name
 
 
@@ -36,4 +44,8 @@ def sanitize_key(name: str) -> str:
     cleaned = re.sub(r"\.{2,}", ".", cleaned)
     if not cleaned or cleaned in {".", ".."}:
         raise BadName(f"cannot derive a key from {name!r}")
+    if len(cleaned) > MAX_KEY_LENGTH:  # derived ids stay unique: keep a digest of the full text
+        import hashlib
+        digest = hashlib.sha256(cleaned.encode()).hexdigest()[:12]
+        cleaned = f"{cleaned[:MAX_KEY_LENGTH - 13]}-{digest}"
     return cleaned

@@ -1,41 +1,286 @@
-"""In-process evaluation: what `bench demo` / `bench evaluate` run (models load once per process)."""
+"""In-process evaluation: what `bench demo` / `bench evaluate` run (models load once per process).
+
+Crash safety. ``materialize()`` runs in this process with no run monitoring, so a process killed mid-step
+would leave its run STARTED and its pool slot (``pool="gpu"``, limit 1) claimed forever, and every later run
+on the home would wait on that slot. Each run is therefore tagged with this process's pid, host and start
+time; before evaluating (and every few seconds while waiting), runs of this host whose process is gone are
+marked failed and their slots freed, so a later ``bench evaluate`` resumes unaided. Dagster captures
+SIGINT/SIGTERM during execution and the in-process executor never looks at them; a watchdog thread turns a
+captured signal into KeyboardInterrupt in the main thread, so a waiting run stops when asked.
+"""
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import fcntl
 import os
+import re
 import shutil
+import socket
+import sys
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
-from dagster import AssetKey, DagsterInstance, materialize
+from dagster import AssetKey, DagsterInstance, DagsterRunStatus, RunsFilter, materialize
 
 from bench_assets.core import media
-from bench_assets.core.automation import stale_or_missing
-from bench_assets.core.generators import GeneratorInfo, discover_generators
+from bench_assets.core.automation import evaluator_state, needs_rerun_for_evaluator, stale_or_missing
+from bench_assets.core.generators import GeneratorInfo
 from bench_assets.core.partitions import BenchmarkPartitions
 from bench_resources.paths import PROJECT_ROOT
 
+PID_TAG, HOST_TAG, START_TAG = "bench/pid", "bench/host", "bench/proc_start"
+REAP_EVERY_S = 5.0
+INTERRUPT_GRACE_S = 20.0  # a step inside a long C call cannot see KeyboardInterrupt; exit anyway after this
+_LIVE_STATUSES = [DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED,
+                  DagsterRunStatus.CANCELING]
+
+
+# ---------------------------------------------------------------------- home and instance
+@contextlib.contextmanager
+def home_lock(home: Path) -> Iterator[None]:
+    """An exclusive lock on the Dagster home: schema creation and partition registration happen under it
+    (two processes creating the SQLite schema at once fail with 'table ... already exists')."""
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".bench.lock", "a+") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
 
 def dagster_home() -> Path:
-    home = Path(os.environ.get("DAGSTER_HOME", str(PROJECT_ROOT / "dagster_home")))
-    home.mkdir(parents=True, exist_ok=True)
-    cfg = home / "dagster.yaml"
-    if not cfg.exists():
-        shutil.copyfile(PROJECT_ROOT / "dagster.yaml", cfg)
+    home = Path(os.environ.get("DAGSTER_HOME", str(PROJECT_ROOT / "dagster_home"))).resolve()
+    with home_lock(home):
+        cfg = home / "dagster.yaml"
+        if not cfg.exists():  # copy then rename: another process never reads half a file
+            tmp = home / f".dagster.yaml.tmp-{os.getpid()}"
+            shutil.copyfile(PROJECT_ROOT / "dagster.yaml", tmp)
+            os.replace(tmp, cfg)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
+
+
+def open_instance() -> DagsterInstance:
+    """The home's instance with every storage's schema created under the home lock."""
+    home = dagster_home()
+    with home_lock(home):
+        instance = DagsterInstance.get()
+        instance.get_runs(limit=1)
+        instance.get_dynamic_partitions("bench_schema_probe")
+        instance.event_log_storage.get_concurrency_keys()
+        instance.all_instigator_state()
+    return instance
+
+
+# ---------------------------------------------------------------------- process identity and liveness
+def _proc_start(pid: int) -> str:
+    """The kernel's start time of ``pid`` (clock ticks since boot): tells a live pid from a reused one."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    fields = stat[stat.rindex(")") + 2:].split()  # the command name may hold spaces and parentheses
+    return fields[19] if len(fields) > 19 else ""
+
+
+def process_tags() -> dict[str, str]:
+    pid = os.getpid()
+    return {PID_TAG: str(pid), HOST_TAG: socket.gethostname(), START_TAG: _proc_start(pid)}
+
+
+def process_alive(pid: int, start: str = "") -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by someone else
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text()
+        if state[state.rindex(")") + 2:].split()[0] in ("Z", "X"):  # zombie: dead, not yet reaped
+            return False
+    except (OSError, ValueError, IndexError):
+        pass
+    return not (start and _proc_start(pid) not in ("", start))
+
+
+@dataclass
+class Reaped:
+    run_id: str
+    pid: Optional[int]
+    why: str
+
+
+def reap_dead_runs(instance: DagsterInstance, *, log: Callable[[str], None] = lambda _m: None) -> list[Reaped]:
+    """Mark failed the runs of this host whose process is gone; free every slot held by a finished run.
+
+    Only runs tagged by this module are judged (their pid is known); runs launched by the daemon are
+    watched by Dagster's run monitoring (dagster.yaml).
+    """
+    host = socket.gethostname()
+    me = os.getpid()
+    reaped: list[Reaped] = []
+    for run in instance.get_runs(filters=RunsFilter(statuses=_LIVE_STATUSES, tags={HOST_TAG: host})):
+        try:
+            pid = int(run.tags.get(PID_TAG, ""))
+        except ValueError:
+            continue
+        if pid == me or process_alive(pid, run.tags.get(START_TAG, "")):
+            continue
+        why = f"process {pid} on {host} is gone (killed or crashed); marked failed so its pool slots are freed"
+        instance.report_run_failed(run, message=why)
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        reaped.append(Reaped(run.run_id, pid, why))
+        log(f"recovered run {run.run_id[:8]} ({run.tags.get('dagster/partition') or run.job_name}): {why}")
+    # Slots or queued steps still held by a run that has ended (or no longer exists) block the pool too.
+    storage = instance.event_log_storage
+    try:
+        keys = storage.get_concurrency_keys()
+    except NotImplementedError:
+        return reaped
+    holders = set()
+    for key in keys:
+        info = storage.get_concurrency_info(key)
+        holders |= {c.run_id for c in info.claimed_slots} | {p.run_id for p in info.pending_steps}
+    for run_id in sorted(holders):
+        run = instance.get_run_by_id(run_id)
+        if run is None or run.is_finished:
+            storage.free_concurrency_slots_for_run(run_id)
+            reaped.append(Reaped(run_id, None, "slot held by a finished run"))
+            log(f"freed pool slots held by finished run {run_id[:8]}")
+    return reaped
+
+
+def _raise_in_main(exc: type[BaseException]) -> None:
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(threading.main_thread().ident), ctypes.py_object(exc))
+
+
+class Watchdog:
+    """While ``materialize`` runs: frees slots of dead runs every few seconds and turns a signal captured by
+    Dagster into KeyboardInterrupt in the main thread (after a grace period, exits)."""
+
+    def __init__(self, instance: DagsterInstance, log: Callable[[str], None]):
+        self.instance, self.log = instance, log
+        self.interrupted = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="bench-watchdog", daemon=True)
+
+    def __enter__(self) -> "Watchdog":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        from dagster._utils.interrupts import check_captured_interrupt
+        own = None
+        if not self.instance.is_ephemeral:
+            own = DagsterInstance.from_ref(self.instance.get_ref())  # a thread keeps its own connections
+        last_reap = time.monotonic()
+        while not self._stop.wait(0.2):
+            if check_captured_interrupt() and not self.interrupted:
+                self.interrupted = True
+                self.log("interrupted: stopping the run")
+                _raise_in_main(KeyboardInterrupt)
+                deadline = time.monotonic() + INTERRUPT_GRACE_S
+                while not self._stop.wait(0.2):
+                    if time.monotonic() > deadline:  # stuck in native code: end the process; the run is
+                        if own is not None:          # marked failed first so its slot is free at once
+                            _fail_own_runs(own)
+                        os._exit(130)
+                return
+            if own is not None and time.monotonic() - last_reap > REAP_EVERY_S:
+                last_reap = time.monotonic()
+                try:
+                    reap_dead_runs(own, log=self.log)
+                except Exception as e:  # a locked database now is retried at the next tick
+                    self.log(f"watchdog: {type(e).__name__}: {e}")
+
+
+def _fail_own_runs(instance: DagsterInstance) -> None:
+    for run in instance.get_runs(filters=RunsFilter(statuses=_LIVE_STATUSES, tags={PID_TAG: str(os.getpid()),
+                                                                                   HOST_TAG: socket.gethostname()})):
+        instance.report_run_failed(run, message="interrupted (SIGINT/SIGTERM)")
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+
+
+# ---------------------------------------------------------------------- messages and progress
+_CARET = re.compile(r"^[\s^~]*$")
+
+
+def error_message(err) -> str:
+    """The user's error as one readable line: class and message, without caret or 'LINE n' decoration."""
+    while err is not None and getattr(err, "cause", None) is not None:  # the user's error, not Dagster's wrapper
+        err = err.cause
+    if err is None:
+        return "failed"
+    lines = [ln.strip() for ln in (err.message or "").splitlines()]
+    lines = [ln for ln in lines if ln and not _CARET.match(ln) and not re.match(r"^LINE \d+:", ln)]
+    msg = " ".join(lines[:3]) or err.cls_name or "failed"
+    if err.cls_name and not msg.startswith(err.cls_name):
+        msg = f"{err.cls_name}: {msg}"
+    return msg if len(msg) <= 400 else msg[:397] + "..."
+
+
+class Progress:
+    """A tqdm bar (elapsed, ETA) on a terminal; elsewhere, quiet: only failures and summaries are printed."""
+
+    def __init__(self, total: int, desc: str, enabled: Optional[bool] = None):
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.bar = None
+        if self.enabled and total:
+            from tqdm import tqdm
+            self.bar = tqdm(total=total, desc=desc, unit="part", file=sys.stderr, dynamic_ncols=True,
+                            bar_format="{desc} {n_fmt}/{total_fmt} |{bar}| {elapsed}<{remaining} {postfix}")
+
+    def label(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(text[:60])
+
+    def step(self) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def write(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.write(text, file=sys.stderr)
+        else:
+            print(text, file=sys.stderr)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 @dataclass
 class RunStats:
     materialized: list[tuple[str, Optional[str]]] = field(default_factory=list)
     failed: list[tuple[str, Optional[str], str]] = field(default_factory=list)
+    warnings: "OrderedDict[str, list[str]]" = field(default_factory=OrderedDict)  # step -> messages
+    recovered: list[Reaped] = field(default_factory=list)
+    interrupted: bool = False
     wall_s: float = 0.0
     forwards: int = 0
     forward_s: float = 0.0
     judge_calls: int = 0
     decodes: int = 0
+
+    def warning_summary(self, first: int = 3) -> list[str]:
+        """One line per asset: how many warnings, and the first few (not one line per item)."""
+        out = []
+        for step, msgs in self.warnings.items():
+            shown = "; ".join(msgs[:first])
+            more = f" (+{len(msgs) - first} more)" if len(msgs) > first else ""
+            out.append(f"  {step}: {len(msgs)} warning{'s' if len(msgs) != 1 else ''}: {shown}{more}")
+        return out
 
 
 def _model_counters() -> tuple[int, float]:
@@ -43,61 +288,103 @@ def _model_counters() -> tuple[int, float]:
     return models.forward_count(), models.forward_seconds()
 
 
+def _collect_warnings(instance: DagsterInstance, run_id: str, stats: RunStats) -> None:
+    import logging
+    try:
+        records = instance.all_logs(run_id)
+    except Exception:
+        return
+    for rec in records:
+        if rec.is_dagster_event or rec.level < logging.WARNING or rec.level >= logging.ERROR:
+            continue
+        step = rec.step_key or "run"
+        msg = (rec.user_message or "").strip().splitlines()[0] if rec.user_message else ""
+        if msg:
+            stats.warnings.setdefault(step, []).append(msg)
+
+
 def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, partitions: BenchmarkPartitions,
              items: list[str], generators: list[GeneratorInfo], item_assets: Sequence[str],
              generator_assets: Sequence[str], aggregate_assets: Sequence[str],
-             progress: Callable[[str], None] = print, only_stale: bool = True,
-             log_level: str = "WARNING") -> RunStats:
-    """Materialise every missing or stale partition of the benchmark, item assets first, then aggregates."""
+             progress: Optional[Callable[[str], None]] = None, only_stale: bool = True,
+             log_level: str = "CRITICAL", show_progress: Optional[bool] = None) -> RunStats:
+    """Materialise every missing or stale partition of the benchmark, item assets first, then aggregates.
+
+    A partition also re-runs when its last materialisation counted evaluator failures (judge outage, replay
+    miss, missing weights) and the evaluator state changed since (core/automation.py).
+    """
     stats = RunStats()
     t0 = time.perf_counter()
     f0, s0 = _model_counters()
     d0 = media.decode_count()
     judge = resources.get("judge")
     j0 = judge.stats()["network_calls"] if judge is not None else 0
-    known_items = set(instance.get_dynamic_partitions(partitions.items.name))
-    instance.add_dynamic_partitions(partitions.items.name, [i for i in items if i not in known_items])
-    known_gens = set(instance.get_dynamic_partitions(partitions.generators.name))
-    instance.add_dynamic_partitions(partitions.generators.name, [g.name for g in generators if g.name not in known_gens])
+    total = len(items) * (1 + len(generators)) + len(aggregate_assets)
+    bar = Progress(total, partitions.benchmark, enabled=show_progress)
+    say = progress or bar.write
+    stats.recovered = reap_dead_runs(instance, log=say)
+    home = Path(os.environ.get("DAGSTER_HOME", ".")) if not instance.is_ephemeral else None
+    with (home_lock(home) if home is not None else contextlib.nullcontext()):
+        known_items = set(instance.get_dynamic_partitions(partitions.items.name))
+        instance.add_dynamic_partitions(partitions.items.name, [i for i in items if i not in known_items])
+        known_gens = set(instance.get_dynamic_partitions(partitions.generators.name))
+        instance.add_dynamic_partitions(partitions.generators.name,
+                                        [g.name for g in generators if g.name not in known_gens])
+    state = evaluator_state(resources)
+    tags = {**process_tags(), "bench/evaluator_state": state}
 
     def run(selection: Sequence[str], partition_key: Optional[str], label: str) -> bool:
+        bar.label(label)
         todo = [AssetKey(a) for a in selection]
         if only_stale:
-            stale = stale_or_missing(instance, assets, todo, lambda _k: [partition_key])
-            todo = sorted({k for k, _, _ in stale}, key=str)
+            stale = {k for k, _, _ in stale_or_missing(instance, assets, todo, lambda _k: [partition_key])}
+            stale |= {k for k in todo if needs_rerun_for_evaluator(instance, k, partition_key, state)}
+            todo = sorted(stale, key=str)
         if not todo:
             return True
-        progress(f"  materialising {label}: {', '.join(k.to_user_string() for k in todo)}")
-        result = materialize(assets, selection=todo, partition_key=partition_key, instance=instance,
-                             resources=resources, raise_on_error=False,
-                             run_config={"loggers": {"console": {"config": {"log_level": log_level}}}})
+        if progress is not None:
+            progress(f"  materialising {label}: {', '.join(k.to_user_string() for k in todo)}")
+        with Watchdog(instance, say) as dog:
+            try:
+                result = materialize(assets, selection=todo, partition_key=partition_key, instance=instance,
+                                     resources=resources, raise_on_error=False, tags=tags,
+                                     run_config={"loggers": {"console": {"config": {"log_level": log_level}}}})
+            except KeyboardInterrupt:
+                dog.interrupted = True
+                result = None
+        if dog.interrupted:
+            stats.interrupted = True
+            _fail_own_runs(instance)
+            raise KeyboardInterrupt
+        _collect_warnings(instance, result.run_id, stats)
         if result.success:
             stats.materialized += [(k.to_user_string(), partition_key) for k in todo]
             return True
         for ev in result.all_events:
             if ev.is_step_failure:
-                err = ev.step_failure_data.error
-                while err is not None and err.cause is not None:  # the user's error, not Dagster's wrapper
-                    err = err.cause
-                msg = err.message.strip().splitlines()[-1] if err is not None else "failed"
+                msg = error_message(ev.step_failure_data.error)
                 stats.failed.append((ev.step_key or "?", partition_key, msg))
-                progress(f"  FAILED {label} {ev.step_key}: {msg}")
+                say(f"FAILED {ev.step_key} for {label}: {msg}")
         return False
 
-    ok_items = []
-    for i, item in enumerate(items, 1):
-        progress(f"[{i}/{len(items)}] {partitions.item_dim} {item}")
-        if run(item_assets, item, f"{partitions.item_dim} {item}"):
-            ok_items.append(item)
-    n = len(generators) * len(ok_items)
-    k = 0
-    for g in generators:
-        for item in ok_items:
-            k += 1
-            progress(f"[{k}/{n}] {g.name} x {item}")
-            run(generator_assets, str(partitions.key(g.name, item)), f"{g.name} x {item}")
-    for a in aggregate_assets:
-        run([a], None, a)
+    try:
+        ok_items = []
+        for item in items:
+            if run(item_assets, item, f"{partitions.item_dim} {item}"):
+                ok_items.append(item)
+            bar.step()
+        for _ in range(len(items) - len(ok_items)):  # their generator partitions cannot run
+            for _g in generators:
+                bar.step()
+        for g in generators:
+            for item in ok_items:
+                run(generator_assets, str(partitions.key(g.name, item)), f"{g.name} x {item}")
+                bar.step()
+        for a in aggregate_assets:
+            run([a], None, a)
+            bar.step()
+    finally:
+        bar.close()
     f1, s1 = _model_counters()
     stats.forwards, stats.forward_s = f1 - f0, s1 - s0
     stats.decodes = media.decode_count() - d0
