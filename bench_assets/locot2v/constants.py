@@ -41,7 +41,10 @@ TRANSITION_K = 4                  # window of 2k + 1 frames
 TRANSITION_B = float((2 * TRANSITION_K) ** 2)
 TRANSITION_C = 0.01
 TRANSITION_WEIGHTS = (0.25, 0.25, 0.25, 0.25)   # (1 - MAE), SSIM, cos(embeddings), motion consistency
-MOTION_TOLERANCE_PX = 1.0         # motion consistency 1 / (1 + |m_j - median m| / tol)
+# motion consistency 1 / (1 + |m_j - median m| / max(median m, floor)): scale-free (a deviation relative to the
+# window's own motion; an absolute 1 px made a steady real pan at 5 px/frame score 0.88 and depended on resolution),
+# with a 1 px floor so sub-pixel flow noise in a still shot is not amplified
+MOTION_FLOOR_PX = 1.0
 SCENE_DETECTOR = "ContentDetector"
 SCENE_THRESHOLD = 27.0            # PySceneDetect's default
 SCENE_MIN_LEN_FRAMES = 4
@@ -64,7 +67,7 @@ CONSTANTS = {
     "static_top_fraction": STATIC_TOP_FRACTION, "static_flow_per_256": STATIC_FLOW_PER_256,
     "warp_fb_tolerance_px": WARP_FB_TOLERANCE_PX, "transition_k": TRANSITION_K, "transition_b": TRANSITION_B,
     "transition_c": TRANSITION_C, "transition_weights": list(TRANSITION_WEIGHTS),
-    "motion_tolerance_px": MOTION_TOLERANCE_PX, "scene_detector": SCENE_DETECTOR,
+    "motion_consistency": "1 / (1 + |m_j - median m| / max(median m, floor px))", "motion_floor_px": MOTION_FLOOR_PX, "scene_detector": SCENE_DETECTOR,
     "scene_threshold": SCENE_THRESHOLD, "scene_min_len_frames": SCENE_MIN_LEN_FRAMES, "event_frames": EVENT_FRAMES,
     "event_segmentation": EVENT_SEGMENTATION, "judge_frames": JUDGE_FRAMES, "cc_rounds": CC_ROUNDS,
     "cc_temperature": CC_TEMPERATURE, "herd_questions_per_dimension": HERD_QUESTIONS_PER_DIMENSION,

@@ -4,7 +4,6 @@ Every score is in % (the paper's scale). A value that cannot be computed is None
 """
 from __future__ import annotations
 
-import re
 from typing import Callable, Optional, Sequence
 
 import cv2
@@ -14,6 +13,7 @@ from skimage.metrics import structural_similarity
 
 from bench_assets.locot2v import constants as K
 from bench_assets.locot2v.constants import DIMENSIONS, EVENT_FIELDS, HERD_DIMENSIONS  # noqa: F401  (re-exported)
+from bench_resources.models.slots_locot2v import sentence_chunks  # noqa: F401  (re-exported; lives with its slot)
 
 FlowFn = Callable[[list[tuple[np.ndarray, np.ndarray]]], list[np.ndarray]]
 EmbedFn = Callable[[list[np.ndarray]], np.ndarray]
@@ -35,31 +35,6 @@ def mean_available(values: Sequence[Optional[float]]) -> Optional[float]:
 
 
 # ----------------------------------------------------------------------------------------- text embeddings
-
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+")
-
-
-def sentence_chunks(text: str, max_words: int) -> list[str]:
-    """Sentences packed greedily into chunks of at most ``max_words`` words (a longer sentence is split by words), so
-    a short-context embedder sees the whole text, late events included."""
-    chunks: list[str] = []
-    cur: list[str] = []
-    for sentence in (s for s in _SENTENCE.split(text.strip()) if s):
-        words = sentence.split()
-        while len(words) > max_words:
-            if cur:
-                chunks.append(" ".join(cur))
-                cur = []
-            chunks.append(" ".join(words[:max_words]))
-            words = words[max_words:]
-        if len(cur) + len(words) > max_words and cur:
-            chunks.append(" ".join(cur))
-            cur = []
-        cur += words
-    if cur:
-        chunks.append(" ".join(cur))
-    return chunks or [""]
-
 
 def text_similarity(a: np.ndarray, b: np.ndarray) -> float:
     """Clipped cosine of two (normalised) text embeddings, in [0, 1]."""
@@ -280,16 +255,22 @@ def semantic_consistency(embeddings: np.ndarray) -> Optional[float]:
     return float(np.mean(np.clip(np.sum(e[1:] * e[:-1], axis=1), 0, None)) * 100.0)
 
 
+def motion_consistency(magnitude: float, median_magnitude: float) -> float:
+    """1 / (1 + |m - median| / max(median, floor)): how far a pair's motion departs from the window's typical
+    motion, relative to it (a 1 px floor keeps a still window's sub-pixel noise from counting)."""
+    return 1.0 / (1.0 + abs(magnitude - median_magnitude) / max(median_magnitude, K.MOTION_FLOOR_PX))
+
+
 def pair_similarity(a: np.ndarray, b: np.ndarray, ea: np.ndarray, eb: np.ndarray, magnitude: float,
                     median_magnitude: float) -> tuple[float, dict]:
     """s_j = 0.25 (1 - MAE) + 0.25 SSIM + 0.25 cos(emb) + 0.25 motion consistency, each term in [0, 1]; motion
-    consistency = 1 / (1 + |m_j - median m| / 1 px)."""
+    consistency = 1 / (1 + |m_j - median m| / max(median m, 1 px)), m = mean flow magnitude of the pair."""
     mae = float(np.abs(a.astype(np.float32) - b.astype(np.float32)).mean() / 255.0)
     ga, gb = cv2.cvtColor(a, cv2.COLOR_RGB2GRAY), cv2.cvtColor(b, cv2.COLOR_RGB2GRAY)
     win = min(7, min(ga.shape) // 2 * 2 - 1) if min(ga.shape) < 7 else 7
     ssim = float(np.clip(structural_similarity(ga, gb, data_range=255, win_size=max(3, win)), 0, 1))
     cos = float(np.clip(l2n(ea) @ l2n(eb), 0, 1))
-    mc = 1.0 / (1.0 + abs(magnitude - median_magnitude) / K.MOTION_TOLERANCE_PX)
+    mc = motion_consistency(magnitude, median_magnitude)
     w = K.TRANSITION_WEIGHTS
     s = w[0] * (1.0 - mae) + w[1] * ssim + w[2] * cos + w[3] * mc
     return float(s), {"mae": mae, "ssim": ssim, "cos": cos, "mc": mc}

