@@ -6,6 +6,7 @@ never an empty picture.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import shutil
@@ -22,7 +23,9 @@ PALETTE = ("#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6", "#d
            "#b82e2e", "#316395", "#994499", "#22aa99")
 
 
+@functools.lru_cache(maxsize=1)
 def environment() -> Environment:
+    """One jinja2 environment per process, so each template is compiled once."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]))
     env.filters["fmt"] = fmt
     return env
@@ -142,7 +145,8 @@ def bar_chart_svg(rows: Sequence[dict], series_order: Sequence[str], *, title: s
     series = [s for s in series_order if any(r["series"] == s for r in rows)]
     series += sorted({r["series"] for r in rows} - set(series))
     lo, hi = scale or _scale(r.get("value") for r in rows)
-    left, right, bar_h, gap, top = 210, 90, 11, 10, 34
+    longest = max(len(str(lab)) for lab in labels)
+    left, right, bar_h, gap, top = min(210, 12 + 6 * min(longest, 34)), 90, 11, 10, 34
     plot_w = width - left - right
     group_h = len(series) * (bar_h + 4) + gap
     legend_h = 18 * math.ceil(len(series) / 4)

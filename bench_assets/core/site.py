@@ -13,6 +13,7 @@ import json
 import os
 import re
 import time
+from html import escape
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -43,6 +44,7 @@ class PageSpec:
     families: tuple[tuple[str, str], ...] = ()
     gallery_tables: tuple[str, ...] = ()
     scale_note: str = ""
+    scale: Optional[tuple[float, float]] = None   # the published scale, when the whole board shares one
 
 
 SPECS: dict[str, PageSpec] = {
@@ -81,12 +83,13 @@ SPECS: dict[str, PageSpec] = {
          ("environment", r"^(epipolar|reprojection|lighting|style)$"),
          ("causal", r"^(state_evolution|evolution_correctness|text_instruction|action_instruction)$"),
          ("dimension M-Scores", r"^m_score\.")),
-        ("mbench_tracks",), "M-Score"),
+        ("mbench_tracks",), "M-Score", (0.0, 100.0)),
     "locot2v": PageSpec(
         "locot2v", "LoCoT2V-Bench",
         "Long text-to-video: 26 sub-dimensions in %, five dimensions (unweighted mean of their sub-dimensions) "
         "and overall.", "locot2v_leaderboard", None, None, ("overall",),
-        ("locot2v_visual", "locot2v_judged"), "sample", (), ("locot2v_derived",), "% (mean over samples)"),
+        ("locot2v_visual", "locot2v_judged"), "sample", (), ("locot2v_derived",), "% (mean over samples)",
+        (0.0, 100.0)),
     "narrativetrack": PageSpec(
         "narrativetrack", "NarrativeTrack",
         "Video MLLMs answering entity-centric QA: accuracy in % per dimension x format, strict and lenient "
@@ -95,7 +98,7 @@ SPECS: dict[str, PageSpec] = {
         (("average", r"^accuracy\.avg$"), ("dimension x format", r"^accuracy\.[A-Z]{2}\."),
          ("direction", r"^accuracy\.direction\."), ("track type", r"^accuracy\.track_type\."),
          ("distractor", r"^accuracy\.distractor\.")),
-        ("narrativetrack_frames",), "accuracy %"),
+        ("narrativetrack_frames",), "accuracy %", (0.0, 100.0)),
 }
 
 
@@ -112,6 +115,8 @@ class Reader:
         except Exception as e:  # noqa: BLE001 - an unreadable store is shown, not raised
             self.tables, self.error = set(), f"{type(e).__name__}: {e}"
         self.problems: dict[str, str] = {}
+        self._cache: dict[str, Optional[pd.DataFrame]] = {}
+        self._con = None
 
     def has(self, table: str) -> bool:
         return table in self.tables
@@ -120,15 +125,33 @@ class Reader:
         if table not in self.tables:
             self.problems.setdefault(table, "table not in the store")
             return None
+        sql = sql or f'SELECT * FROM "{table}"'
+        if sql in self._cache:
+            df = self._cache[sql]
+            return None if df is None or df.empty else df.copy()
         try:
-            df = self.store.query(sql or f'SELECT * FROM "{table}"')
+            df = self._query(sql)
         except Exception as e:  # noqa: BLE001 - e.g. a view with no complete Parquet file yet
             self.problems[table] = f"unreadable ({type(e).__name__}: {str(e).splitlines()[0][:160]})"
+            self._cache[sql] = None
             return None
+        self._cache[sql] = df
         if df.empty:
             self.problems.setdefault(table, "table is empty")
             return None
-        return df
+        return df.copy()
+
+    def _query(self, sql: str) -> pd.DataFrame:
+        """One DuckDB connection (views over every table) for the whole build: making the views is the slow
+        part, not the queries."""
+        if self._con is None:
+            self._con = self.store.duckdb()
+        return self._con.execute(sql).df()
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
 
 
 def _col(df: pd.DataFrame, name: str, default: Any = None) -> pd.Series:
@@ -245,18 +268,45 @@ def _bar_rows(df: pd.DataFrame, label_col: str = "metric_id") -> list[dict]:
             for r in df.to_dict("records")]
 
 
-def family_charts(main: pd.DataFrame, order: list[str]) -> list[str]:
-    """One bar chart per metric family (split further by scale so a [0,100] metric does not flatten [0,1] ones)."""
+def family_charts(spec: PageSpec, main: pd.DataFrame, order: list[str]) -> list[str]:
+    """One bar chart per metric family, in the spec's order (split further by scale so a [0,100] metric does not
+    flatten [0,1] ones). A family where nothing has a value is one line naming its reasons, not an empty chart."""
     charts = []
-    for fam, part in main.groupby("family", sort=False):
+    rank = {f: i for i, (f, _) in enumerate(spec.families)}
+    fams = sorted(main["family"].unique(), key=lambda f: (rank.get(f, len(rank)), f))
+    for fam in fams:
+        part = main[main["family"] == fam]
+        if part["value"].isna().all():
+            reasons = sorted({str(r)[:140] for r in part["reason"].dropna()})[:3]
+            charts.append(f'<p class="none family-none"><b>{escape(fam)}</b>: no value ({part["metric_id"].nunique()} '
+                          f'metrics){": " + escape("; ".join(reasons)) if reasons else ""}</p>')
+            continue
         scales: dict[tuple, list[str]] = {}
-        for mid, m in part.groupby("metric_id", sort=False):
-            scales.setdefault(_scale_class(m["value"]), []).append(mid)
+        empty = []
+        for mid, m in part.groupby("metric_id", sort=True):
+            if spec.scale:
+                scales.setdefault(spec.scale, []).append(mid)
+            elif m["value"].isna().all():
+                empty.append(mid)  # drawn as None beside the others, on their scale
+            else:
+                scales.setdefault(_scale_class(m["value"]), []).append(mid)
+        if empty:
+            biggest = max(scales, key=lambda k: len(scales[k]))
+            scales[biggest] = sorted(scales[biggest] + empty)
         for sc, mids in scales.items():
-            sub = part[part["metric_id"].isin(mids)]
+            sub = part[part["metric_id"].isin(mids)].sort_values("metric_id", kind="stable")
             title = fam if len(scales) == 1 else f"{fam} ({fmt(sc[0], 0)}-{fmt(sc[1], 0)})"
-            charts.append(R.bar_chart_svg(_bar_rows(sub), order, title=title, scale=sc))
+            charts.append(R.bar_chart_svg(_bar_rows(sub), order, title=title, scale=sc, width=620))
     return charts
+
+
+def chart_or_note(rows: list[dict], order: list[str], title: str, **kw) -> str:
+    """A bar chart, or one line saying why nothing has a value (an all-None chart is only noise)."""
+    if rows and all(is_none(r.get("value")) for r in rows):
+        reasons = sorted({str(r["note"])[:140] for r in rows if r.get("note")})[:3]
+        return (f'<p class="none family-none"><b>{escape(title)}</b>: no value'
+                f'{": " + escape("; ".join(reasons)) if reasons else ""}</p>')
+    return R.bar_chart_svg(rows, order, title=title, **kw)
 
 
 def _view(spec: PageSpec, part: pd.DataFrame, key: str, label: str, main: bool, order: list[str],
@@ -330,7 +380,7 @@ def galleries(spec: PageSpec, reader: Reader, page_dir: Path) -> list[dict]:
     """Crops (``crop_id``) and frames (``frame_id`` / ``*_frame_id`` / ``plot_id`` columns that name a stored
     PNG) of the first item per generator, from the benchmark's tables."""
     out = []
-    for t in [*spec.gallery_tables, *spec.metric_tables]:
+    for t in dict.fromkeys([*spec.gallery_tables, *spec.metric_tables]):
         df = reader.table(t)
         if df is None:
             continue
@@ -475,8 +525,8 @@ def sections_vistorybench(reader: Reader, board: pd.DataFrame, order: list[str],
         if split == "full":
             continue
         for fam, p in part.groupby("family"):
-            charts.append(R.bar_chart_svg(_bar_rows(p), order, title=f"{fam} ({split})",
-                                          scale=_scale_class(p["value"]), width=520))
+            charts.append(chart_or_note(_bar_rows(p), order, title=f"{fam} ({split})",
+                                        scale=_scale_class(p["value"]), width=520))
     out = [{"title": "Per-split breakdown (Lite)", "note": "The Lite subset's values, per family.",
             "charts": charts or ['<p class="none">not evaluated: no Lite story in the store</p>']}]
     if "mean_rank" in raw.columns:
@@ -493,12 +543,12 @@ def sections_mbench(reader: Reader, board: pd.DataFrame, order: list[str]) -> li
     dims, subs = [], []
     for mode, part in board.groupby("slice"):
         d = part[part["metric_id"].str.startswith("m_score.")]
-        dims.append(R.bar_chart_svg(_bar_rows(d), order, title=f"MBench-{mode}: dimension M-Scores",
-                                    scale=(0.0, 100.0), width=520))
+        dims.append(chart_or_note(_bar_rows(d), order, title=f"MBench-{mode}: dimension M-Scores",
+                                  scale=(0.0, 100.0), width=520))
         if mode != "A":
             s = part[~part["metric_id"].str.startswith("m_score.")]
-            subs.append(R.bar_chart_svg(_bar_rows(s), order, title=f"MBench-{mode}: sub-dimensions",
-                                        scale=(0.0, 100.0)))
+            subs.append(chart_or_note(_bar_rows(s), order, title=f"MBench-{mode}: sub-dimensions",
+                                      scale=(0.0, 100.0)))
     return [{"title": "Per-dimension M-Scores", "note": "Entity, environment and causal M-Scores per mode.",
              "charts": dims or ['<p class="none">not evaluated</p>']},
             {"title": "MBench-T sub-dimensions", "note": "A T case whose trigger is unknown leaves the coverage "
@@ -527,8 +577,8 @@ def sections_narrativetrack(reader: Reader, board: pd.DataFrame, order: list[str
             cols += sorted({k[1] for k in vals} - set(cols))
             heat.append(R.heatmap_svg(rows, cols, vals, title=f"{gen} ({mode})", vmax=100.0))
         a = part[part["metric_id"] == "accuracy.avg"]
-        avg.append(R.bar_chart_svg(_bar_rows(a, "slice"), order, title=f"average accuracy ({mode})",
-                                   scale=(0.0, 100.0), width=520))
+        avg.append(chart_or_note(_bar_rows(a, "slice"), order, title=f"average accuracy ({mode})",
+                                 scale=(0.0, 100.0), width=520))
     return [{"title": "Accuracy by dimension and format", "note": "Rows: dimensions (EE, AC, OC, SC, EA); "
              "columns: formats; grey: no item of that kind. None: no item was answered.",
              "charts": heat or ['<p class="none">not evaluated</p>']},
@@ -546,10 +596,10 @@ def audit_rows(spec: PageSpec, reader: Reader) -> Optional[pd.DataFrame]:
         if df is None or "metric_id" not in df.columns:
             continue
         item_col = next((c for c in ITEM_COLUMNS if c in df.columns), None)
-        d = pd.DataFrame({"generator": _col(df, "generator").astype("string"),
-                          "item": (df[item_col] if item_col else pd.Series("", index=df.index)).astype("string"),
-                          "level": _col(df, "level", "item").astype("string").fillna("item"),
-                          "metric_id": df["metric_id"].astype("string"), "value": _num(_col(df, "value"))})
+        d = pd.DataFrame({"generator": _col(df, "generator").astype(object),
+                          "item": (df[item_col] if item_col else pd.Series("", index=df.index)).astype(str),
+                          "level": _col(df, "level", "item").fillna("item").astype(object),
+                          "metric_id": df["metric_id"].astype(object), "value": _num(_col(df, "value"))})
         for c in ("n_eval", "n_failed", "n_skipped", "shot", "frame_index"):
             d[c] = _col(df, c)
         for c in ("entity_id", "reason", "crop_id", "source_sha256", "detail"):
@@ -589,20 +639,38 @@ def _narrativetrack_rows(ans: pd.DataFrame) -> pd.DataFrame:
         "distractor": _col(ans, "distractor")})
 
 
-def _rows_for(spec: PageSpec, rows: pd.DataFrame, metric_id: str, generator: str) -> pd.DataFrame:
-    mine = rows[rows["generator"] == generator]
-    if spec.name == "narrativetrack":
-        parts = metric_id.split(".")
-        if parts[0] != "accuracy" or len(parts) < 2:
+class RowIndex:
+    """The audit rows split once by (generator, metric_id), so each audit page picks its rows without scanning
+    the whole table again."""
+
+    def __init__(self, spec: PageSpec, rows: pd.DataFrame):
+        self.spec = spec
+        self.by_gen = {g: part for g, part in rows.groupby("generator", sort=False)}
+        self.by_cell = {k: part for k, part in rows.groupby(["generator", "metric_id"], sort=False)}
+        self.metrics: dict[str, list[str]] = {}
+        for g, m in self.by_cell:
+            self.metrics.setdefault(g, []).append(m)
+
+    def rows_for(self, metric_id: str, generator: str) -> pd.DataFrame:
+        mine = self.by_gen.get(generator)
+        if mine is None:
+            return pd.DataFrame(columns=["generator", "item", "level", "metric_id", "value"])
+        if self.spec.name == "narrativetrack":
+            parts = metric_id.split(".")
+            if parts[0] != "accuracy" or len(parts) < 2:
+                return mine.iloc[0:0]
+            if parts[1] == "avg":
+                return mine
+            if len(parts) == 3 and parts[1] in ("direction", "track_type", "distractor"):
+                return mine[mine[parts[1]].fillna("none").astype(str) == parts[2]]
+            if len(parts) == 3:
+                return mine[(mine["dimension"] == parts[1]) & (mine["format"] == parts[2])]
             return mine.iloc[0:0]
-        if parts[1] == "avg":
-            return mine
-        if len(parts) == 3 and parts[1] in ("direction", "track_type", "distractor"):
-            return mine[mine[parts[1]].fillna("none").astype(str) == parts[2]]
-        if len(parts) == 3:
-            return mine[(mine["dimension"] == parts[1]) & (mine["format"] == parts[2])]
-        return mine.iloc[0:0]
-    return mine[(mine["metric_id"] == metric_id) | mine["metric_id"].str.startswith(f"{metric_id}.")]
+        keys = [m for m in self.metrics.get(generator, []) if m == metric_id or str(m).startswith(f"{metric_id}.")]
+        if not keys:
+            return mine.iloc[0:0]
+        return pd.concat([self.by_cell[(generator, k)] for k in keys]) if len(keys) > 1 \
+            else self.by_cell[(generator, keys[0])]
 
 
 # ----------------------------------------------------------------------------- building
@@ -635,10 +703,10 @@ def build_benchmark(spec: PageSpec, reader: Reader, out_dir: Path) -> BenchPage:
     page.n_generators, page.n_metrics = len(order), main["metric_id"].nunique()
     page.n_cells, page.n_values = len(main), int(main["value"].notna().sum())
     page.overview_chart = R.bar_chart_svg(
-        [{"label": page.headline_label, "series": g, "value": h["value"], "coverage": h["coverage"]}
+        [{"label": g, "series": g, "value": h["value"], "coverage": h["coverage"]}
          for g, h in page.headlines.items()], order, title=f"headline: {page.headline_label}",
         scale=_scale_class([h["value"] for h in page.headlines.values()]), width=420)
-    page.family_charts = family_charts(main, order)
+    page.family_charts = family_charts(spec, main, order)
     section = {"entitybench": lambda: sections_entitybench(reader, board, order),
                "vistorybench": lambda: sections_vistorybench(reader, board, order, raw),
                "mbench": lambda: sections_mbench(reader, board, order),
@@ -651,6 +719,7 @@ def build_benchmark(spec: PageSpec, reader: Reader, out_dir: Path) -> BenchPage:
     audit_dir = out_dir / "audit" / spec.name
     written: set[tuple[str, str]] = set()
     if rows is not None:
+        index = RowIndex(spec, rows)
         tiers = None
         if spec.name == "entitybench":
             ep = reader.table("entitybench_episode")
@@ -658,7 +727,7 @@ def build_benchmark(spec: PageSpec, reader: Reader, out_dir: Path) -> BenchPage:
                 tiers = dict(zip(ep["episode_id"].astype(str), ep["tier"]))
         for cell in main.to_dict("records"):
             mid, gen = cell["metric_id"], cell["generator"]
-            mine = _rows_for(spec, rows, mid, gen)
+            mine = index.rows_for(mid, gen)
             if mine.empty:
                 continue
             items = mine[mine["level"] == "item"].copy()
@@ -731,6 +800,19 @@ def build_site(store, out_dir: Path | None = None) -> Path:
         R.write_atomic(out / "validity.html", env.get_template("site/validity.html.j2").render(
             title="Validity", root="", nav=nav, here="validity", **validity))
     pages = []
+    try:
+        _build_pages(reader, out, env, nav, pages)
+    finally:
+        reader.close()
+    generators = sorted({g for p in pages for g in p.headlines})
+    index = out / "index.html"
+    R.write_atomic(index, env.get_template("site/index.html.j2").render(
+        title="Benchmarks overview", root="", nav=nav, here="index", benchmarks=pages, generators=generators,
+        validity=validity, store_root=store.root, built=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())))
+    return index
+
+
+def _build_pages(reader: Reader, out: Path, env, nav: list, pages: list) -> None:
     for name in BENCH_ORDER:
         try:
             page = build_benchmark(SPECS[name], reader, out)
@@ -741,9 +823,3 @@ def build_site(store, out_dir: Path | None = None) -> Path:
         R.write_atomic(out / page.href, env.get_template("site/benchmark.html.j2").render(
             title=f"{page.title}: leaderboard", root="", nav=nav, here=name, b=page))
         pages.append(page)
-    generators = sorted({g for p in pages for g in p.headlines})
-    index = out / "index.html"
-    R.write_atomic(index, env.get_template("site/index.html.j2").render(
-        title="Benchmarks overview", root="", nav=nav, here="index", benchmarks=pages, generators=generators,
-        validity=validity, store_root=store.root, built=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())))
-    return index
