@@ -51,7 +51,7 @@ def test_effect_sizes():
     assert cohens_d([1.0], [2.0, 3.0]) is None
 
 
-@pytest.mark.parametrize("bad", ["a|b", "a/b", "..", "x..y", "a b", "", "é"])
+@pytest.mark.parametrize("bad", ["a|b", "a/b", "..", "x..y", "a b", "", "é", "g" * 101, "x" * 250])
 def test_bad_names_rejected(bad):
     with pytest.raises(BadName):
         validate_key(bad)
@@ -63,6 +63,51 @@ def test_names_and_partitions():
     key = ENTITYBENCH.key("faithful", "e0001")
     assert str(key) == "e0001|faithful"
     assert ENTITYBENCH.split("e0001|faithful") == ("faithful", "e0001")
+
+
+def test_long_names_fail_before_any_model_runs():
+    assert validate_key("g" * 100) == "g" * 100
+    with pytest.raises(BadName, match="250 characters long; at most 100"):
+        validate_key("x" * 250, "generator name")
+    derived = sanitize_key("a long title " * 30)
+    assert len(derived) <= 100 and derived != sanitize_key("a long title " * 31)  # a digest keeps them apart
+
+
+@pytest.mark.parametrize("content,expect", [
+    (b"name: [unclosed\nbenchmark: entitybench\n", "not valid YAML (expected ',' or ']', but got ':' at line 2"),
+    ("name: g\nbenchmark: entitybench\n".encode("utf-16"), "not UTF-8 text"),
+    (b"- just\n- a list\n", "must be a mapping"),
+    (b"", "must be a mapping"),
+    (b"name: 123\nbenchmark: entitybench\n", "'name' must be text"),
+    (b"name: other\nbenchmark: entitybench\n", "differs from the folder name"),
+    (b"name: g\n", "needs a 'benchmark'"),
+    (b"name: g\nbenchmark: [1]\n", "needs a 'benchmark'"),
+    (b"name: 'g|x'\nbenchmark: entitybench\n", "silently drops"),
+])
+def test_generator_yaml_errors_are_one_line(tmp_path, content, expect):
+    from bench_assets.core.generators import GeneratorError, discover_generators, read_generator
+    folder = tmp_path / "g"
+    folder.mkdir()
+    (folder / "generator.yaml").write_bytes(content)
+    with pytest.raises(GeneratorError) as e:
+        read_generator(folder)
+    assert expect in str(e.value) and "\n" not in str(e.value) and "'g'" in str(e.value)
+    gens, errors = discover_generators(tmp_path)
+    assert gens == [] and len(errors) == 1
+
+
+def test_generator_folder_problems(tmp_path):
+    from bench_assets.core.generators import GeneratorError, read_generator
+    with pytest.raises(GeneratorError, match="does not exist"):
+        read_generator(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(GeneratorError, match="no generator.yaml"):
+        read_generator(tmp_path / "empty")
+    long = tmp_path / ("x" * 200)
+    long.mkdir()
+    (long / "generator.yaml").write_text(f"name: {'x' * 200}\nbenchmark: entitybench\n")
+    with pytest.raises(GeneratorError, match="200 characters long"):
+        read_generator(long)
 
 
 def test_manifest_comparability():

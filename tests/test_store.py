@@ -261,3 +261,32 @@ def test_kill_mid_write_leaves_no_partial_file(tmp_path):
     os.utime(tmp, (past, past))
     s.write_table(pd.DataFrame({"a": [1.0]}), str(tmp.parent / "part.parquet"))
     assert not tmp.exists()
+
+
+def test_empty_results_keep_a_schema_and_bad_files_never_break_views(tmp_path):
+    """A column-less frame is stored with its siblings' schema (or a placeholder column), and one unreadable
+    or column-less file leaves its asset's view over the good files while every other view keeps working."""
+    import pyarrow.parquet as pq
+    s = Store(root=str(tmp_path / "store"))
+    s.write_table(pd.DataFrame({"generator": ["a"], "d": [0.5]}), s.table_path("effect", {"partition": "x"}))
+    s.write_table(pd.DataFrame(), s.table_path("effect", {"partition": "y"}))  # no pair -> no rows, no columns
+    assert pq.read_schema(s.table_path("effect", {"partition": "y"})).names[:2] == ["generator", "d"]
+    s.write_table(pd.DataFrame([]), s.table_path("lonely", None))  # nothing to borrow a schema from
+    assert len(pq.read_schema(s.table_path("lonely", None)).names) == 1
+    s.write_table(pd.DataFrame({"v": [1, 2]}), s.table_path("good", None))
+    assert s.query("SELECT count(*) AS n FROM effect").n[0] == 1 and s.query("SELECT * FROM lonely").empty
+
+    # files that reached the store some other way: a column-less Parquet and garbage
+    bad_dir = tmp_path / "store" / "tables" / "board" / "partition=z"
+    bad_dir.mkdir(parents=True)
+    pd.DataFrame().to_parquet(bad_dir / "part.parquet")
+    s.write_table(pd.DataFrame({"metric_id": ["m"], "value": [1.0]}), s.table_path("board", {"partition": "w"}))
+    (tmp_path / "store" / "tables" / "junk").mkdir()
+    (tmp_path / "store" / "tables" / "junk" / "part.parquet").write_bytes(b"not parquet at all")
+    assert s.query("SELECT sum(v) AS t FROM good").t[0] == 3  # the other views still work
+    assert s.query("SELECT metric_id FROM board").metric_id.tolist() == ["m"]  # good files only
+    bad = s.bad_files()
+    assert any(k.endswith("partition=z/part.parquet") and v == "no columns" for k, v in bad.items())
+    assert any("junk" in k and "unreadable" in v for k, v in bad.items())
+    with pytest.raises(Exception, match="junk"):
+        s.query("SELECT * FROM junk")  # no view for an asset with no good file: a clear catalog error

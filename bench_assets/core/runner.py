@@ -212,6 +212,23 @@ def _fail_own_runs(instance: DagsterInstance) -> None:
         instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
 
 
+def guarded_materialize(assets: Sequence, *, instance: DagsterInstance, log: Callable[[str], None] = print,
+                        **kwargs):
+    """``materialize(..., raise_on_error=False)`` under the Watchdog: raises KeyboardInterrupt (after marking
+    this process's runs failed and freeing their slots) when SIGINT/SIGTERM arrived meanwhile."""
+    kwargs.setdefault("tags", process_tags())
+    with Watchdog(instance, log) as dog:
+        try:
+            result = materialize(assets, instance=instance, raise_on_error=False, **kwargs)
+        except KeyboardInterrupt:
+            dog.interrupted = True
+            result = None
+    if dog.interrupted:
+        _fail_own_runs(instance)
+        raise KeyboardInterrupt
+    return result
+
+
 # ---------------------------------------------------------------------- messages and progress
 _CARET = re.compile(r"^[\s^~]*$")
 
@@ -344,18 +361,13 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
             return True
         if progress is not None:
             progress(f"  materialising {label}: {', '.join(k.to_user_string() for k in todo)}")
-        with Watchdog(instance, say) as dog:
-            try:
-                result = materialize(assets, selection=todo, partition_key=partition_key, instance=instance,
-                                     resources=resources, raise_on_error=False, tags=tags,
-                                     run_config={"loggers": {"console": {"config": {"log_level": log_level}}}})
-            except KeyboardInterrupt:
-                dog.interrupted = True
-                result = None
-        if dog.interrupted:
+        try:
+            result = guarded_materialize(assets, instance=instance, log=say, selection=todo,
+                                         partition_key=partition_key, resources=resources, tags=tags,
+                                         run_config={"loggers": {"console": {"config": {"log_level": log_level}}}})
+        except KeyboardInterrupt:
             stats.interrupted = True
-            _fail_own_runs(instance)
-            raise KeyboardInterrupt
+            raise
         _collect_warnings(instance, result.run_id, stats)
         if result.success:
             stats.materialized += [(k.to_user_string(), partition_key) for k in todo]
