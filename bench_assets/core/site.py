@@ -455,17 +455,23 @@ def gap_decay_by_type(reader: Reader) -> pd.DataFrame:
     type_col = next((c for c in ("entity_type", "type") if g is not None and c in g.columns), None)
     if g is not None and type_col and {"generator", "signal", "gap_bin", "mean"} <= set(g.columns):
         g = g.rename(columns={type_col: "entity_type"})
-        g["pairs"] = _col(g, "pairs", 0)
+        if "tier" in g.columns and (g["tier"] == "all").any():
+            g = g[g["tier"] == "all"]  # the per-tier rows repeat the pairs of the overall curve
+        g["pairs"] = _num(_col(g, "pairs", 0)).fillna(0)
+        if "embedder" in g.columns:  # the model behind a cosine belongs in the curve's name
+            emb = g["embedder"].fillna("").astype(str)
+            g["signal"] = [f"{s} ({e})" if e and e != "judge" else s for s, e in zip(g["signal"], emb)]
+        g["entity_type"] = g["entity_type"].fillna("unknown")
         return g[["signal", "entity_type", "generator", "gap_bin", "mean", "pairs"]]
     frames = []
     dino = reader.table("entitybench_presence_consistency",
                         "SELECT generator, item, entity_id, value, detail FROM entitybench_presence_consistency "
-                        "WHERE metric_id = 'gap_decay_dino' AND value IS NOT NULL")
+                        "WHERE metric_id IN ('gap_decay_dino', 'gap_decay_embedding') AND value IS NOT NULL")
     reg = reader.table("entitybench_entity_registry")
     if dino is not None and reg is not None and {"episode_id", "entity_id", "type"} <= set(reg.columns):
         d = dino.merge(reg[["episode_id", "entity_id", "type"]].rename(columns={"episode_id": "item"}),
                        on=["item", "entity_id"], how="left")
-        d["signal"], d["entity_type"] = "dino_cosine", d["type"].fillna("unknown")
+        d["signal"], d["entity_type"] = "embedding_cosine", d["type"].fillna("unknown")
         frames.append(d)
     llm = reader.table("entitybench_llm_consistency",
                        "SELECT generator, item, entity_id, metric_id, value, detail FROM entitybench_llm_consistency "

@@ -50,3 +50,33 @@ def write_entitybench_report(store, manifest: dict[str, Any], board: pd.DataFram
     return render_report(benchmark="entitybench", board=board, manifest=manifest, out_path=out,
                          dataset=dataset, crops=crops, gap_decay=gap_decay, gap_plot=plot,
                          audit_link=(lambda m, g: f"audit/{m}__{g}.html") if audit else None)
+
+
+def write_audit_pages(store, board: pd.DataFrame, audit_dir: Path, metric_tables: tuple[str, ...]) -> int:
+    """One audit page per (metric, generator) of the overall board, rendered by the shared core/audit.py (None
+    rows grouped by reason with their count). Returns the number of pages; the report links ``audit/<page>``."""
+    from bench_assets.core.audit import render_audit
+    tables = set(store.asset_tables())
+    present = [t for t in metric_tables if t in tables]
+    if not present:
+        return 0
+    rows = store.query(" UNION ALL ".join(
+        f"SELECT generator, item, level, metric_id, shot, entity_id, value, n_eval, n_failed, n_skipped, reason, "
+        f"crop_id, frame_index, source_sha256, detail FROM {t}" for t in present))
+    tiers = store.query("SELECT episode_id AS item, tier FROM entitybench_episode") \
+        if "entitybench_episode" in tables else pd.DataFrame(columns=["item", "tier"])
+    items = rows[rows.level == "item"].merge(tiers, on="item", how="left")
+    inst = rows[rows.level != "item"]
+    overall = board[board.tier == "all"] if "tier" in board.columns else board
+    by_item = {k: g for k, g in items.groupby(["metric_id", "generator"])}
+    by_inst = {k: g for k, g in inst.groupby(["metric_id", "generator"])}
+    empty = rows.iloc[0:0]
+    n = 0
+    for head in overall.to_dict("records"):
+        key = (head["metric_id"], head["generator"])
+        render_audit(metric_id=key[0], generator=key[1], headline=head,
+                     episodes=by_item.get(key, empty).sort_values("item"), instances=by_inst.get(key, empty),
+                     artifact_path=store.artifact_path, out_dir=Path(audit_dir), back="../entitybench.html",
+                     item_label="episode", benchmark="EntityBench", extra_columns=("tier",))
+        n += 1
+    return n
