@@ -1,4 +1,5 @@
 """Judge-based EntityBench metrics end to end through a local Messages API server with recorded answers."""
+import hashlib
 import json
 
 import pandas as pd
@@ -28,6 +29,21 @@ def recorded(body: dict) -> dict:
     for k in schema["required"]:
         p = schema["properties"][k]
         out[k] = ("a place" if p["type"] == "string" else 1 if "enum" in p else 0.9 if p["type"] == "number" else 8)
+    return tool_answer(out)
+
+
+def varied(body: dict) -> dict:
+    """Answers that depend on the images asked about (a judge that says 8/10 to everything never closes the
+    gate): scores 3-9 from a hash of the image bytes, same = 1 iff the score >= 5, sim = score / 10."""
+    content = body["messages"][0]["content"]
+    blob = "".join(c["source"]["data"] for c in content if c["type"] == "image")
+    score = 3 + int(hashlib.sha256(blob.encode()).hexdigest(), 16) % 7
+    schema = body["tools"][0]["input_schema"]
+    out = {}
+    for k in schema["required"]:
+        p = schema["properties"][k]
+        out[k] = ("a place" if p["type"] == "string" else int(score >= 5) if "enum" in p else score / 10
+                  if p["type"] == "number" else score)
     return tool_answer(out)
 
 
@@ -95,7 +111,43 @@ def test_malformed_judge_answers_are_failures_not_zeros(small_world, tmp_path, m
         stats, resources = run(instance, data, tmp_path / "store", judge)
         board = resources["store"].query("SELECT * FROM entitybench_leaderboard WHERE tier = 'all'")
         fid = board[board.metric_id == "intra_face_fidelity"].iloc[0]
-        assert pd.isna(fid.value) and fid.n_failed > 0 and fid.n_eval == 0 and "malformed answer" in fid.reason
+        # a judge that answers badly is the evaluator's failure: counted apart, never the generator's
+        assert pd.isna(fid.value) and fid.n_failed_evaluator > 0 and fid.n_failed == 0 and fid.n_eval == 0
+        assert "malformed answer" in fid.reason
         # the gate admits crops whose fidelity is None (judge failed): cs_face still computed
         cs = board[board.metric_id == "cs_face"].iloc[0]
         assert pd.notna(cs.value) or "attributable" in str(cs.reason) or "2 admitted" in str(cs.reason)
+
+
+def test_varied_judge_closes_the_gate_and_values_follow_the_answers(small_world, tmp_path, monkeypatch):
+    """The fidelity gate really closes (fidelity < 0.5 keeps crops out of Pillar 3), and every judged value on
+    the board is the one the answers imply."""
+    data, _ = small_world(("faithful",), episodes=["e0003"])
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeAnthropic(responder=varied) as srv, instance_for_test() as instance:
+        judge = Judge(mode="live", base_url=srv.base_url, cache_dir=str(tmp_path / "cache"), backoff_s=0.01)
+        stats, resources = run(instance, data, tmp_path / "store", judge, items=["e0003"])
+        assert not stats.failed, stats.failed
+        store = resources["store"]
+        board = store.query("SELECT * FROM entitybench_leaderboard WHERE tier = 'all'").set_index("metric_id")
+        fid = store.query("SELECT shot, entity_id, metric_id, value, detail FROM entitybench_fidelity "
+                          "WHERE level = 'appearance' AND metric_id = 'intra_face_fidelity'")
+        assert fid.value.nunique() > 2  # answers vary per crop
+        expected = fid.groupby("shot")["value"].mean().mean()
+        assert board.loc["intra_face_fidelity", "value"] == pytest.approx(expected)
+        for r in fid.itertuples():
+            assert r.value == pytest.approx(json.loads(r.detail)["answer"]["overall"] / 10)
+        gate = store.query("SELECT value FROM entitybench_presence_consistency "
+                           "WHERE metric_id = '_meta_cross_shot_gate' AND level = 'item'")
+        low = int((fid.value < 0.5).sum())
+        assert low > 0 and gate.value.iloc[0] >= low  # every low-fidelity face crop is gated out
+        # gated-out appearances are never judged for identity: each is a skipped comparison
+        pairs = store.query("SELECT shot, entity_id, value, reason FROM entitybench_llm_consistency "
+                            "WHERE level = 'pair' AND metric_id = 'llm_face_accuracy'")
+        low_keys = {(int(r.shot), r.entity_id) for r in fid.itertuples() if r.value < 0.5}
+        judged = pairs[pairs.value.notna()]
+        assert not ({(int(r.shot), r.entity_id) for r in judged.itertuples()} & low_keys)
+        acc = board.loc["llm_face_accuracy"]
+        assert acc.n_skipped > 0 and acc.raw_mean == pytest.approx(judged.value.mean())
+        assert acc.value == pytest.approx(acc.raw_mean * acc.coverage)
+        assert 0 < acc.raw_mean < 1  # same = 1 only where the hashed score >= 5

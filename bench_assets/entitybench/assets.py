@@ -19,7 +19,7 @@ from bench_assets.core import grounding as G
 from bench_assets.core.aggregate import cohens_d, corrected_mean, paired_dz
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.manifest import protocol_digest
-from bench_assets.core.media import ClipCache, DecodeError
+from bench_assets.core.media import ClipCache, DecodeError, VideoSource
 from bench_assets.core.partitions import ENTITYBENCH as P
 from bench_assets.core.records import MetricRecord, record_from_values
 from bench_assets.core.tables import instance_row, metric_frame, record_row
@@ -27,9 +27,11 @@ from bench_assets.entitybench import dataset as D
 from bench_assets.entitybench import metrics as M
 from bench_assets.entitybench import judged as JD
 from bench_assets.entitybench import audit as AU
+from bench_assets.entitybench import counts as C
 from bench_assets.entitybench import judging as J
 from bench_assets.entitybench.constants import (BENCH, CONSTANTS, GROUNDING_FRAMES, OFFLINE_WEAK_CONF,
-                                                  PILLAR1_MAX_FRAMES, PROTOCOL)
+                                                  PILLAR1_CHUNK, PROTOCOL, substitute_map,
+                                                  substitutes)
 from bench_assets.entitybench.report import entitybench_manifest, write_entitybench_report
 from bench_resources.device import Device
 from bench_resources.judge import Judge
@@ -57,9 +59,38 @@ def _slot(models: ModelRegistry, device: Device, name: str):
     return models.slot_or_reason(name, device)
 
 
-def _protocol(models: ModelRegistry, names: list[str]) -> str:
-    """Digest of what decides a number's meaning here: checkpoints, fingerprints, constants, protocol id."""
-    return protocol_digest({"protocol": PROTOCOL, "models": _slot_manifest(models, names), "constants": CONSTANTS})
+GROUNDING_SLOTS = ["open_vocab_detector", "clip_b32", "text_embedder"]
+
+
+def _protocol(models: ModelRegistry, names: list[str], judge: Optional[Judge] = None) -> str:
+    """Digest of what decides a number's meaning here: checkpoints, fingerprints, every constant and threshold,
+    the protocol id, and the judge where one answers. Families fed by grounding crops pass GROUNDING_SLOTS, so
+    crops from the offline detector and from GroundingDINO are never marked comparable."""
+    return protocol_digest({"protocol": PROTOCOL, "models": _slot_manifest(models, names), "constants": CONSTANTS,
+                            **({"judge": judge.fingerprint()} if judge is not None else {})})
+
+
+def _label_substitutes(df: pd.DataFrame, models: ModelRegistry) -> None:
+    """Per row, the offline substitutes that produced a value under a paper metric id (e.g. efficientnet-lite0)."""
+    smap = substitute_map(models)
+    df["substitute"] = pd.array([substitutes(smap, m) for m in df["metric_id"]], dtype="string")
+
+
+def _evaluator_metadata(df: pd.DataFrame) -> dict:
+    n, why = C.evaluator_summary(df)
+    return {"evaluator_failures": n, "evaluator_failure_reasons": MetadataValue.text(why or "none")}
+
+
+def _shot_paths(outputs: pd.DataFrame) -> tuple[dict[int, str], dict[int, str]]:
+    paths, errors = {}, {}
+    for r in outputs.itertuples():
+        if isinstance(r.error, str) and r.error:
+            errors[int(r.shot)] = r.error
+        elif isinstance(r.path, str):
+            paths[int(r.shot)] = r.path
+        else:
+            errors[int(r.shot)] = "shot missing"
+    return paths, errors
 
 
 def _slot_manifest(models: ModelRegistry, names: list[str]) -> dict[str, Any]:
@@ -68,7 +99,7 @@ def _slot_manifest(models: ModelRegistry, names: list[str]) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- dataset
 
-@asset(partitions_def=P.items, group_name=METRIC_GROUP, code_version="2", kinds={"json"})
+@asset(partitions_def=P.items, group_name=METRIC_GROUP, code_version="3", kinds={"json"})
 def entitybench_episode(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.DataFrame]:
     """One validated episode (canonical JSON), with the paper's Table 3 / Table 10 statistics."""
     ep = _load_episode(paths, context.partition_key)
@@ -99,13 +130,43 @@ def entitybench_entity_registry(context: AssetExecutionContext,
                                 "by_type": MetadataValue.json(df.groupby("type").size().to_dict())})
 
 
-@asset(group_name=METRIC_GROUP, code_version="2", deps=[entitybench_episode],
+@asset(group_name=METRIC_GROUP, code_version="3", deps=[entitybench_episode],
        automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
 def entitybench_dataset_statistics(context: AssetExecutionContext, store: Store) -> pd.DataFrame:
     """Table 3 / Table 10 per tier and overall, over every materialised episode."""
     eps = store.query("SELECT statistics_json FROM entitybench_episode")
     stats = pd.DataFrame([json.loads(s) for s in eps["statistics_json"]])
     return dataset_table(stats)
+
+
+def _lists(part: pd.DataFrame, col: str) -> list:
+    return [x for v in part[col] if isinstance(v, list) for x in v] if col in part else []
+
+
+def _pooled_statistics(part: pd.DataFrame) -> dict:
+    """Tables 3 / 7 / 10 quantities pooled over entities, gaps and shots (not means of episode means)."""
+    gaps, maxes = _lists(part, "recurrence_gaps"), _lists(part, "per_entity_max_gaps")
+    shots = part["n_shots"].sum()
+    ep_max = part["recurrence_gap_max"].dropna().astype(float)
+    sched = part["scheduled_entities"].sum() if "scheduled_entities" in part else 0
+
+    def shot_weighted(col: str) -> Optional[float]:
+        return float((part[col] * part["n_shots"]).sum() / shots) if col in part and shots else None
+
+    return {
+        "recurrence_gap_mean": float(np.mean(gaps)) if gaps else None,
+        "recurrence_gap_sd": float(np.std(gaps)) if gaps else None,
+        "episode_max_gap_mean": float(ep_max.mean()) if len(ep_max) else None,
+        "episode_max_gap_sd": float(ep_max.std(ddof=0)) if len(ep_max) else None,
+        "unique_scheduled_entities": int(sched),
+        "recurring_entity_rate": (float(part["recurring_entities"].sum() / sched)
+                                  if sched and "recurring_entities" in part else None),
+        "mean_per_entity_max_gap": float(np.mean(maxes)) if maxes else None,
+        "median_per_entity_max_gap": float(np.median(maxes)) if maxes else None,
+        "max_characters_per_shot": int(part["max_characters_per_shot"].max()),
+        "frac_shots_3plus_chars": shot_weighted("frac_shots_3plus_chars"),
+        **{f"frac_shots_{k}_chars": shot_weighted(f"frac_shots_{k}_chars") for k in (0, 1, 2)},
+    }
 
 
 def dataset_table(stats: pd.DataFrame) -> pd.DataFrame:
@@ -134,37 +195,46 @@ def dataset_table(stats: pd.DataFrame) -> pd.DataFrame:
                for k in ("characters", "objects", "locations", "entities")},
             "frac_shots_tritype": float((part["frac_shots_tritype"] * part["n_shots"]).sum() / part["n_shots"].sum()),
             "frac_shots_2c1o": float((part["frac_shots_2c1o"] * part["n_shots"]).sum() / part["n_shots"].sum()),
-            "mean_per_entity_max_gap": float(part["mean_per_entity_max_gap"].mean()),
+            "mean_per_entity_max_gap_episode_mean": float(part["mean_per_entity_max_gap"].mean()),
+            **_pooled_statistics(part),
         })
     return pd.DataFrame(rows)
 
 
 # ----------------------------------------------------------------------------- generator outputs
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="1")
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2")
 def entitybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
                         entitybench_episode: pd.DataFrame) -> Output[pd.DataFrame]:
     """Index of one generator's shot videos for one episode; every shot validated, each problem recorded."""
     generator, episode_id = _split(context)
     ep = D.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
-    rows = []
-    for sf in D.index_shot_files(ep, paths.generator_dir(generator) / episode_id, generator):
-        row = {"generator": generator, "episode_id": episode_id, "shot": sf.index, "path": sf.path,
-               "sha256": None, "n_frames": None, "fps": None, "width": None, "height": None, "error": sf.error}
-        if sf.path:
-            try:
-                clip = CLIPS.get(sf.path)
-                row.update(sha256=clip.sha256, n_frames=clip.n_frames, fps=clip.fps,
-                           width=clip.size[0], height=clip.size[1])
-            except DecodeError as e:
-                row["error"] = f"generator {generator!r}, episode {episode_id!r}, shot {sf.index}: {e}"
+    rows = output_rows(ep, paths.generator_dir(generator) / episode_id, generator)
+    for row in rows:
         if row["error"]:
             context.log.error(row["error"])
-        rows.append(row)
     df = pd.DataFrame(rows)
     n_err = int(df["error"].notna().sum())
     return Output(df, metadata={"shots": len(df), "errors": n_err,
                                 "first_error": MetadataValue.text(str(df["error"].dropna().iloc[0]) if n_err else "none")})
+
+
+def output_rows(ep: D.Episode, folder, generator: str) -> list[dict]:
+    """One row per scheduled shot: its file, probed without decoding (frames, fps, size, sha256), or one clear
+    error naming the generator, episode, shot and problem (missing, a folder, a still image, too small ...)."""
+    rows = []
+    for sf in D.index_shot_files(ep, folder, generator):
+        row = {"generator": generator, "episode_id": ep.episode_id, "shot": sf.index, "path": sf.path,
+               "sha256": None, "n_frames": None, "fps": None, "width": None, "height": None, "error": sf.error}
+        if sf.path:
+            try:  # probe only (no decode): a still image, a folder, a tiny or empty video is rejected here
+                src = VideoSource(sf.path)
+                row.update(sha256=src.sha256, n_frames=src.n_frames, fps=src.fps,
+                           width=src.size[0], height=src.size[1])
+            except DecodeError as e:
+                row["error"] = f"generator {generator!r}, episode {ep.episode_id!r}, shot {sf.index}: {e}"
+        rows.append(row)
+    return rows
 
 
 def _episode_and_clips(outputs: pd.DataFrame, episode_df: pd.DataFrame):
@@ -214,7 +284,7 @@ def _candidates(fidx, frames, dets, description: str, clip_model) -> tuple[list,
     return cands, crops
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="3", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_grounding(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                           entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
                           store: Store) -> Output[pd.DataFrame]:
@@ -240,7 +310,8 @@ def entitybench_grounding(context: AssetExecutionContext, entitybench_outputs: p
                    "ambiguous": False, "crop_id": None, "source_sha256": clip.sha256 if clip is not None else None,
                    "reason": None}
             rows.append(row)
-            if clip is None:
+            if clip is None:  # the generator's failure, not the evaluator's 'unavailable'
+                row["status"] = JD.SHOT_ERROR
                 row["reason"] = errors.get(shot.index, "shot missing")
                 continue
             if detector is None:
@@ -291,89 +362,224 @@ def entitybench_grounding(context: AssetExecutionContext, entitybench_outputs: p
 PILLAR1_SLOTS = sorted({m.slot for m in M.PILLAR1 if m.slot})
 
 
-def pillar1_rows(generator: str, ep: D.Episode, clips: dict, errors: dict, slots: dict[str, tuple]) -> list[dict]:
-    """Per-shot values of the six intra-shot metrics plus one episode record each."""
+class ShotStream:
+    """One shot's native frames, streamed in consecutive chunks by one PyAV pass (memory flat in length)."""
+
+    def __init__(self, path: str, chunk: int = PILLAR1_CHUNK):
+        self.src = VideoSource(path)
+        self.fps, self.n_frames, self.chunk = self.src.fps, self.src.n_frames, chunk
+
+    @property
+    def sha256(self) -> str:
+        return self.src.sha256
+
+    def chunks(self):
+        for _, frames in self.src.iter_chunks(chunk=self.chunk, overlap=0, name="pillar1"):
+            yield frames
+
+
+class ArrayStream:
+    """The same contract over frames already in memory (tests, the embedded data)."""
+
+    def __init__(self, frames: np.ndarray, fps: float, sha256: str = "", chunk: int = PILLAR1_CHUNK):
+        self.frames, self.fps, self.n_frames, self.sha256, self.chunk = frames, fps, len(frames), sha256, chunk
+
+    def chunks(self):
+        for i in range(0, len(self.frames), self.chunk):
+            yield self.frames[i:i + self.chunk]
+
+
+def pillar1_rows(generator: str, ep: D.Episode, open_shot, errors: dict, slots: dict[str, tuple]) -> list[dict]:
+    """Per-shot values of the six intra-shot metrics plus one episode record each.
+
+    ``open_shot(index)`` returns a stream (``fps``, ``n_frames``, ``sha256``, ``chunks()``) or raises
+    DecodeError; every native frame is walked once. A missing or bad shot is the generator's failure; a
+    missing model or a model crash is the evaluator's."""
     keys = {"benchmark": BENCH, "generator": generator, "item": ep.episode_id}
     values: dict[str, list] = defaultdict(list)
     failed: dict[str, int] = defaultdict(int)
+    evaluator: dict[str, int] = defaultdict(int)
+    reasons: dict[str, set] = defaultdict(set)
     rows = []
     for shot in ep.shots:
-        clip = clips.get(shot.index)
+        stream, err = None, errors.get(shot.index)
+        if err is None:
+            try:
+                stream = open_shot(shot.index)
+            except DecodeError as e:
+                err = str(e)
+        if stream is None:  # missing or undecodable shot: a failure of this instance, not a zero
+            for metric in M.PILLAR1:
+                failed[metric.metric_id] += 1
+                reasons[metric.metric_id].add("shot missing or undecodable")
+                rows.append(C.failed_instance(metric.metric_id, "shot", err or "shot missing", shot=shot.index,
+                                              **keys))
+            continue
+        run = {m: slots[m.slot][0] if m.slot else None for m in M.PILLAR1 if not m.slot or slots[m.slot][0] is not None}
+        try:
+            out = M.stream_pillar1(stream.chunks(), stream.fps, stream.n_frames, run)
+        except DecodeError as e:  # the stream broke mid-way (truncated file): the generator's failure
+            for metric in M.PILLAR1:
+                failed[metric.metric_id] += 1
+                reasons[metric.metric_id].add("shot missing or undecodable")
+                rows.append(C.failed_instance(metric.metric_id, "shot", str(e), shot=shot.index, **keys))
+            continue
         for metric in M.PILLAR1:
             mid = metric.metric_id
-            model, why = slots[metric.slot] if metric.slot else (None, None)
-            if clip is None:  # missing or undecodable shot: a failure of this instance, not a zero
-                failed[mid] += 1
-                rows.append(instance_row(mid, None, "shot", reason=errors.get(shot.index), shot=shot.index, **keys)
-                            | {"n_skipped": 0, "n_failed": 1})
+            if metric not in run:
+                why = slots[metric.slot][1]
+                evaluator[mid] += 1
+                reasons[mid].add(why)
+                rows.append(C.evaluator_instance(mid, "shot", why, shot=shot.index, source_sha256=stream.sha256,
+                                                 **keys))
                 continue
-            if metric.slot and model is None:
-                values[mid].append(None)
-                rows.append(instance_row(mid, None, "shot", reason=why, shot=shot.index,
-                                         source_sha256=clip.sha256, **keys))
+            v, err = out[mid]
+            if err:
+                evaluator[mid] += 1
+                reasons[mid].add(err)
+                rows.append(C.evaluator_instance(mid, "shot", err, shot=shot.index, source_sha256=stream.sha256,
+                                                 **keys))
                 continue
-            _, frames = clip.even(PILLAR1_MAX_FRAMES)
-            v = metric.score(frames, clip.frames, clip.fps, model)
             values[mid].append(v)
             rows.append(instance_row(mid, v, "shot", reason=None if v is not None else "too few frames",
-                                     shot=shot.index, source_sha256=clip.sha256, **keys))
+                                     shot=shot.index, source_sha256=stream.sha256,
+                                     detail={"frames": stream.n_frames, "fps": stream.fps}, **keys))
     for metric in M.PILLAR1:
-        why = slots[metric.slot][1] if metric.slot else None
-        rows.append(record_row(record_from_values(metric.metric_id, values[metric.metric_id],
-                                                  n_failed=failed[metric.metric_id], reason=why), **keys))
+        mid = metric.metric_id
+        rows.append(C.record(mid, values[mid], n_failed=failed[mid], n_failed_evaluator=evaluator[mid],
+                             reason="; ".join(sorted(x for x in reasons[mid] if x))[:500] or None, **keys))
     return rows
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="3", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_pillar1(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                         entitybench_episode: pd.DataFrame, models: ModelRegistry,
                         device: Device) -> Output[pd.DataFrame]:
-    """Pillar 1 (intra-shot quality, 6 metrics): per shot and the episode mean; never gated."""
+    """Pillar 1 (intra-shot quality, 6 metrics) on every consecutive native frame, streamed; never gated."""
     generator, _ = _split(context)
-    ep, clips, errors = _episode_and_clips(entitybench_outputs, entitybench_episode)
+    ep = D.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
+    paths, errors = _shot_paths(entitybench_outputs)
     slots = {name: _slot(models, device, name) for name in PILLAR1_SLOTS}
-    df = metric_frame(pillar1_rows(generator, ep, clips, errors, slots))
+    df = C.frame(pillar1_rows(generator, ep, lambda k: ShotStream(paths[k]), errors, slots))
     df["protocol"] = _protocol(models, PILLAR1_SLOTS)
+    _label_substitutes(df, models)
     items = df[df.level == "item"]
     return Output(df, metadata={**{r.metric_id: (float(r.value) if pd.notna(r.value) else "None")
                                    for r in items.itertuples()},
+                                **_evaluator_metadata(df),
                                 "models": MetadataValue.json(_slot_manifest(models, PILLAR1_SLOTS))})
 
 
 # ----------------------------------------------------------------------------- Pillar 2 presence, Pillar 3 DINOv2
 
 def presence_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame) -> list[dict]:
+    """Per shot with >= 1 scheduled entity of the type: share with status present. A missing shot is the
+    generator's failure; a shot whose entities the evaluator could not ground is the evaluator's."""
     keys = {"benchmark": BENCH, "generator": generator, "item": ep.episode_id}
     rows = []
     for etype in D.ENTITY_TYPES:
         mid = f"intra_{etype}_presence"
-        vals, failed = [], 0
+        vals, failed, evaluator, reasons = [], 0, 0, set()
         for shot in ep.shots:
             g = grounding[(grounding["shot"] == shot.index) & (grounding["entity_type"] == etype)]
             if g.empty:
                 continue  # shot schedules none of this type: not an instance
-            v = M.presence_share(list(g["status"]))
-            reason = None if v is not None else "; ".join(sorted(set(g["reason"].dropna())))[:500]
+            why = "; ".join(sorted(set(g["reason"].dropna())))[:500] or None
+            statuses = list(g["status"])
+            if JD.SHOT_ERROR in statuses:
+                failed += 1
+                reasons.add(why)
+                rows.append(C.failed_instance(mid, "shot", why, shot=shot.index, **keys))
+                continue
+            v = M.presence_share(statuses)
+            if v is None:  # every scheduled entity of the type was 'unavailable' (the evaluator cannot ground it)
+                evaluator += 1
+                reasons.add(why)
+                rows.append(C.evaluator_instance(mid, "shot", why, shot=shot.index,
+                                                 detail={"statuses": dict(zip(g["entity_id"], statuses))}, **keys))
+                continue
             vals.append(v)
-            rows.append(instance_row(mid, v, "shot", reason=reason, shot=shot.index,
-                                     detail={"statuses": dict(zip(g["entity_id"], g["status"]))}, **keys))
-        why = sorted({r["reason"] for r in rows if r["metric_id"] == mid and r.get("reason")})
-        rows.append(record_row(record_from_values(mid, vals, reason="; ".join(why)[:500] or None), **keys))
+            rows.append(instance_row(mid, v, "shot", shot=shot.index,
+                                     detail={"statuses": dict(zip(g["entity_id"], statuses))}, **keys))
+        rows.append(C.record(mid, vals, n_failed=failed, n_failed_evaluator=evaluator,
+                             reason="; ".join(sorted(x for x in reasons if x))[:500] or None, **keys))
+    return rows
+
+
+def _face_in_box(face_model, frame: np.ndarray, box) -> Optional[tuple[np.ndarray, float]]:
+    """(SFace identity vector, YuNet confidence) of the most confident face inside the padded box, at native
+    resolution (the 224x224 canonical crop squeezes the aspect ratio, which alignment does not survive)."""
+    x1, y1, x2, y2 = G.padded_box(np.asarray(box, float), frame.shape)
+    region = np.ascontiguousarray(frame[y1:y2, x1:x2])
+    if region.shape[0] < 16 or region.shape[1] < 16:
+        return None
+    dets = face_model.detect([region])[0]
+    if len(dets) == 0:
+        return None
+    best = int(np.argmax(dets.confidence))
+    emb = face_model.embed_faces(region, dets[best:best + 1])
+    return (emb[0], float(dets.confidence[best])) if len(emb) else None
+
+
+def face_identity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, fidelity: dict, clips: dict,
+                       face_model, face_reason: Optional[str], face_name: str) -> list[dict]:
+    """``cs_face_identity``: an addition beside the paper's ``cs_face``, not a replacement. Same instances
+    (admitted appearances of characters with >= 2 admitted), but each appearance is a face-identity vector
+    (YuNet + SFace offline, ArcFace in the paper profile) scored against its character's face centroid. An
+    appearance with no detectable face is skipped with that reason; the embedder is written on every row."""
+    keys = {"benchmark": BENCH, "generator": generator, "item": ep.episode_id}
+    mid = "cs_face_identity"
+    rows, pooled, skipped, evaluator, reasons = [], [], 0, 0, set()
+    for ent in (e for e in ep.entities if e.type == "character"):
+        adm, _ = JD.admitted(grounding, fidelity, ent.id)
+        if len(adm) < 2:
+            continue
+        if face_model is None:
+            evaluator += len(adm)
+            reasons.add(face_reason)
+            continue
+        faces = []
+        for r in adm.itertuples():
+            clip = clips.get(int(r.shot))
+            got = (_face_in_box(face_model, clip.frames[int(r.frame_index)], (r.x1, r.y1, r.x2, r.y2))
+                   if clip is not None else None)
+            faces.append((r, got))
+        found = [(r, g) for r, g in faces if g is not None]
+        for r, g in faces:
+            if g is None or len(found) < 2:
+                why = "no face detected in the box" if g is None else "fewer than 2 appearances show a face"
+                skipped += 1
+                reasons.add(why)
+                rows.append(instance_row(mid, None, "appearance", reason=why, shot=int(r.shot), entity_id=ent.id,
+                                         crop_id=r.crop_id, detail={"embedder": face_name}, **keys))
+        if len(found) < 2:
+            continue
+        _, scores = M.centroid_scores(np.stack([g[0] for _, g in found]))
+        for (r, g), sc in zip(found, scores):
+            pooled.append(float(sc))
+            rows.append(instance_row(mid, float(sc), "appearance", shot=int(r.shot), entity_id=ent.id,
+                                     crop_id=r.crop_id, frame_index=int(r.frame_index), source_sha256=r.source_sha256,
+                                     detail={"embedder": face_name, "face_confidence": round(g[1], 4)}, **keys))
+    rows.append(C.record(mid, pooled, n_skipped=skipped, n_failed_evaluator=evaluator,
+                         reason="; ".join(sorted(x for x in reasons if x))[:500] or
+                         (None if pooled or skipped or evaluator else "no character with >= 2 admitted appearances"),
+                         **keys))
     return rows
 
 
 def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embed, embed_reason: Optional[str],
-                    store: Store, clips: dict, fidelity: dict) -> tuple[list[dict], int]:
-    """cs_face / cs_object (centroid cosine over the admitted crops C(e)), the DINOv2 gap-decay pairs
-    (adjacent admitted appearances) and cs_transition_boundary.
+                    store: Store, clips: dict, fidelity: dict, embedder_name: str = "") -> tuple[list[dict], int]:
+    """cs_face / cs_object (centroid cosine over the admitted crops C(e)), the gap-decay pairs of the image
+    embedder (adjacent admitted appearances, and all pairs), and cs_transition_boundary.
 
     C(e) = present, attributable crops with fidelity overall >= tau or fidelity None (judge off or failed).
+    Returns the rows and the gated-out appearance count over characters, objects and locations.
     """
     keys = {"benchmark": BENCH, "generator": generator, "item": ep.episode_id}
     rows: list[dict] = []
     gated_out = 0
     for etype, mid in TYPE_METRIC.items():
-        pooled, skipped, n_ambiguous = [], 0, 0
+        pooled, evaluator, n_ambiguous = [], 0, 0
         for ent in (e for e in ep.entities if e.type == etype):
             adm, gated = JD.admitted(grounding, fidelity, ent.id)
             gated_out += gated
@@ -382,7 +588,7 @@ def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embe
             if len(adm) < 2:
                 continue
             if embed is None:
-                skipped += len(adm)
+                evaluator += len(adm)
                 continue
             emb = embed([store.get_png(c) for c in adm["crop_id"]])
             _, scores = M.centroid_scores(emb)
@@ -390,76 +596,101 @@ def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embe
                 pooled.append(float(s))
                 rows.append(instance_row(mid, float(s), "appearance", shot=int(r.shot), entity_id=ent.id,
                                          crop_id=r.crop_id, frame_index=int(r.frame_index),
-                                         source_sha256=r.source_sha256, **keys))
+                                         source_sha256=r.source_sha256, detail={"embedder": embedder_name}, **keys))
             e = M._l2n(emb)
             shots = [int(x) for x in adm["shot"]]
-            for i in range(len(shots) - 1):
-                d = shots[i + 1] - shots[i]
-                rows.append(instance_row("gap_decay_dino", float(e[i] @ e[i + 1]), "pair", shot=shots[i + 1],
-                                         entity_id=ent.id, crop_id=adm["crop_id"].iloc[i + 1],
-                                         detail={"from_shot": shots[i], "shot_distance": d,
-                                                 "gap_bin": J.gap_bin(d), "entity_type": etype}, **keys))
+            for i in range(len(shots)):
+                for j in range(i + 1, len(shots)):
+                    d = shots[j] - shots[i]
+                    adjacent = j == i + 1
+                    # named for what produced it: the image embedder's cosine (DINOv2 in the paper profile)
+                    rows.append(instance_row("gap_decay_embedding" if adjacent else "gap_decay_embedding_allpairs",
+                                             float(e[i] @ e[j]), "pair", shot=shots[j], entity_id=ent.id,
+                                             crop_id=adm["crop_id"].iloc[j],
+                                             detail={"from_shot": shots[i], "shot_distance": d,
+                                                     "gap_bin": J.gap_bin(d), "entity_type": etype,
+                                                     "embedder": embedder_name}, **keys))
         # Unattributable boxes are not instances (like gated-out appearances: coverage stays 1); the
         # count is kept in the reason and every such row is flagged in entitybench_grounding.
-        why = "; ".join(x for x in (embed_reason if skipped else None,
+        why = "; ".join(x for x in (embed_reason if evaluator else None,
                                     f"{n_ambiguous} appearances not attributable (shared class)" if n_ambiguous
                                     else None) if x) or None
-        rec = record_from_values(mid, pooled, n_skipped=skipped,
-                                 reason=why or (None if pooled else "no entity with >= 2 admitted appearances"))
-        rows.append(record_row(rec, **keys))
+        rows.append(C.record(mid, pooled, n_failed_evaluator=evaluator,
+                             reason=why or (None if pooled else "no entity with >= 2 admitted appearances"), **keys))
+    for loc in (e for e in ep.entities if e.type == "location"):
+        gated_out += JD.location_admitted(ep, grounding, fidelity, clips, loc.id)[1]
     # transition boundary over continuation pairs
     mid = "cs_transition_boundary"
-    vals, skipped = [], 0
+    vals, skipped, failed, evaluator, reasons = [], 0, 0, 0, set()
     present_shots = set(grounding.loc[grounding["status"] == "present", "shot"].astype(int))
     for shot in ep.shots[1:]:
         if shot.cut:
             continue
         k, k1 = shot.index - 1, shot.index
         a, b = clips.get(k), clips.get(k1)
-        if a is None or b is None or k not in present_shots or k1 not in present_shots or embed is None:
+        if a is None or b is None:
+            failed += 1
+            reasons.add("a side's shot is missing or undecodable")
+            rows.append(C.failed_instance(mid, "pair", "a side's shot is missing or undecodable", shot=k1, **keys))
+            continue
+        if k not in present_shots or k1 not in present_shots:
             skipped += 1
-            rows.append(instance_row(mid, None, "pair", shot=k1, reason=embed_reason if embed is None else
-                                     "a side has no present entity or no decodable shot", **keys))
+            reasons.add("a side has no present entity")
+            rows.append(instance_row(mid, None, "pair", shot=k1, reason="a side has no present entity", **keys))
+            continue
+        if embed is None:
+            evaluator += 1
+            reasons.add(embed_reason)
+            rows.append(C.evaluator_instance(mid, "pair", embed_reason, shot=k1, **keys))
             continue
         e = embed([a.frames[-1], b.frames[0]])
         v = float(M._l2n(e[0]) @ M._l2n(e[1]))
         vals.append(v)
-        rows.append(instance_row(mid, v, "pair", shot=k1, detail={"from_shot": k, "to_shot": k1},
+        rows.append(instance_row(mid, v, "pair", shot=k1, detail={"from_shot": k, "to_shot": k1,
+                                                                  "embedder": embedder_name},
                                  source_sha256=b.sha256, **keys))
-    rows.append(record_row(record_from_values(mid, vals, n_skipped=skipped,
-                                              reason=None if vals else "no continuation pair evaluated"), **keys))
+    rows.append(C.record(mid, vals, n_skipped=skipped, n_failed=failed, n_failed_evaluator=evaluator,
+                         reason="; ".join(sorted(x for x in reasons if x))[:500] or
+                         (None if vals else "no continuation pair"), **keys))
     return rows, gated_out
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="4", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="5", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_presence_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                                      entitybench_outputs: pd.DataFrame, entitybench_episode: pd.DataFrame,
                                      entitybench_fidelity: pd.DataFrame, models: ModelRegistry, device: Device,
                                      store: Store) -> Output[pd.DataFrame]:
-    """Pillar 2 presence (3) and Pillar 3 embedding consistency (cs_face, cs_object, cs_transition_boundary)."""
+    """Pillar 2 presence (3), Pillar 3 embedding consistency (cs_face, cs_object, cs_transition_boundary) and,
+    beside cs_face, the face-identity consistency cs_face_identity (an addition, labelled as such)."""
     generator, _ = _split(context)
     ep, clips, _ = _episode_and_clips(entitybench_outputs, entitybench_episode)
     embedder, why = _slot(models, device, "image_embedder")
+    face, face_why = _slot(models, device, "face")
+    fid = JD.fidelity_overall(entitybench_fidelity)
     rows = presence_rows(generator, ep, entitybench_grounding)
     cs_rows, gated_out = cross_shot_rows(generator, ep, entitybench_grounding,
                                          embedder.embed if embedder is not None else None, why, store, clips,
-                                         JD.fidelity_overall(entitybench_fidelity))
+                                         fid, models.status("image_embedder").checkpoint)
     rows += cs_rows
+    rows += face_identity_rows(generator, ep, entitybench_grounding, fid, clips, face, face_why,
+                               models.status("face").checkpoint)
     n_present = int((entitybench_grounding["status"] == "present").sum())
     judged = entitybench_fidelity["value"].notna().any() if len(entitybench_fidelity) else False
+    # a diagnostic beside the metrics (kept off the leaderboard): gated-out appearances of every entity type
     rows.append(record_row(MetricRecord("_meta_cross_shot_gate", float(gated_out) if n_present else None,
                                         n_present, 0, 0,
                                         None if judged or not n_present else
                                         "fidelity not judged: every present crop passed the gate (logged)"
                                         if n_present else "no present crop"),
                            benchmark=BENCH, generator=generator, item=ep.episode_id))
-    df = metric_frame(rows)
-    df["protocol"] = _protocol(models, ["image_embedder", "open_vocab_detector", "clip_b32"])
+    df = C.frame(rows)
+    df["protocol"] = _protocol(models, ["image_embedder", "face", *GROUNDING_SLOTS])
+    _label_substitutes(df, models)
     items = df[df.level == "item"]
     return Output(df, metadata={**{r.metric_id: (float(r.value) if pd.notna(r.value) else "None")
                                    for r in items.itertuples()},
-                                "gated_out": gated_out,
-                                "models": MetadataValue.json(_slot_manifest(models, ["image_embedder"]))})
+                                "gated_out": gated_out, **_evaluator_metadata(df),
+                                "models": MetadataValue.json(_slot_manifest(models, ["image_embedder", "face"]))})
 
 
 # ----------------------------------------------------------------------------- judged metrics
@@ -468,15 +699,18 @@ def _ask(judge: Judge):
     return judge.ask_many
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="1")
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2")
 def entitybench_fidelity(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
-                         entitybench_episode: pd.DataFrame, judge: Judge, store: Store) -> Output[pd.DataFrame]:
+                         entitybench_episode: pd.DataFrame, judge: Judge, store: Store,
+                         models: ModelRegistry) -> Output[pd.DataFrame]:
     """Pillar 2 fidelity (15): the judge scores each present/weak canonical crop against its description."""
     generator, _ = _split(context)
     ep = D.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
-    df = metric_frame(JD.fidelity_rows(generator, ep, entitybench_grounding, store.get_png, judge.ask_many))
-    df["protocol"] = protocol_digest({"judge": judge.fingerprint(), "protocol": PROTOCOL})
-    return Output(df, metadata=_item_metadata(df) | {"judge": MetadataValue.json(judge.fingerprint())})
+    df = C.frame(JD.fidelity_rows(generator, ep, entitybench_grounding, store.get_png, judge.ask_many))
+    df["protocol"] = _protocol(models, GROUNDING_SLOTS, judge)
+    _label_substitutes(df, models)
+    return Output(df, metadata=_item_metadata(df) | _evaluator_metadata(df)
+                  | {"judge": MetadataValue.json(judge.fingerprint())})
 
 
 def _action_detector(detector, reg):
@@ -501,7 +735,7 @@ def _action_detector(detector, reg):
     return boxes
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="3", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_action(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                        entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
                        judge: Judge) -> Output[pd.DataFrame]:
@@ -511,14 +745,14 @@ def entitybench_action(context: AssetExecutionContext, entitybench_outputs: pd.D
     detector, why = _slot(models, device, "open_vocab_detector")
     detect = _action_detector(detector, ep.registry) if detector is not None else None
     ok, judge_why = judge.available()
-    df = metric_frame(JD.action_rows(generator, ep, clips, errors, detect, why, judge.ask_many,
-                                     judge_reason=None if ok else judge_why))
-    df["protocol"] = protocol_digest({"judge": judge.fingerprint(), "protocol": PROTOCOL,
-                                      "detector": _slot_manifest(models, ["open_vocab_detector"])})
-    return Output(df, metadata=_item_metadata(df))
+    df = C.frame(JD.action_rows(generator, ep, clips, errors, detect, why, judge.ask_many,
+                                judge_reason=None if ok else judge_why))
+    df["protocol"] = _protocol(models, ["open_vocab_detector", "text_embedder"], judge)
+    _label_substitutes(df, models)
+    return Output(df, metadata=_item_metadata(df) | _evaluator_metadata(df))
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="3", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_llm_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                                 entitybench_fidelity: pd.DataFrame, entitybench_outputs: pd.DataFrame,
                                 entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
@@ -534,11 +768,11 @@ def entitybench_llm_consistency(context: AssetExecutionContext, entitybench_grou
     rows = JD.llm_entity_rows(generator, ep, entitybench_grounding, fid, embed, why, store.get_png, judge.ask_many,
                               judge_reason=jr)
     rows += JD.llm_location_rows(generator, ep, entitybench_grounding, clips, embed, why, judge.ask_many,
-                                 judge_reason=jr)
-    df = metric_frame(rows)
-    df["protocol"] = protocol_digest({"judge": judge.fingerprint(), "protocol": PROTOCOL,
-                                      "models": _slot_manifest(models, ["image_embedder"])})
-    return Output(df, metadata=_item_metadata(df))
+                                 judge_reason=jr, fidelity=fid)
+    df = C.frame(rows)
+    df["protocol"] = _protocol(models, ["image_embedder", *GROUNDING_SLOTS], judge)
+    _label_substitutes(df, models)
+    return Output(df, metadata=_item_metadata(df) | _evaluator_metadata(df))
 
 
 def _item_metadata(df: pd.DataFrame) -> dict:
@@ -553,20 +787,49 @@ METRIC_TABLES = ("entitybench_pillar1", "entitybench_presence_consistency", "ent
 
 
 def leaderboard_table(records: pd.DataFrame, tiers: pd.DataFrame) -> pd.DataFrame:
-    """Gate-corrected mean, raw mean and coverage per (generator, metric), per tier and overall."""
+    """Gate-corrected mean, raw mean and coverage per (generator, metric), per tier and overall.
+
+    Coverage is applied per family as the spec fixes it: Pillar 1, presence, cs_face / cs_object (and
+    cs_face_identity) report the raw mean (coverage 1 by definition; the measured coverage and the counts stay
+    beside it); the other families report raw mean x coverage. Evaluator failures (``n_failed_evaluator``)
+    are shown apart and never enter the coverage denominator. Diagnostics (``_meta_*``) are not metrics and
+    stay off the board. ``substitute`` names any offline model that produced a value under a paper metric id."""
     df = records.merge(tiers, on="item", how="left")
+    df = df[~df["metric_id"].str.startswith("_meta")]
+    if C.EVAL not in df:
+        df[C.EVAL] = 0
+    if "substitute" not in df:
+        df["substitute"] = None
     out = []
     for (gen, mid), part in df.groupby(["generator", "metric_id"], sort=True):
         for tier, sub in [("all", part), *[(t, part[part.tier == t]) for t in D.TIERS]]:
             if sub.empty:
                 continue
             agg = corrected_mean(sub[["value", "n_eval", "n_failed", "n_skipped"]])
+            fixed = C.coverage_fixed(mid)
+            value = agg.raw_mean if fixed else agg.value
             reasons = sorted({r for r in sub["reason"].dropna() if r})
-            out.append({"generator": gen, "metric_id": mid, "tier": tier, "value": agg.value,
+            n_eval_fail = int(pd.to_numeric(sub[C.EVAL], errors="coerce").fillna(0).sum())
+            subs = sorted({x for x in sub["substitute"].dropna() if x})
+            out.append({"generator": gen, "metric_id": mid, "tier": tier, "value": value,
                         "raw_mean": agg.raw_mean, "coverage": agg.coverage, "n_items": agg.n_items,
                         "n_eval": agg.n_eval, "n_failed": agg.n_failed, "n_skipped": agg.n_skipped,
-                        "reason": (None if agg.value is not None else (reasons[0] if reasons else "no data"))})
+                        "reason": ((reasons[0] if reasons else "no data") if value is None else
+                                   ("; ".join(reasons)[:300] if n_eval_fail and reasons else None)),
+                        C.EVAL: n_eval_fail,
+                        "coverage_policy": "fixed at 1 (spec): value = raw mean" if fixed else "applied",
+                        "substitute": " | ".join(subs) or None})
     return pd.DataFrame(out)
+
+
+def gate_diagnostics(records: pd.DataFrame) -> pd.DataFrame:
+    """Per generator: gated-out appearances over the present ones (from ``_meta_cross_shot_gate``)."""
+    m = records[records["metric_id"] == "_meta_cross_shot_gate"]
+    if m.empty:
+        return pd.DataFrame(columns=["generator", "gated_out", "present"])
+    g = m.groupby("generator").agg(gated_out=("value", lambda v: float(v.fillna(0).sum())),
+                                   present=("n_eval", "sum")).reset_index()
+    return g
 
 
 def comparability_table(records: pd.DataFrame) -> pd.DataFrame:
@@ -585,15 +848,22 @@ def comparability_table(records: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@asset(group_name=METRIC_GROUP, code_version="2",
+@asset(group_name=METRIC_GROUP, code_version="3",
        deps=[*METRIC_TABLES, "entitybench_episode"],
        automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
 def entitybench_leaderboard(context: AssetExecutionContext, store: Store) -> Output[pd.DataFrame]:
     """Headline table: every metric for every generator (value or None with reason), per tier and overall."""
     con = store.duckdb()
     present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    parts = [f"SELECT generator, item, metric_id, value, n_eval, n_failed, n_skipped, reason, protocol FROM {t} "
-             f"WHERE level = 'item'" for t in METRIC_TABLES if t in present]
+    parts = []
+    for t in METRIC_TABLES:
+        if t not in present:
+            continue
+        cols = {r[0] for r in con.execute(f"SELECT column_name FROM information_schema.columns "
+                                          f"WHERE table_name = '{t}'").fetchall()}
+        extra = ", ".join(f"{c}" if c in cols else f"NULL AS {c}" for c in (C.EVAL, "substitute"))
+        parts.append(f"SELECT generator, item, metric_id, value, n_eval, n_failed, n_skipped, reason, protocol, "
+                     f"{extra} FROM {t} WHERE level = 'item'")
     if not parts:
         raise ValueError("no EntityBench metric partition has been materialised yet")
     records = con.execute(" UNION ALL ".join(parts)).df()
@@ -601,8 +871,13 @@ def entitybench_leaderboard(context: AssetExecutionContext, store: Store) -> Out
     board = leaderboard_table(records, tiers)
     board = board.merge(comparability_table(records), on=["generator", "metric_id"], how="left")
     overall = board[board.tier == "all"].pivot(index="metric_id", columns="generator", values="value")
+    gate = gate_diagnostics(records)
+    n_eval_fail = int(board.loc[board.tier == "all", C.EVAL].sum())
     return Output(board, metadata={"generators": MetadataValue.json(sorted(board["generator"].unique().tolist())),
-                                   "table": MetadataValue.md(overall.to_markdown() if len(overall) else "empty")})
+                                   "table": MetadataValue.md(overall.to_markdown() if len(overall) else "empty"),
+                                   "gate_diagnostics": MetadataValue.md(gate.to_markdown(index=False)
+                                                                        if len(gate) else "none"),
+                                   "evaluator_failures": n_eval_fail})
 
 
 ASSETS = [entitybench_episode, entitybench_entity_registry, entitybench_dataset_statistics, entitybench_outputs,
@@ -610,20 +885,23 @@ ASSETS = [entitybench_episode, entitybench_entity_registry, entitybench_dataset_
           entitybench_presence_consistency, entitybench_llm_consistency, entitybench_leaderboard]
 
 
-@asset(group_name=METRIC_GROUP, code_version="1",
+@asset(group_name=METRIC_GROUP, code_version="2",
        deps=["entitybench_presence_consistency", "entitybench_llm_consistency"],
        automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
 def entitybench_gap_decay(context: AssetExecutionContext, store: Store) -> Output[pd.DataFrame]:
     """Gap-decay diagnostic: DINOv2 cosine of adjacent admitted appearances and LLM sim of the anchor
     comparisons, binned by shot distance (1-2, 3-5, 6-10, 11-20, 21-50), with pair counts; plotted."""
     tables = set(store.asset_tables())
-    cols = "generator, item, shot, entity_id, value, detail"
-    dino = store.query(f"SELECT {cols} FROM entitybench_presence_consistency WHERE metric_id = 'gap_decay_dino'") \
+    cols = "generator, item, metric_id, shot, entity_id, value, detail"
+    emb = store.query(f"SELECT {cols} FROM entitybench_presence_consistency WHERE metric_id IN "
+                      f"('gap_decay_embedding', 'gap_decay_embedding_allpairs')") \
         if "entitybench_presence_consistency" in tables else None
     llm = store.query(f"SELECT {cols} FROM entitybench_llm_consistency WHERE level = 'pair' AND metric_id IN "
-                      f"('llm_face_mean_score', 'llm_object_mean_score')") \
+                      f"('llm_face_mean_score', 'llm_object_mean_score', 'llm_scene_pair')") \
         if "entitybench_llm_consistency" in tables else None
-    table = AU.gap_decay_table(dino, llm)
+    tiers = store.query("SELECT episode_id AS item, tier FROM entitybench_episode") \
+        if "entitybench_episode" in tables else None
+    table = AU.gap_decay_table(emb, llm, tiers)
     png = AU.gap_decay_plot(table)
     plot_id = store.put_bytes(png, "png") if png else None
     table["plot_id"] = plot_id

@@ -136,7 +136,14 @@ def parse_episode(raw: Any, source: str = "<memory>") -> Episode:
 def load_episode(path: str | Path) -> Episode:
     p = Path(path)
     try:
-        raw = json.loads(p.read_text(encoding="utf-8-sig"))
+        data = p.read_bytes()
+        raw = json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as e:
+        bom = ("UTF-16 (it starts with a UTF-16 byte-order mark)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else
+               "UTF-32" if data[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff") else "not UTF-8")
+        raise EpisodeError(f"{p.name}: episode files must be UTF-8 text, this one is {bom}: byte "
+                           f"{data[e.start:e.start + 1]!r} at offset {e.start} cannot be decoded; re-save it as "
+                           f"UTF-8") from None
     except json.JSONDecodeError as e:
         raise EpisodeError(f"{p.name}: bad JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
     except OSError as e:
@@ -242,6 +249,11 @@ def episode_statistics(episode: Episode) -> dict[str, Any]:
         "max_characters_per_shot": int(max(chars_per_shot)),
         "frac_shots_3plus_chars": float(np.mean([c >= 3 for c in chars_per_shot])),
         "frac_shots_2c1o": float(np.mean([c >= 2 and o >= 1 for c, o in zip(chars_per_shot, objs_per_shot)])),
+        **{f"frac_shots_{k}_chars": float(np.mean([c == k for c in chars_per_shot])) for k in (0, 1, 2)},
+        "recurring_entities": sum(1 for e in scheduled if len(episode.appearances(e)) >= 2),
+        # raw lists so that Tables 3 / 10 can pool over entities and gaps, not average episode means
+        "recurrence_gaps": [int(g) for g in all_gaps],
+        "per_entity_max_gaps": [int(g) for g in max_gaps],
     })
     return stats
 
@@ -258,7 +270,10 @@ def shot_prompt(episode: Episode, shot_index: int) -> str:
 
 # ---------------------------------------------------------------- generator outputs
 
-SHOT_FILE = re.compile(r"^shot_(\d+)\.(mp4|mov|mkv|webm|avi)$", re.IGNORECASE)
+# Any container PyAV reads; a still image renamed to one of these is rejected when probed (core.media).
+VIDEO_EXTENSIONS = ("mp4", "mov", "mkv", "webm", "avi", "gif", "m4v", "mpg", "mpeg", "ts")
+SHOT_FILE = re.compile(rf"^shot_(\d+)\.({'|'.join(VIDEO_EXTENSIONS)})$", re.IGNORECASE)
+_ANY_SHOT = re.compile(r"^shot_(\d+)\.(\w+)$")
 
 
 @dataclass(frozen=True)
@@ -278,10 +293,13 @@ def index_shot_files(episode: Episode, folder: str | Path, generator: str) -> li
     if not folder.is_dir():
         return [ShotFile(s.index, None, f"{where}: output folder {folder} is missing") for s in episode.shots]
     found: dict[int, list[Path]] = defaultdict(list)
+    other: dict[int, list[str]] = defaultdict(list)
     for p in sorted(folder.iterdir()):
         m = SHOT_FILE.match(p.name)
         if m:
             found[int(m.group(1))].append(p)
+        elif (m := _ANY_SHOT.match(p.name)):
+            other[int(m.group(1))].append(p.name)
     if 0 in found:
         msg = (f"{where}: found {found[0][0].name}; shot files are 1-based (shot_01 is the first shot), "
                f"so every shot of this set is rejected rather than misaligned")
@@ -289,7 +307,10 @@ def index_shot_files(episode: Episode, folder: str | Path, generator: str) -> li
     out = []
     for s in episode.shots:
         files = found.get(s.index, [])
-        if not files:
+        if not files and other.get(s.index):
+            out.append(ShotFile(s.index, None, f"{where}, shot {s.index}: {other[s.index][0]} is not a video "
+                                               f"container we read (.{', .'.join(VIDEO_EXTENSIONS)})"))
+        elif not files:
             out.append(ShotFile(s.index, None, f"{where}, shot {s.index}: no shot_{s.index:02d}.* file"))
         elif len(files) > 1:
             out.append(ShotFile(s.index, None, f"{where}, shot {s.index}: several files {[f.name for f in files]}"))

@@ -1,16 +1,22 @@
 """Judge-based EntityBench metrics: fidelity (15), action (6), LLM consistency (12 + 6), and the gap-decay
-pairs they produce. Pure row builders: models, judge and store are passed in; Dagster stays in assets.py."""
+pairs they produce. Pure row builders: models, judge and store are passed in; Dagster stays in assets.py.
+
+Counts (see ``counts.py``): the generator's skips and failures (gated-out or absent appearance, missing
+shot) are kept apart from the evaluator's (judge off or failed, replay miss, missing model, grounding that
+cannot run), which go to ``n_failed_evaluator`` and never lower a generator's coverage.
+"""
 from __future__ import annotations
 
-import json
+import re
 from collections import defaultdict
 from typing import Callable, Optional
 
 import numpy as np
 import pandas as pd
 
-from bench_assets.core.records import MetricRecord, record_from_values
+from bench_assets.core.records import MetricRecord
 from bench_assets.core.tables import instance_row, record_row
+from bench_assets.entitybench import counts as C
 from bench_assets.entitybench import dataset as D
 from bench_assets.entitybench import judging as J
 from bench_assets.entitybench.metrics import centroid_scores
@@ -18,6 +24,8 @@ from bench_resources.judge import JudgeResult
 
 FIDELITY_GATE_TAU = 0.5
 ACTION_FRAMES = 6
+SHOT_ERROR = "shot_error"      # grounding status of a missing or undecodable shot (the generator's failure)
+UNAVAILABLE = "unavailable"    # grounding status when the evaluator cannot ground (no class, no detector)
 
 
 def fidelity_metric_ids(entity_type: str) -> list[str]:
@@ -40,11 +48,16 @@ def _answer_detail(res: JudgeResult, **extra) -> dict:
             "prompt": f"{res.prompt_id}/{res.prompt_version}", **extra}
 
 
+def _why(reasons) -> Optional[str]:
+    return "; ".join(sorted({x for x in reasons if x}))[:500] or None
+
+
 # ---------------------------------------------------------------------------------------------- fidelity
 
 def fidelity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, load_crop: Callable, ask_many) -> list[dict]:
     """Per (shot, entity) with status present/weak: the judge scores the canonical crop against its description.
-    Episode value: mean over the type's entities in a shot, then over shots."""
+    Episode value: mean over the type's entities in a shot, then over shots. A judge that fails or is off is the
+    evaluator's failure (``n_failed_evaluator``), never the generator's."""
     keys = {"benchmark": "entitybench", "generator": generator, "item": ep.episode_id}
     reg = ep.registry
     todo = grounding[grounding["status"].isin(["present", "weak"]) & grounding["crop_id"].notna()]
@@ -55,8 +68,7 @@ def fidelity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, load_c
     for etype in D.ENTITY_TYPES:
         ids = fidelity_metric_ids(etype)
         per_shot: dict[str, dict[int, list]] = {m: defaultdict(list) for m in ids}
-        failed: dict[str, int] = defaultdict(int)
-        skipped: dict[str, int] = defaultdict(int)
+        evaluator: dict[str, int] = defaultdict(int)
         reasons: set[str] = set()
         for r, res in zip(todo.itertuples(), results):
             if r.entity_type != etype:
@@ -65,10 +77,9 @@ def fidelity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, load_c
             if res.status != "ok":
                 reasons.add(res.reason or res.status)
                 for m in ids:
-                    (failed if res.status == "failed" else skipped)[m] += 1
-                    rows.append(instance_row(m, None, "appearance", reason=res.reason, shot=int(r.shot),
-                                             entity_id=r.entity_id, crop_id=r.crop_id, detail=detail, **keys)
-                                | ({"n_failed": 1, "n_skipped": 0} if res.status == "failed" else {}))
+                    evaluator[m] += 1
+                    rows.append(C.evaluator_instance(m, "appearance", res.reason, shot=int(r.shot),
+                                                     entity_id=r.entity_id, crop_id=r.crop_id, detail=detail, **keys))
                 continue
             vals = J.fidelity_values(res.answer, etype)
             for m, v in zip(ids, vals.values()):
@@ -82,12 +93,9 @@ def fidelity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, load_c
         for m in ids:
             shot_means = [float(np.mean(v)) for v in per_shot[m].values()]
             n_eval = sum(len(v) for v in per_shot[m].values())
-            why = "; ".join(sorted(reasons)) or (None if n_eval else f"no present or weak crop ({no_crop or 'absent'})")
-            if not n_eval:
-                rows.append(record_row(MetricRecord(m, None, 0, failed[m], skipped[m], why), **keys))
-            else:
-                rows.append(record_row(MetricRecord(m, float(np.mean(shot_means)), n_eval, failed[m], skipped[m],
-                                                    why), **keys))
+            why = _why(reasons) or (None if n_eval else f"no present or weak crop ({no_crop or 'absent'})")
+            rec = MetricRecord(m, float(np.mean(shot_means)) if n_eval else None, n_eval, 0, 0, why)
+            rows.append(record_row(rec, **keys) | {C.EVAL: evaluator[m]})
     return rows
 
 
@@ -99,51 +107,111 @@ def fidelity_overall(fidelity: Optional[pd.DataFrame]) -> dict[tuple[int, str], 
     return {(int(r.shot), r.entity_id): (None if pd.isna(r.value) else float(r.value)) for r in f.itertuples()}
 
 
+def _passes_gate(fidelity: dict, shot: int, entity_id: str) -> bool:
+    v = fidelity.get((shot, entity_id))
+    return v is None or v >= FIDELITY_GATE_TAU
+
+
 def admitted(grounding: pd.DataFrame, fidelity: dict, entity_id: str) -> tuple[pd.DataFrame, int]:
     """C(e): present, attributable crops with fidelity >= tau or fidelity None; and how many were gated out."""
     g = grounding[(grounding["entity_id"] == entity_id) & (grounding["status"] == "present")
                   & grounding["crop_id"].notna()]
     if "ambiguous" in g:
         g = g[~g["ambiguous"].fillna(False).astype(bool)]
-    keep = [fidelity.get((int(r.shot), entity_id)) is None or fidelity[(int(r.shot), entity_id)] >= FIDELITY_GATE_TAU
-            for r in g.itertuples()]
+    keep = [_passes_gate(fidelity, int(r.shot), entity_id) for r in g.itertuples()]
     mask = pd.Series(keep, index=g.index, dtype=bool)
     return g[mask].sort_values("shot"), int(len(keep) - sum(keep))
 
 
+def appearance_states(grounding: pd.DataFrame, fidelity: dict) -> dict[tuple[int, str], tuple[str, str]]:
+    """(shot, entity) -> (side, why): side 'admitted', 'generator' (gated out, absent, weak, shot missing) or
+    'evaluator' (grounding could not run, or a closed-vocabulary detector cannot attribute the box)."""
+    out = {}
+    for r in grounding.itertuples():
+        key = (int(r.shot), r.entity_id)
+        reason = r.reason if isinstance(r.reason, str) else None
+        if r.status == "present":
+            amb = getattr(r, "ambiguous", False)
+            if isinstance(amb, (bool, np.bool_)) and bool(amb):
+                out[key] = ("evaluator", reason or "not attributable (shared class)")
+            elif not isinstance(r.crop_id, str):
+                out[key] = ("evaluator", "no crop stored")
+            elif _passes_gate(fidelity, *key):
+                out[key] = ("admitted", "")
+            else:
+                out[key] = ("generator", "gated out (fidelity < 0.5)")
+        elif r.status == UNAVAILABLE:
+            out[key] = ("evaluator", f"grounding unavailable: {reason or 'no detector'}")
+        elif r.status == SHOT_ERROR:
+            out[key] = ("generator", reason or "shot missing")
+        else:
+            out[key] = ("generator", f"{r.status} appearance")
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- action
+
+def resolve_action(action: str, registry: dict, entity_ids) -> tuple[str, list[str]]:
+    """The action with entity ids written as names ('c1 walks' -> 'Ellen (c1) walks'), and the scheduled
+    objects it names, by id or by name (spec: `object_interaction` is None only when no object is named)."""
+    text = action
+    for eid in sorted(registry, key=len, reverse=True):
+        text = re.sub(rf"(?<![\w(]){re.escape(eid)}(?![\w)])", f"{registry[eid].name} ({eid})", text)
+    low = text.lower()
+    named = []
+    for e in entity_ids:
+        if registry[e].type != "object":
+            continue
+        name = re.sub(r"^(the|a|an)\s+", "", registry[e].name.lower()).strip()
+        if re.search(rf"\b{re.escape(e.lower())}\b", action.lower()) or (name and name in low):
+            named.append(e)
+    return text, named
+
 
 def action_rows(generator: str, ep: D.Episode, clips: dict, errors: dict, detect: Optional[Callable],
                 detect_reason: Optional[str], ask_many, judge_reason: Optional[str] = None) -> list[dict]:
-    """``judge_reason`` set (judge off, no key): every shot is skipped with it, no detection or grid is built."""
+    """``judge_reason`` set (judge off, no key): every shot is the evaluator's failure, no detection or grid
+    is built. Missing shot -> the generator's n_failed; no scheduled character -> n_skipped."""
     keys = {"benchmark": "entitybench", "generator": generator, "item": ep.episode_id}
     reg = ep.registry
     jobs, rows = [], []
     skipped: dict[str, int] = defaultdict(int)
     failed: dict[str, int] = defaultdict(int)
+    evaluator: dict[str, int] = defaultdict(int)
     reasons: set[str] = set()
     for shot in ep.shots:
         chars = [e for e in shot.entities if reg[e].type == "character"]
         subjects = [e for e in shot.entities if reg[e].type in ("character", "object")]
         clip = clips.get(shot.index)
-        why = (errors.get(shot.index, "shot missing") if clip is None else
-               "no scheduled character" if not chars else
-               judge_reason or (detect_reason if detect is None else None))
-        if why:
+        if clip is None:
+            why = errors.get(shot.index, "shot missing")
+            reasons.add(why)
+            for f in J.ACTION_FIELDS:
+                failed[f] += 1
+                rows.append(C.failed_instance(f"intra_action_{f}", "shot", why, shot=shot.index, **keys))
+            continue
+        if not chars:
+            reasons.add("no scheduled character")
             for f in J.ACTION_FIELDS:
                 skipped[f] += 1
+                rows.append(instance_row(f"intra_action_{f}", None, "shot", reason="no scheduled character",
+                                         shot=shot.index, **keys))
+            continue
+        why = judge_reason or (detect_reason if detect is None else None)
+        if why:
             reasons.add(why)
-            rows += [instance_row(f"intra_action_{f}", None, "shot", reason=why, shot=shot.index, **keys)
-                     for f in J.ACTION_FIELDS]
+            for f in J.ACTION_FIELDS:
+                evaluator[f] += 1
+                rows.append(C.evaluator_instance(f"intra_action_{f}", "shot", why, shot=shot.index, **keys))
             continue
         idx, frames = clip.even(ACTION_FRAMES)
         boxes = detect(list(frames), subjects)
         names = {e: reg[e].name for e in subjects}
         grid = J.action_grid(list(frames), boxes, names)
-        objects = [e for e in subjects if reg[e].type == "object"]
-        names_object = any(reg[o].name.lower().replace("the ", "") in shot.action.lower() for o in objects)
+        text, named = resolve_action(shot.action, reg, subjects)
+        names_object = bool(named)
         legend = {reg[e].name: reg[e].description for e in subjects}
-        jobs.append((shot, clip, names_object, J.action_request(grid, shot.action, legend, names_object), grid))
+        jobs.append((shot, clip, names_object, J.action_request(grid, text, legend, names_object), grid))
     results = ask_many([j[3] for j in jobs])
     values: dict[str, list] = defaultdict(list)
     for (shot, clip, names_object, req, grid), res in zip(jobs, results):
@@ -151,10 +219,9 @@ def action_rows(generator: str, ep: D.Episode, clips: dict, errors: dict, detect
         if res.status != "ok":
             reasons.add(res.reason or res.status)
             for f in J.ACTION_FIELDS:
-                (failed if res.status == "failed" else skipped)[f] += 1
-                rows.append(instance_row(f"intra_action_{f}", None, "shot", reason=res.reason, shot=shot.index,
-                                         detail=detail, source_sha256=clip.sha256, **keys)
-                            | ({"n_failed": 1, "n_skipped": 0} if res.status == "failed" else {}))
+                evaluator[f] += 1
+                rows.append(C.evaluator_instance(f"intra_action_{f}", "shot", res.reason, shot=shot.index,
+                                                 detail=detail, source_sha256=clip.sha256, **keys))
             continue
         vals = J.action_values(res.answer)
         for f in J.ACTION_FIELDS:
@@ -166,9 +233,8 @@ def action_rows(generator: str, ep: D.Episode, clips: dict, errors: dict, detect
                                      reason=None if v is not None else "action names no object", **keys)
                         | ({"n_skipped": 0} if v is None else {}))
     for f in J.ACTION_FIELDS:
-        why = "; ".join(sorted(reasons))[:500] or None
-        rows.append(record_row(record_from_values(f"intra_action_{f}", values[f], n_failed=failed[f],
-                                                  n_skipped=skipped[f], reason=why), **keys))
+        rows.append(C.record(f"intra_action_{f}", values[f], n_failed=failed[f], n_skipped=skipped[f],
+                             n_failed_evaluator=evaluator[f], reason=_why(reasons), **keys))
     return rows
 
 
@@ -178,53 +244,66 @@ def llm_entity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, fide
                     embed_reason: Optional[str], load_crop: Callable, ask_many,
                     judge_reason: Optional[str] = None) -> list[dict]:
     """Characters and objects: anchor = admitted crop closest to the centroid; every other scheduled appearance
-    is judged against it (gated-out or absent -> skipped). With ``judge_reason`` no anchor is computed."""
+    is one comparison against it.
+
+    Instances (spec): every entity scheduled in >= 2 shots contributes (appearances - 1) comparisons, whatever
+    was admitted, so a generator that loses an entity gets a lower coverage, never a smaller denominator.
+    Gated-out, absent, weak or missing appearances are the generator's skips; grounding that cannot run, a
+    closed-vocabulary box that cannot be attributed, a missing embedder or an absent judge are the evaluator's."""
     keys = {"benchmark": "entitybench", "generator": generator, "item": ep.episode_id}
+    states = appearance_states(grounding, fidelity)
     rows, jobs = [], []
     skipped: dict[str, int] = defaultdict(int)
+    evaluator: dict[str, int] = defaultdict(int)
     reasons: dict[str, set] = defaultdict(set)
     for etype in ("character", "object"):
+        ids = llm_metric_ids(etype)
         for ent in (e for e in ep.entities if e.type == etype):
-            adm, _ = admitted(grounding, fidelity, ent.id)
             scheduled = ep.appearances(ent.id)
-            if len(adm) < 2:
+            if len(scheduled) < 2:
                 continue
-            if embed is None or judge_reason:
-                skipped[etype] += len(scheduled) - 1
-                reasons[etype].add(judge_reason or embed_reason)
-                continue
-            crops = [load_crop(c) for c in adm["crop_id"]]
-            _, scores = centroid_scores(embed(crops))
-            a = int(np.argmax(scores))
-            anchor_shot, anchor_crop = int(adm["shot"].iloc[a]), crops[a]
+            adm, _ = admitted(grounding, fidelity, ent.id)
             by_shot = {int(s): i for i, s in enumerate(adm["shot"])}
+            no_anchor = judge_reason or (embed_reason if embed is None and len(adm) >= 2 else None)
+            crops, anchor_shot = [], None
+            if len(adm) and not no_anchor:
+                crops = [load_crop(c) for c in adm["crop_id"]]
+                a = int(np.argmax(centroid_scores(embed(crops))[1])) if len(adm) >= 2 else 0
+                anchor_shot = int(adm["shot"].iloc[a])
+            # the anchor takes one appearance; without one, an admitted (else the first) appearance stands in
+            slot = anchor_shot if anchor_shot is not None else (int(adm["shot"].iloc[0]) if len(adm) else scheduled[0])
             for k in scheduled:
-                if k == anchor_shot:
+                if k == slot:
                     continue
-                if k not in by_shot:
-                    skipped[etype] += 1
-                    reasons[etype].add("gated-out or absent appearance")
-                    for m in llm_metric_ids(etype):
-                        rows.append(instance_row(m, None, "pair", shot=k, entity_id=ent.id,
-                                                 reason="gated-out or absent appearance", **keys))
+                side, why = (("admitted", "") if k in by_shot else
+                             states.get((k, ent.id), ("generator", "no grounding row")))
+                if side == "admitted" and no_anchor:
+                    side, why = "evaluator", no_anchor
+                if side == "admitted":
+                    r = adm.iloc[by_shot[k]]
+                    jobs.append((etype, ent, k, anchor_shot, r,
+                                 J.identity_request(etype, ent.name, ent.description, crops[by_shot[anchor_shot]],
+                                                    crops[by_shot[k]])))
                     continue
-                i = by_shot[k]
-                jobs.append((etype, ent, k, anchor_shot, adm.iloc[i],
-                             J.identity_request(etype, ent.name, ent.description, anchor_crop, crops[i])))
+                reasons[etype].add(why if side == "evaluator" else "gated-out or absent appearance")
+                for m in ids:
+                    if side == "evaluator":
+                        rows.append(C.evaluator_instance(m, "pair", why, shot=k, entity_id=ent.id, **keys))
+                    else:
+                        rows.append(instance_row(m, None, "pair", shot=k, entity_id=ent.id, reason=why, **keys))
+                (evaluator if side == "evaluator" else skipped)[etype] += 1
     results = ask_many([j[-1] for j in jobs])
     vals: dict[str, list] = defaultdict(list)
-    failed: dict[str, int] = defaultdict(int)
     for (etype, ent, k, anchor_shot, r, _), res in zip(jobs, results):
         ids = llm_metric_ids(etype)
         detail = _answer_detail(res, anchor_shot=anchor_shot, shot_distance=abs(k - anchor_shot),
-                                gap_bin=J.gap_bin(abs(k - anchor_shot)))
+                                gap_bin=J.gap_bin(abs(k - anchor_shot)), entity_type=etype)
         if res.status != "ok":
             reasons[etype].add(res.reason or res.status)
-            (failed if res.status == "failed" else skipped)[etype] += 1
+            evaluator[etype] += 1
             for m in ids:
-                rows.append(instance_row(m, None, "pair", shot=k, entity_id=ent.id, crop_id=r.crop_id,
-                                         reason=res.reason, detail=detail, **keys)
-                            | ({"n_failed": 1, "n_skipped": 0} if res.status == "failed" else {}))
+                rows.append(C.evaluator_instance(m, "pair", res.reason, shot=k, entity_id=ent.id, crop_id=r.crop_id,
+                                                 detail=detail, **keys))
             continue
         pv = J.pair_values(res.answer, etype)
         for m, v in zip(ids, pv.values()):
@@ -234,35 +313,64 @@ def llm_entity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, fide
                                      **keys))
     for etype in ("character", "object"):
         for m in llm_metric_ids(etype):
-            why = "; ".join(sorted(x for x in reasons[etype] if x))[:500] or None
-            rows.append(record_row(record_from_values(m, vals[m], n_failed=failed[etype], n_skipped=skipped[etype],
-                                                      reason=why or (None if vals[m] else
-                                                                     "no entity with >= 2 admitted appearances")),
-                                   **keys))
+            why = _why(reasons[etype])
+            n = skipped[etype] + evaluator[etype] + len(vals[m])
+            rows.append(C.record(m, vals[m], n_skipped=skipped[etype], n_failed_evaluator=evaluator[etype],
+                                 reason=why or (None if n else f"no {etype} scheduled in >= 2 shots"), **keys))
     return rows
 
 
+def location_admitted(ep: D.Episode, grounding: pd.DataFrame, fidelity: dict, clips: dict,
+                      loc_id: str) -> tuple[list[int], int, list[int]]:
+    """(admitted shots, gated-out count, shots admitted ungated) of one location: present and fidelity >= tau
+    (or None), like characters and objects. A shot the evaluator could not ground (no location detector
+    offline) passes the gate ungated and is listed, as a crop with no fidelity does."""
+    status = {int(r.shot): r.status for r in grounding[grounding["entity_id"] == loc_id].itertuples()}
+    ok, gated, ungated = [], 0, []
+    for k in ep.appearances(loc_id):
+        st = status.get(k)
+        if k not in clips or st == SHOT_ERROR:
+            continue
+        if st == UNAVAILABLE:
+            ok.append(k)
+            ungated.append(k)
+        elif st == "present":
+            if _passes_gate(fidelity, k, loc_id):
+                ok.append(k)
+            else:
+                gated += 1
+    return ok, gated, ungated
+
+
 def llm_location_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, clips: dict, embed: Optional[Callable],
-                      embed_reason: Optional[str], ask_many, judge_reason: Optional[str] = None) -> list[dict]:
+                      embed_reason: Optional[str], ask_many, judge_reason: Optional[str] = None,
+                      fidelity: Optional[dict] = None) -> list[dict]:
     """Locations on full frames, pairwise against the anchor shot (closest to the location's centroid); each call
-    gets <= 2 sharpness-ranked frames per shot. Per location: allcons = product of same, cons = mean sim."""
+    gets <= 2 sharpness-ranked frames per shot. Per location: allcons = product of same, cons = mean sim.
+    Instance: a location scheduled in >= 2 shots; fewer than 2 admitted shots is the generator's skip."""
     keys = {"benchmark": "entitybench", "generator": generator, "item": ep.episode_id}
     ids = llm_metric_ids("location")
     rows, jobs = [], []
-    skipped = failed = 0
+    skipped = evaluator = 0
     reasons: set[str] = set()
-    status = {(int(r.shot), r.entity_id): r.status for r in grounding.itertuples()}
+    ungated_by_loc: dict[str, list[int]] = {}
     for loc in (e for e in ep.entities if e.type == "location"):
         shots = ep.appearances(loc.id)
         if len(shots) < 2:
             continue
-        # absent / weak grounding excludes a shot; 'unavailable' (no location detector offline) does not
-        ok = [k for k in shots if k in clips and status.get((k, loc.id)) not in ("absent", "weak")]
-        if len(ok) < 2 or embed is None or judge_reason:
+        ok, gated, ungated = location_admitted(ep, grounding, fidelity or {}, clips, loc.id)
+        ungated_by_loc[loc.id] = ungated
+        if len(ok) < 2:
             skipped += 1
-            why = (f"{loc.id}: fewer than 2 admitted shots" if len(ok) < 2 else judge_reason or embed_reason)
+            why = f"{loc.id}: fewer than 2 admitted shots ({gated} gated out)"
             reasons.add(why)
             rows.append(instance_row("llm_scene_accuracy", None, "entity", entity_id=loc.id, reason=why, **keys))
+            continue
+        if embed is None or judge_reason:
+            evaluator += 1
+            why = judge_reason or embed_reason
+            reasons.add(why)
+            rows.append(C.evaluator_instance("llm_scene_accuracy", "entity", why, entity_id=loc.id, **keys))
             continue
         mids = [clips[k].frames[clips[k].n_frames // 2] for k in ok]
         _, scores = centroid_scores(embed(mids))
@@ -278,12 +386,14 @@ def llm_location_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, cl
     results = ask_many([j[-1] for j in jobs])
     per_loc: dict[str, list] = defaultdict(list)
     for (loc, k, anchor, _), res in zip(jobs, results):
-        detail = _answer_detail(res, anchor_shot=anchor, shot_distance=abs(k - anchor))
+        detail = _answer_detail(res, anchor_shot=anchor, shot_distance=abs(k - anchor),
+                                gap_bin=J.gap_bin(abs(k - anchor)), entity_type="location",
+                                ungated=k in ungated_by_loc.get(loc.id, []))
         if res.status != "ok":
             reasons.add(res.reason or res.status)
-            per_loc[loc.id].append(None if res.status == "skipped" else "failed")
+            per_loc[loc.id].append("failed")
             rows.append(instance_row("llm_scene_pair", None, "pair", shot=k, entity_id=loc.id, reason=res.reason,
-                                     detail=detail, **keys))
+                                     detail=detail, **keys) | {"n_skipped": 0, C.EVAL: 1})
             continue
         pv = J.pair_values(res.answer, "location")
         per_loc[loc.id].append(pv)
@@ -292,20 +402,19 @@ def llm_location_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, cl
     vals: dict[str, list] = defaultdict(list)
     for lid, pairs in per_loc.items():
         if any(p == "failed" for p in pairs):
-            failed += 1
-            continue
-        if any(p is None for p in pairs):
-            skipped += 1
+            evaluator += 1
             continue
         loc_vals = {"llm_scene_accuracy": float(np.prod([p["same"] for p in pairs])),
                     "llm_scene_mean_score": float(np.mean([p["sim"] for p in pairs])),
                     **{f"llm_scene_{c}": float(np.mean([p[c] for p in pairs])) for c in J.CRITERIA["location"]}}
         for m, v in loc_vals.items():
             vals[m].append(v)
-            rows.append(instance_row(m, v, "entity", entity_id=lid, detail={"pairs": len(pairs)}, **keys))
-    why = "; ".join(sorted(x for x in reasons if x))[:500] or None
+            rows.append(instance_row(m, v, "entity", entity_id=lid,
+                                     detail={"pairs": len(pairs), "ungated_shots": ungated_by_loc.get(lid, [])},
+                                     **keys))
+    why = _why(reasons)
     for m in ids:
-        rows.append(record_row(record_from_values(m, vals[m], n_failed=failed, n_skipped=skipped,
-                                                  reason=why or (None if vals[m] else
-                                                                 "no location scheduled in >= 2 shots")), **keys))
+        n = skipped + evaluator + len(vals[m])
+        rows.append(C.record(m, vals[m], n_skipped=skipped, n_failed_evaluator=evaluator,
+                             reason=why or (None if n else "no location scheduled in >= 2 shots"), **keys))
     return rows

@@ -104,31 +104,158 @@ def presence_share(statuses: Sequence[str]) -> Optional[float]:
     return float(np.mean([s == "present" for s in known]))
 
 
-# ---------------------------------------------------------------------------------- Pillar 1 contracts
+# ---------------------------------------------------------------------------------- Pillar 1, streamed
+
+# Spec: subject consistency, flickering and motion smoothness are defined on consecutive native frames, so
+# every frame of the shot is walked, chunk by chunk (never a fixed-size sample, whose values would depend on
+# the shot's length and fps). Each accumulator carries across chunk borders what its pairs or triples need.
 
 from dataclasses import dataclass  # noqa: E402
 
 
+class _SubjectConsistency:
+    def __init__(self, model, fps, n_frames):
+        self.model, self.prev, self.total, self.n = model, None, 0.0, 0
+
+    def update(self, frames: np.ndarray) -> None:
+        e = _l2n(self.model.embed(list(frames)))
+        if self.prev is not None:
+            e_all = np.concatenate([self.prev[None], e])
+        else:
+            e_all = e
+        if len(e_all) >= 2:
+            self.total += float(np.sum(np.sum(e_all[1:] * e_all[:-1], axis=1)))
+            self.n += len(e_all) - 1
+        self.prev = e_all[-1]
+
+    def result(self) -> Optional[float]:
+        return self.total / self.n if self.n else None
+
+
+class _Flicker:
+    def __init__(self, model, fps, n_frames):
+        self.prev, self.total, self.n = None, 0.0, 0
+
+    def update(self, frames: np.ndarray) -> None:
+        f = frames.astype(np.float32) / 255.0
+        if self.prev is not None:
+            f = np.concatenate([self.prev[None], f])
+        if len(f) >= 2:
+            self.total += float(np.sum(np.mean(np.abs(f[1:] - f[:-1]), axis=(1, 2, 3))))
+            self.n += len(f) - 1
+        self.prev = f[-1]
+
+    def result(self) -> Optional[float]:
+        return 1.0 - self.total / self.n if self.n else None
+
+
+class _Smoothness:
+    """Triples (0,1,2), (2,3,4), ...: the odd frame is rebuilt from its even neighbours."""
+
+    def __init__(self, model, fps, n_frames):
+        self.flow, self.buf, self.errs = model.flow, [], []
+
+    def update(self, frames: np.ndarray) -> None:
+        self.buf += list(frames)
+        triples = []
+        while len(self.buf) >= 3:
+            triples.append(tuple(self.buf[:3]))
+            self.buf = self.buf[2:]
+        if not triples:
+            return
+        pairs = []
+        for p, _, n in triples:
+            pairs += [(p, n), (n, p)]
+        flows = self.flow(pairs)
+        for j, (p, m, n) in enumerate(triples):
+            mid = interpolate_midpoint(p, n, flows[2 * j], flows[2 * j + 1])
+            self.errs.append(float(np.mean(np.abs(mid - m.astype(np.float32)))))
+
+    def result(self) -> Optional[float]:
+        return float((255.0 - np.mean(self.errs)) / 255.0) if self.errs else None
+
+
+class _Dynamic:
+    """Consecutive pairs of the ~8 fps resampling (indices fixed from the container's frame count)."""
+
+    def __init__(self, model, fps, n_frames):
+        from bench_assets.core.media import fps_indices
+        self.flow = model.flow
+        self.keep = set(fps_indices(n_frames, fps or DYNAMIC_FPS, DYNAMIC_FPS))
+        self.i, self.prev, self.moving = 0, None, []
+
+    def update(self, frames: np.ndarray) -> None:
+        picked = []
+        for f in frames:
+            if self.i in self.keep:
+                picked.append(f)
+            self.i += 1
+        if self.prev is not None:
+            picked = [self.prev, *picked]
+        if len(picked) >= 2:
+            h, w = picked[0].shape[:2]
+            threshold = DYNAMIC_THRESHOLD_PER_256 * min(h, w) / 256.0
+            for fl in self.flow(list(zip(picked[:-1], picked[1:]))):
+                mag = np.sqrt((fl.astype(np.float64) ** 2).sum(-1)).ravel()
+                k = max(1, int(round(DYNAMIC_TOP_FRACTION * mag.size)))
+                self.moving.append(float(np.mean(np.partition(mag, -k)[-k:])) > threshold)
+        if picked:
+            self.prev = picked[-1]
+
+    def result(self) -> Optional[float]:
+        return float(np.mean(self.moving)) if self.moving else None
+
+
+class _PerFrameMean:
+    def __init__(self, model, fps, n_frames, scale: float = 1.0):
+        self.model, self.scale, self.total, self.n = model, scale, 0.0, 0
+
+    def update(self, frames: np.ndarray) -> None:
+        s = np.asarray(self.model.score(list(frames)), np.float64)
+        self.total += float(s.sum())
+        self.n += len(s)
+
+    def result(self) -> Optional[float]:
+        return self.total / self.n / self.scale if self.n else None
+
+
 @dataclass(frozen=True)
 class ShotMetric:
-    """One intra-shot metric: its id, the model slot it needs (or None) and how a shot is scored.
+    """One intra-shot metric: its id, the model slot it needs (or None) and its streaming accumulator.
 
-    ``score(frames, all_frames, fps, model)``: ``frames`` are the evenly sampled frames, ``all_frames``
-    the whole decoded shot (dynamic degree resamples at ~8 fps itself).
+    ``start(model, fps, n_frames)`` returns an object with ``update(frames)`` (called with every native frame
+    of the shot, in order, in chunks) and ``result()``.
     """
 
     metric_id: str
     slot: Optional[str]
-    score: Callable[[np.ndarray, np.ndarray, float, object], Optional[float]]
+    start: Callable[[object, float, int], object]
 
 
 PILLAR1 = (
-    ShotMetric("subject_consistency", "image_embedder", lambda f, a, fps, m: subject_consistency(m.embed(list(f)))),
-    ShotMetric("temporal_flickering", None, lambda f, a, fps, m: temporal_flickering(f)),
-    ShotMetric("motion_smoothness", "flow", lambda f, a, fps, m: motion_smoothness(f, m.flow)),
-    ShotMetric("dynamic_degree", "flow", lambda f, a, fps, m: dynamic_degree(a, fps, m.flow)),
+    ShotMetric("subject_consistency", "image_embedder", lambda m, fps, n: _SubjectConsistency(m, fps, n)),
+    ShotMetric("temporal_flickering", None, lambda m, fps, n: _Flicker(m, fps, n)),
+    ShotMetric("motion_smoothness", "flow", lambda m, fps, n: _Smoothness(m, fps, n)),
+    ShotMetric("dynamic_degree", "flow", lambda m, fps, n: _Dynamic(m, fps, n)),
     # LAION head is 0-10; EntityBench reports [0, 1]
-    ShotMetric("aesthetic_quality", "aesthetic", lambda f, a, fps, m: float(np.mean(m.score(list(f)))) / 10.0),
+    ShotMetric("aesthetic_quality", "aesthetic", lambda m, fps, n: _PerFrameMean(m, fps, n, 10.0)),
     # MUSIQ keeps its native 0-100 scale
-    ShotMetric("imaging_quality", "musiq", lambda f, a, fps, m: float(np.mean(m.score(list(f))))),
+    ShotMetric("imaging_quality", "musiq", lambda m, fps, n: _PerFrameMean(m, fps, n)),
 )
+
+
+def stream_pillar1(chunks, fps: float, n_frames: int, metrics: dict) -> dict[str, tuple[Optional[float], Optional[str]]]:
+    """Run the given Pillar 1 metrics ({ShotMetric: model}) over ``chunks`` (an iterable of consecutive frame
+    arrays covering the shot once, no overlap): metric_id -> (value, error). A metric whose model raises is
+    stopped with the error (the evaluator's failure); the others go on."""
+    accs = {m.metric_id: m.start(model, fps, n_frames) for m, model in metrics.items()}
+    errors: dict[str, str] = {}
+    for frames in chunks:
+        for mid, acc in accs.items():
+            if mid in errors:
+                continue
+            try:
+                acc.update(frames)
+            except Exception as e:  # noqa: BLE001 - one metric's model crash must not take the shot down
+                errors[mid] = f"{mid} failed: {type(e).__name__}: {e}"[:300]
+    return {mid: ((None, errors[mid]) if mid in errors else (acc.result(), None)) for mid, acc in accs.items()}

@@ -29,6 +29,34 @@ COCO_TF = {1: "person", 2: "bicycle", 3: "car", 4: "motorcycle", 5: "airplane", 
 ANIMATE = {"person", "bird", "cat", "dog", "horse", "sheep", "cow", "elephant", "bear", "zebra", "giraffe"}
 LABEL_TEXT = {"person": "a person: a man, a woman, a boy, a girl, an astronaut, a photographer, a player",
               "cup": "a cup or mug of coffee or tea", "cat": "a cat, a kitten"}
+# Words that name a COCO class in a description (the label itself, its last word and plurals always count).
+# A class is a defensible match for a description only if the description names it: MiniLM similarity alone
+# maps "a silver pocket watch" to handbag (.48) above "a cup of coffee" to cup (.53) - no floor separates them.
+LABEL_WORDS = {
+    "person": ("person", "people", "man", "men", "woman", "women", "boy", "girl", "child", "children", "kid", "lady",
+               "guy", "baby", "astronaut", "photographer", "player", "pedestrian", "cyclist", "rider", "soldier",
+               "officer", "doctor", "worker", "dancer", "teenager", "student", "detective", "chef", "admiral",
+               "commander", "captain", "king", "queen", "prince", "princess", "knight", "farmer", "girlfriend"),
+    "bicycle": ("bicycle", "bike"), "motorcycle": ("motorcycle", "motorbike", "scooter"),
+    "airplane": ("airplane", "aeroplane", "plane", "jet", "aircraft"), "boat": ("boat", "ship", "canoe", "yacht"),
+    "cell phone": ("phone", "smartphone", "cellphone", "mobile"), "couch": ("couch", "sofa"),
+    "tv": ("tv", "television", "monitor"), "cup": ("cup", "mug"), "cat": ("cat", "kitten"),
+    "dog": ("dog", "puppy"), "dining table": ("table",), "potted plant": ("plant", "houseplant"),
+    "refrigerator": ("refrigerator", "fridge"), "sports ball": ("ball", "football", "basketball", "soccer"),
+    "teddy bear": ("teddy",), "handbag": ("handbag", "purse"), "laptop": ("laptop", "notebook computer"),
+    "donut": ("donut", "doughnut"), "wine glass": ("wine glass",), "hair drier": ("hair drier", "hair dryer"),
+    "car": ("car", "taxi", "sedan", "jeep"), "truck": ("truck", "lorry"), "bench": ("bench",),
+    "traffic light": ("traffic light",), "stop sign": ("stop sign",), "clock": ("clock",),
+}
+SEMANTIC_ONLY_SIM = 0.6  # without a named class, MiniLM alone must be this sure (never the case for the bad matches)
+
+
+def names_label(text: str, label: str) -> bool:
+    """Whether ``text`` names the COCO ``label``: the label, its last word, or a listed synonym, as whole
+    words (a plural 's' / 'es' allowed)."""
+    low = text.lower()
+    words = {label, label.split()[-1], *LABEL_WORDS.get(label, ())}
+    return any(re.search(rf"\b{re.escape(w)}(s|es)?\b", low) for w in words)
 
 
 def _empty() -> sv.Detections:
@@ -109,8 +137,14 @@ class SsdTextQueryDetector:
             else:
                 allowed = np.array([l != "person" or kind != "object" for l in self.labels])
                 sims = np.where(allowed, self.label_emb @ self.text.embed([query])[0], -np.inf)
-                i = int(np.argmax(sims))
-                self._cache[key] = (self.labels[i] if sims[i] >= self.min_label_sim else None, float(sims[i]))
+                named = np.array([a and names_label(query, l) for a, l in zip(allowed, self.labels)])
+                if named.any():  # the description names a class: MiniLM only chooses among the named ones
+                    i = int(np.argmax(np.where(named, sims, -np.inf)))
+                    self._cache[key] = (self.labels[i], float(sims[i]))
+                else:
+                    i = int(np.argmax(sims))
+                    ok = sims[i] >= max(self.min_label_sim, SEMANTIC_ONLY_SIM)
+                    self._cache[key] = (self.labels[i] if ok else None, float(sims[i]))
         return self._cache[key]
 
     def detect(self, images: Sequence[np.ndarray], query: str, kind: Optional[str] = None) -> list[sv.Detections]:
@@ -120,8 +154,9 @@ class SsdTextQueryDetector:
         label, sim = self.match_label(query, kind)
         self.last_label = label
         if label is None:
-            self.last_reason = (f"offline detector (SSD-MobileNetV2 COCO) has no class for the query "
-                                f"(best MiniLM label similarity {sim:.2f} < {self.min_label_sim})")
+            self.last_reason = (f"offline detector (SSD-MobileNetV2 COCO) has no class for the query: the "
+                                f"description names no COCO class and the nearest by MiniLM is only "
+                                f"{sim:.2f} (< {max(self.min_label_sim, SEMANTIC_ONLY_SIM)})")
             return [_empty() for _ in images]
         self.last_reason = None
         return self.ssd.detect_label(images, label)

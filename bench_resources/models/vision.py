@@ -39,14 +39,39 @@ class TorchImageEmbedder:
         return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
 
 
-def dinov2_module(state_dict_path=None, hub: bool = False):
+class CheckpointMismatch(ValueError):
+    """A checkpoint whose tensors do not fit the architecture (it would load as random weights)."""
+
+
+def load_strict(model, state_dict: dict, slot: str, path) -> None:
+    """load_state_dict(strict=True), failing with the slot, the file and the first mismatched keys."""
+    missing, unexpected = [], []
+    own = model.state_dict()
+    missing = [k for k in own if k not in state_dict]
+    unexpected = [k for k in state_dict if k not in own]
+    shape = [k for k in own if k in state_dict and tuple(own[k].shape) != tuple(state_dict[k].shape)]
+    if missing or unexpected or shape:
+        raise CheckpointMismatch(
+            f"model slot '{slot}': {path} does not match the architecture ({len(missing)} missing keys, e.g. "
+            f"{missing[:3]}; {len(unexpected)} unexpected, e.g. {unexpected[:3]}; {len(shape)} of another shape, "
+            f"e.g. {shape[:3]}); refusing to run with random weights")
+    model.load_state_dict(state_dict, strict=True)
+
+
+def dinov2_module(state_dict_path=None, hub: bool = False, slot: str = "image_embedder"):
     import timm
     import torch
     name = "vit_base_patch14_dinov2.lvd142m"
     model = timm.create_model(name, pretrained=hub, img_size=224, num_classes=0)
     if state_dict_path is not None:
         sd = torch.load(state_dict_path, map_location="cpu", weights_only=True)
-        model.load_state_dict(sd.get("state_dict", sd) if isinstance(sd, dict) else sd, strict=False)
+        sd = sd.get("state_dict", sd) if isinstance(sd, dict) else sd
+        if "pos_embed" in sd and tuple(sd["pos_embed"].shape) != tuple(model.pos_embed.shape):
+            # checkpoints saved at 518 px (the hub's DINOv2) carry a 37x37 grid: resample it to 16x16 for 224 px
+            from timm.layers import resample_abs_pos_embed
+            sd = dict(sd)
+            sd["pos_embed"] = resample_abs_pos_embed(sd["pos_embed"], model.patch_embed.grid_size, num_prefix_tokens=1)
+        load_strict(model, sd, slot, state_dict_path)
     return model
 
 
@@ -61,7 +86,7 @@ def efficientnet_lite0_embedder(weights_path, device, dtype, batch_size) -> Torc
     from efficientnet_lite_pytorch import EfficientNet
     model = EfficientNet.from_name("efficientnet-lite0")
     sd = torch.load(weights_path, map_location="cpu", weights_only=True)
-    model.load_state_dict(sd)
+    load_strict(model, sd, "image_embedder", weights_path)
 
     def features(m, x):
         return torch.flatten(m._avg_pooling(m.extract_features(x)), 1)  # 1280-d pooled features
