@@ -313,7 +313,10 @@ def cmd_weights(args) -> int:
     base = build_resources()["models"]
     reg = ModelRegistry(profile=args.profile or base.profile, weights_dir=base.weights_dir, allow_hub=base.allow_hub)
     if args.action == "import":
-        st = reg.import_weights(args.slot, args.path)
+        try:
+            st = reg.import_weights(args.slot, args.path)
+        except (OSError, ValueError, KeyError) as e:
+            raise CLIError(f"weights import {args.slot} {args.path}: {str(e).strip().splitlines()[0]}") from None
         print(f"imported {args.path} -> slot {st.slot}: available={st.available} fingerprint={st.fingerprint}")
         return 0
     rows = [{"slot": s.slot, "available": s.available, "checkpoint": s.checkpoint, "source": s.source,
