@@ -1,8 +1,10 @@
 """NarrativeTrack: pure parts by hand, the pipeline's validity on the embedded videos (identity purity / recall and
 track types against the sidecars), QA coverage and determinism, the scorer, the answerer path through a real HTTP
 server, QA over generated EntityBench episodes, and the released-QA loader."""
+import ast
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -243,8 +245,13 @@ class PipelineJudge:
                                 "outfit": ["a grey suit", "a black coat", "a red scarf"][(h // 3) % 3],
                                 "scene": ["a launch pad", "a temple courtyard"][(h // 9) % 2]})
         if "similar_looking_existence" in props:
+            # read the change lists the prompt gives and answer the flags they imply (vetoing nothing)
             self.kinds["flags"] += 1
-            return tool_answer({k: False for k in props if k not in ("justification", "other_entities")}
+            text = body["messages"][0]["content"][-1]["text"]
+            lists = {a: ast.literal_eval(re.search(rf"{a} changes (\[.*?\])[;.]", text).group(1))
+                     for a in ("action", "outfit", "scene")}
+            return tool_answer({f"significant_{a}_transition": len(v) >= 2 for a, v in lists.items()}
+                               | {f"over_three_{a}_changes": len(set(v)) >= 3 for a, v in lists.items()}
                                | {"similar_looking_existence": True, "other_entities": []})
         if "grammar" in props:
             self.kinds["grammar"] += 1

@@ -4,8 +4,8 @@ pipeline.py / qa.py / scoring.py / metrics.py, model work in stages.py, prompts 
 
 import json
 import time
-from collections import Counter, defaultdict
-from typing import Any, Optional
+from collections import Counter, OrderedDict, defaultdict
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -14,8 +14,9 @@ from dagster import AssetExecutionContext, AutomationCondition, Failure, Metadat
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.generators import read_generator
 from bench_assets.core.manifest import build_manifest, protocol_digest
-from bench_assets.core.media import ClipCache, DecodeError
+from bench_assets.core.media import DecodeError, VideoSource, even_indices
 from bench_assets.core.partitions import BenchmarkPartitions
+from bench_assets.narrativetrack import calibration as CAL
 from bench_assets.narrativetrack import constants as K
 from bench_assets.narrativetrack import dataset as D
 from bench_assets.narrativetrack import judging as J
@@ -24,6 +25,7 @@ from bench_assets.narrativetrack import pipeline as PL
 from bench_assets.narrativetrack import qa as Q
 from bench_assets.narrativetrack import scoring as SC
 from bench_assets.narrativetrack import stages as S
+from bench_assets.narrativetrack import states as ST
 from bench_resources.device import Device
 from bench_resources.judge import Judge, png_bytes
 from bench_resources.models import ModelRegistry
@@ -33,12 +35,14 @@ from bench_resources.store import Store
 BENCH = K.BENCH
 P = BenchmarkPartitions(BENCH)
 GROUP = "narrativetrack"
-CLIPS = ClipCache(max_clips=8)
 SLOTS = ("person_detector", "reid", "face", "image_embedder")
 
 
 def data_dir(paths: BenchPaths):
     return paths.benchmark_dir(BENCH)
+
+
+FACE_MERGE, FACE_CALIBRATION = CAL.face_merge_threshold(K.FACE_MERGE_COSINE)
 
 
 def manifest(models: ModelRegistry, judge: Judge) -> dict[str, Any]:
@@ -48,6 +52,8 @@ def manifest(models: ModelRegistry, judge: Judge) -> dict[str, Any]:
                           constants={k: (list(v) if isinstance(v, tuple) else v) for k, v in K.CONSTANTS.items()},
                           extra={"profile": models.profile,
                                  "reid_threshold": K.REID_THRESHOLD[models.profile],
+                                 "face_merge_cosine": FACE_MERGE,
+                                 "face_merge_calibration": FACE_CALIBRATION,
                                  "tracker": "ByteTrack (own implementation; supervision 0.31 has none)",
                                  "context_offline": "heuristic: action from box motion, outfit and scene from "
                                                     "dominant colours (used where the judge gives no answer)"})
@@ -61,17 +67,40 @@ def _video_row(df: pd.DataFrame) -> dict:
     return df.iloc[0].to_dict()
 
 
-def _clip(video: dict):
+def _source(video: dict) -> VideoSource:
     try:
-        return CLIPS.get(video["path"])
+        return VideoSource(video["path"])
     except DecodeError as e:
         raise Failure(f"video {video['video_id']}: {e}") from None
 
 
+_FRAMES: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
+_FRAMES_BYTES = 512 << 20   # the sampled frames of the last few videos, for the next stages of one in-process run
+
+
+def frames_at(video: dict, idx: Sequence[int]) -> np.ndarray:
+    """Only the frames at ``idx`` (native indices), from one streamed decode pass that keeps nothing else (a 1 fps
+    sample never holds the native frames); the last few results are kept for the following stages."""
+    key = (video["path"], tuple(int(i) for i in idx))
+    if key in _FRAMES:
+        _FRAMES.move_to_end(key)
+        return _FRAMES[key]
+    src = _source(video)
+    req = src.take(key[1], name="narrativetrack")
+    try:
+        src.run()
+    except DecodeError as e:
+        raise Failure(f"video {video['video_id']}: {e}") from None
+    out = req.frames
+    _FRAMES[key] = out
+    while len(_FRAMES) > 1 and sum(v.nbytes for v in _FRAMES.values()) > _FRAMES_BYTES:
+        _FRAMES.popitem(last=False)
+    return out
+
+
 def _samples(video: dict, frames_df: pd.DataFrame) -> tuple[list[np.ndarray], list[float], list[int]]:
-    clip = _clip(video)
     idx = [int(i) for i in frames_df.sort_values("sample")["frame_index"]]
-    return [clip.frames[i] for i in idx], [float(t) for t in frames_df.sort_values("sample")["t"]], idx
+    return list(frames_at(video, idx)), [float(t) for t in frames_df.sort_values("sample")["t"]], idx
 
 
 def _slot(models: ModelRegistry, device: Device, name: str, required: bool, vid: str):
@@ -104,10 +133,10 @@ def narrativetrack_video(context: AssetExecutionContext, paths: BenchPaths) -> O
         v = D.load_video(data_dir(paths), vid)
     except D.DatasetError as e:
         raise Failure(description=str(e)) from None
-    clip = _clip({"video_id": vid, "path": v.path})
-    fps = clip.fps if clip.fps > 0 else 25.0
-    row = {"video_id": vid, "path": v.path, "sha256": clip.sha256, "native_fps": fps, "n_frames": clip.n_frames,
-           "width": clip.size[0], "height": clip.size[1], "duration": clip.n_frames / fps,
+    src = _source({"video_id": vid, "path": v.path})  # probed, nothing decoded
+    fps = src.fps if src.fps > 0 else 25.0
+    row = {"video_id": vid, "path": v.path, "sha256": src.sha256, "native_fps": fps, "n_frames": src.n_frames,
+           "width": src.size[0], "height": src.size[1], "duration": src.n_frames / fps,
            "sample_fps": v.sample_fps}
     return Output(pd.DataFrame([row]), metadata={"duration_s": round(row["duration"], 2), "fps": fps})
 
@@ -116,9 +145,8 @@ def narrativetrack_video(context: AssetExecutionContext, paths: BenchPaths) -> O
 def narrativetrack_frames(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame) -> Output[pd.DataFrame]:
     """Frames at the sampling rate (t_j = j / f) and the shot each belongs to (cut detection)."""
     video = _video_row(narrativetrack_video)
-    clip = _clip(video)
-    idx = PL.sample_indices(clip.n_frames, float(video["native_fps"]), float(video["sample_fps"]))
-    shots = PL.shot_ids([clip.frames[i] for i in idx])
+    idx = PL.sample_indices(int(video["n_frames"]), float(video["native_fps"]), float(video["sample_fps"]))
+    shots = PL.shot_ids(list(frames_at(video, idx)))
     df = pd.DataFrame({"sample": range(len(idx)), "frame_index": idx,
                        "t": [i / float(video["native_fps"]) for i in idx], "shot": shots})
     df["video_id"] = video["video_id"]
@@ -268,7 +296,7 @@ def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_vid
     face_rows = [{"face_embedding": (list(f) if f is not None and not isinstance(f, float) else None)}
                  for f in faces["face_embedding"]]
     threshold = K.REID_THRESHOLD[models.profile]
-    ids, info = S.identities(dets, tids, emb, face_rows, threshold)
+    ids, info = S.identities(dets, tids, emb, face_rows, threshold, FACE_MERGE)
     frames, _, _ = _samples(video, narrativetrack_frames)
     faces_df = faces.assign(face_box=[None if b is None or isinstance(b, float) else list(b) for b in faces["face_box"]])
     seconds = time.perf_counter() - t0  # the judge's latency is not the pipeline's speed
@@ -326,6 +354,7 @@ def narrativetrack_context(context: AssetExecutionContext, narrativetrack_video:
         for j, seg in enumerate(segs):
             seg["samples"] = [k_of_t[t] for t in seg["times"]]
             offline = S.offline_context(frames, times, seg, all_boxes, own)
+            offline["measures"] = json.dumps(offline["measures"], sort_keys=True)
             row = {"entity": ent, "segment": j, "start": seg["start"], "end": seg["end"], "shot": seg["shot"],
                    "samples": seg["samples"], **offline, "source": "offline heuristic",
                    "reason": None if ok else f"contextual recognition by the judge: {why}", "cache_key": None}
@@ -340,15 +369,16 @@ def narrativetrack_context(context: AssetExecutionContext, narrativetrack_video:
             a = res.answer or {}
             if res.status == "ok" and "INVALID" not in {str(a.get(k)).strip().upper() for k in ("action", "outfit",
                                                                                                    "scene")}:
-                rows[i].update(action=a["action"], outfit=a["outfit"], scene=a["scene"],
+                rows[i].update(action=a["action"], outfit=a["outfit"], scene=a["scene"], measures=None,
                                source=f"judge:{judge.model}", reason=None)
-            else:
-                rows[i]["reason"] = (f"judge {res.status}: {res.reason}" if res.status != "ok"
-                                     else "judge: INVALID (no green box seen)")
+            else:  # the heuristic's words stay for reading, but never beside the judge's in a change list
+                rows[i]["reason"] = ((f"judge {res.status}: {res.reason}" if res.status != "ok"
+                                      else "judge: INVALID (no green box seen)")
+                                     + "; offline attributes shown, left out of change lists")
     df = pd.DataFrame(rows, columns=["entity", "segment", "start", "end", "shot", "samples", "action", "outfit",
-                                     "scene", "source", "reason", "cache_key"])
+                                     "scene", "measures", "source", "reason", "cache_key"])
     df["video_id"] = video["video_id"]
-    _strings(df, "reason", "cache_key", "source", "action", "outfit", "scene")
+    _strings(df, "reason", "cache_key", "source", "action", "outfit", "scene", "measures")
     return Output(df, metadata={"segments": len(df), "sources": MetadataValue.json(
         dict(Counter(df["source"]))) if len(df) else "none"})
 
@@ -380,17 +410,25 @@ def narrativetrack_entity_registry(context: AssetExecutionContext, narrativetrac
     centroid = {e: PL._unit(np.mean([np.asarray(emb[b["det"]], float) for b in boxes], axis=0))
                 for e, boxes in by_entity.items()}
     ok, why = judge.available()
+    # one attribute source per video: the judge's where it answered any segment, else the heuristic; segments of
+    # the other source (a judge failure filled by the heuristic) are left out of change lists (states.usable)
+    style = "free_text" if len(ctx) and ctx["source"].astype(str).str.startswith("judge:").any() else "heuristic"
     rows = []
     for ent, boxes in sorted(by_entity.items()):
         segs = [{"start": float(s["start"]), "end": float(s["end"]), "action": s["action"], "outfit": s["outfit"],
-                 "scene": s["scene"], "source": s["source"]} for s in seg_of.get(ent, [])]
+                 "scene": s["scene"], "source": s["source"],
+                 "measures": json.loads(s["measures"]) if isinstance(s.get("measures"), str) else None}
+                for s in seg_of.get(ent, [])]
+        usable = [s for s in segs if ST.usable(s, style)]
         runs = PL.presence_runs([times[b["sample"]] for b in boxes], gap, step)
         tt = PL.track_type(runs, duration)
         others = [s for e, ss in seg_of.items() if e != ent for s in ss]
         own_outfits = {PL.norm_text(s["outfit"]) for s in segs}
         similar = any(PL.norm_text(o["outfit"]) in own_outfits for o in others) or any(
             float(centroid[ent] @ centroid[e]) >= K.REID_THRESHOLD["paper"] for e in centroid if e != ent)
-        fl = PL.flags(segs, [{"action": o["action"], "outfit": o["outfit"]} for o in others], similar)
+        fl = PL.flags(segs, [{"action": o["action"], "outfit": o["outfit"]} for o in others], similar, style)
+        computed = dict(fl)
+        changes = {a: ST.change_texts(usable, a, style) for a in ST.ATTRS}
         flag_source, flag_reason, cache_key = "computed from the change lists", (
             None if ok else f"second-step flags by the judge: {why}"), None
         crops = [PL.crop(frames[b["sample"]], b["box"]) for b in boxes]
@@ -399,12 +437,13 @@ def narrativetrack_entity_registry(context: AssetExecutionContext, narrativetrac
         if ok:
             pick = [boxes[i] for i in _even(len(boxes), 8)]
             res = judge.ask(J.flags_request([PL.green_box(frames[b["sample"]], b["box"]) for b in pick], f"P{ent + 1}",
-                                            PL.change_list([s["action"] for s in segs]),
-                                            PL.change_list([s["outfit"] for s in segs]),
-                                            PL.change_list([s["scene"] for s in segs])))
+                                            changes["action"] or [], changes["outfit"] or [], changes["scene"] or []))
             cache_key = res.cache_key
             if res.status == "ok":
                 fl = {k: res.answer[k] for k in J.FLAG_KEYS} | {"other_entities": res.answer["other_entities"]}
+                for k in computed:  # the judge can veto a change, never make one the states do not show
+                    if k.startswith(("significant_", "over_three_")):
+                        fl[k] = bool(fl[k]) and computed[k]
                 flag_source, flag_reason = f"judge:{judge.model}", None
             else:
                 flag_reason = f"judge {res.status}: {res.reason}"
@@ -412,15 +451,15 @@ def narrativetrack_entity_registry(context: AssetExecutionContext, narrativetrac
             "entity_id": f"P{ent + 1}", "entity": ent, "track_type": tt, "n_boxes": len(boxes),
             "runs": json.dumps([[round(a, 3), round(b, 3)] for a, b in runs]),
             "segments": json.dumps(segs, sort_keys=True),
-            "action_changes": json.dumps(PL.change_list([s["action"] for s in segs])),
-            "outfit_changes": json.dumps(PL.change_list([s["outfit"] for s in segs])),
-            "scene_changes": json.dumps(PL.change_list([s["scene"] for s in segs])),
+            "action_changes": json.dumps(changes["action"]), "outfit_changes": json.dumps(changes["outfit"]),
+            "scene_changes": json.dumps(changes["scene"]), "n_usable_segments": len(usable),
             "flags": json.dumps(fl, sort_keys=True), "flag_source": flag_source, "reason": flag_reason,
             "cache_key": cache_key, "crop_id": store.put_png(best_crop), "crop_frame": int(best_box["sample"]),
             "crop_box": json.dumps(best_box["box"]),
-            "attribute_style": "heuristic" if all(s["source"] == "offline heuristic" for s in segs) else "free_text"})
+            "attribute_style": style})
     df = pd.DataFrame(rows, columns=["entity_id", "entity", "track_type", "n_boxes", "runs", "segments",
-                                     "action_changes", "outfit_changes", "scene_changes", "flags", "flag_source",
+                                     "action_changes", "outfit_changes", "scene_changes", "n_usable_segments",
+                                     "flags", "flag_source",
                                      "reason", "cache_key", "crop_id", "crop_frame", "crop_box", "attribute_style"])
     df["video_id"], df["source_sha256"] = video["video_id"], video["sha256"]
     _strings(df, "reason", "cache_key")
@@ -529,6 +568,8 @@ def narrativetrack_qa(context: AssetExecutionContext, paths: BenchPaths, narrati
         df["filters"] = None
     df["filters"] = df["filters"].fillna("lexical" if model is None else "lexical+llm")
     df = df.drop(columns=[c for c in ("group",) if c in df])
+    if "attribute_sources" in df:
+        df["attribute_sources"] = df["attribute_sources"].astype("string")
     cells = Counter(zip(df.loc[df["kept"], "dimension"], df.loc[df["kept"], "format"]))
     return Output(df, metadata={"qa": int(df["kept"].sum()), "dropped": int((~df["kept"]).sum()),
                                 "cells": MetadataValue.json({f"{d}.{f}": n for (d, f), n in sorted(cells.items())}),
@@ -555,19 +596,22 @@ def options_of(value) -> Optional[dict]:
 def answer_rows(judge: Judge, answerer: D.Answerer, qas: pd.DataFrame, frames: list[np.ndarray]) -> list[dict]:
     """Ask the answerer every kept QA (its frames sampled uniformly), score strict and lenient."""
     qas = qas[qas["kept"].astype(bool)]
-    ans_judge = J.answerer_judge(judge, answerer.model)
-    ok, why = ans_judge.available()
+    try:
+        ans_judge = J.answerer_judge(judge, answerer.model, answerer.endpoint())
+        ok, why = ans_judge.available()
+    except ValueError as e:
+        ans_judge, ok, why = None, False, str(e)
     rows = []
     base = lambda r: {"qa_id": r.qa_id, "video_id": r.video_id, "entity_id": r.entity_id,  # noqa: E731
                       "dimension": r.dimension, "format": r.format, "direction": r.direction,
                       "track_type": r.track_type, "distractor": r.distractor, "answerer": answerer.name,
-                      "model": answerer.model}
+                      "model": answerer.model, "backend": answerer.backend}
     recs = list(qas.itertuples())
     if not ok:
         return [{**base(r), "status": "skipped", "reason": f"no answerer reachable: {why}", "raw_answer": None,
                  "strict": None, "lenient": None, "parsed_strict": None, "parsed_lenient": None, "cache_key": None}
                 for r in recs]
-    pngs = [png_bytes(f) for f in frames]
+    pngs = [png_bytes(J.fit(f, answerer.image_size)) for f in frames]
     reqs = [J.answer_request(pngs, Q.prompt_text({"question": r.question, "format": r.format,
                                                     "options": options_of(r.options)}), r.qa_id) for r in recs]
     for r, res in zip(recs, ans_judge.ask_many(reqs)):
@@ -585,7 +629,7 @@ def answer_rows(judge: Judge, answerer: D.Answerer, qas: pd.DataFrame, frames: l
 
 
 ANSWER_COLUMNS = ["qa_id", "video_id", "entity_id", "dimension", "format", "direction", "track_type", "distractor",
-                  "answerer", "model", "status", "reason", "raw_answer", "strict", "lenient", "parsed_strict",
+                  "answerer", "model", "backend", "status", "reason", "raw_answer", "strict", "lenient", "parsed_strict",
                   "parsed_lenient", "cache_key"]
 # explicit types: a partition whose column is all null must still union with the others (DuckDB reads them together)
 ANSWER_TYPES = {**{c: "string" for c in ANSWER_COLUMNS}, "strict": "boolean", "lenient": "boolean"}
@@ -604,14 +648,18 @@ def narrativetrack_answers(context: AssetExecutionContext, paths: BenchPaths, na
     name, vid = P.split(context.partition_key)
     answerer = answerer_for(paths, name)
     video = _video_row(narrativetrack_video)
-    clip = _clip(video)
-    _, frames = clip.even(answerer.frames)
+    frames = frames_at(video, even_indices(int(video["n_frames"]), answerer.frames))
     df = answer_frame(answer_rows(judge, answerer, narrativetrack_qa, list(frames)))
     df["source_sha256"] = video["sha256"]
     df["protocol"] = _protocol(models, judge)
     st = Counter(df["status"])
+    why = Counter(df.loc[df.status != "ok", "reason"].dropna().astype(str).str[:120])
     return Output(df, metadata={"answered": int(st.get("ok", 0)), "skipped": int(st.get("skipped", 0)),
                                 "failed": int(st.get("failed", 0)),
+                                # unanswered items are re-asked when the answerer's endpoint / judge state changes
+                                "evaluator_failures": int(st.get("skipped", 0) + st.get("failed", 0)),
+                                "evaluator_failure_reasons": "; ".join(f"{n}x {r}" for r, n in why.most_common(5)),
+                                "answerer_endpoint": MetadataValue.json({k: v for k, v in answerer.endpoint().items()}),
                                 "strict_accuracy": (round(100 * float(df.loc[df.status == "ok", "strict"].mean()), 2)
                                                     if st.get("ok") else "None")})
 

@@ -17,7 +17,8 @@ MAIN_CHARACTERS = 4
 MIN_TRACKLET_BOXES = 2            # shorter tracklets are noise (never an entity on their own)
 FACE_BOXES_PER_TRACK = 8         # faces are looked for in up to this many evenly spaced boxes of each track
 FACE_UPSCALE_HEIGHT = 320         # person crops are upscaled to this height before face detection
-FACE_MERGE_COSINE = 0.45          # identities whose mean face embeddings agree merge (SFace: same person >= 0.363)
+FACE_MERGE_COSINE = 0.45          # fallback only: the pipeline uses the calibrated value (face_calibration.json,
+                                  # calibration.py), recorded in the manifest
 FACE_SPLIT_COSINE = 0.15          # a tracklet whose face disagrees with its identity's face is split off
 GAP_TOLERANCE_S = 1.5             # presence runs closer than this are one run
 EDGE_TOLERANCE_S = 1.5            # "at the start" / "at the end" of the video
@@ -28,6 +29,13 @@ VERIFY_MODELS: tuple[str, ...] = ()   # judge model ids for the majority vote; (
 CONTEXT_FRAMES = 4                # frames per segment shown to the judge with the green box
 WALK_SPEED = 0.04                 # |dx| in box heights per second above which a person is walking
 DEPTH_SPEED = 0.08                # relative box-height change per second above which they move in depth
+# Offline attributes compare as measured quantities (states.py): colour-share histograms by total variation, motion
+# vectors in box heights per second. Within STATE_TOLERANCE: the same state; a change needs CHANGE_MARGIN (between
+# the two: unsure, and the attribute asks no change question). Set from the distances measured between segments of
+# one person in one outfit / place on the real clips (carphone, vtest) and between different outfits.
+STATE_TOLERANCE = 0.25
+CHANGE_MARGIN = 0.5
+ACTION_MARGIN = 2.0               # an action label must hold with the speed thresholds halved and doubled
 
 # QA generation
 QA_SEED = 20260101

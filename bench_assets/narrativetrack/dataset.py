@@ -3,10 +3,12 @@ distractor pool, answerer cards, and the authors' released QA file (``narrativet
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
+from urllib.parse import urlparse
 
 from bench_assets.core.names import BadName, validate_key
 from bench_assets.narrativetrack.constants import ANSWER_FRAMES, SAMPLE_FPS
@@ -103,21 +105,77 @@ def load_pool(root: str | Path) -> list[dict]:
     return entries
 
 
+BACKENDS = ("anthropic", "openai")
+_KEY_VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
 @dataclass(frozen=True)
 class Answerer:
+    """An answerer card (a NarrativeTrack generator.yaml): which video MLLM answers, through which endpoint.
+
+    model: the model id the endpoint serves (``claude-haiku-4-5``, ``Qwen/Qwen2.5-VL-7B-Instruct``)
+    backend: ``anthropic`` (Messages API) or ``openai`` (any OpenAI-compatible chat-completions server: vLLM,
+             SGLang, Ollama, OpenAI)
+    base_url: the API root (``http://gpu:8000/v1``); None: the backend's default
+    api_key_env: the *name* of the environment variable holding the key; "" for a server that needs none; None:
+                 the backend's default variable
+    frames: frames sampled uniformly from the video (the paper: 20)
+    image_size: the longer side of each frame in pixels before encoding (None: native size)
+    """
     name: str
     model: str
-    frames: int
+    frames: int = ANSWER_FRAMES
+    backend: str = "anthropic"
+    base_url: Optional[str] = None
+    api_key_env: Optional[str] = None
+    image_size: Optional[int] = None
+
+    def endpoint(self) -> dict[str, Any]:
+        """What the judge needs to reach this answerer (no key, only the variable's name)."""
+        out: dict[str, Any] = {"model": self.model, "backend": self.backend}
+        if self.base_url is not None:
+            out["base_url"] = self.base_url
+        if self.api_key_env is not None:
+            out["api_key_env"] = self.api_key_env
+        return out
 
 
 def answerer_from_card(name: str, card: dict) -> Answerer:
+    """A validated answerer card; one clear error naming the answerer and the field."""
+    def bad(msg: str) -> DatasetError:
+        return DatasetError(f"answerer {name!r}: generator.yaml {msg}")
     model = card.get("model")
-    if not isinstance(model, str) or not model:
-        raise DatasetError(f"answerer {name!r}: generator.yaml needs a 'model' (the video MLLM's model id)")
-    frames = int(card.get("frames", ANSWER_FRAMES))
+    if not isinstance(model, str) or not model.strip():
+        raise bad("needs a 'model' (the video MLLM's model id)")
+    try:
+        frames = int(card.get("frames", ANSWER_FRAMES))
+    except (TypeError, ValueError):
+        raise bad(f"'frames' must be an integer, got {card.get('frames')!r}") from None
     if frames < 1:
-        raise DatasetError(f"answerer {name!r}: frames must be >= 1")
-    return Answerer(name, model, frames)
+        raise bad("'frames' must be >= 1")
+    backend = str(card.get("backend", "anthropic")).strip().lower()
+    if backend not in BACKENDS:
+        raise bad(f"'backend' must be one of {', '.join(BACKENDS)}, got {card.get('backend')!r}")
+    base_url = card.get("base_url")
+    if base_url is not None:
+        u = urlparse(str(base_url))
+        if u.scheme not in ("http", "https") or not u.netloc:
+            raise bad(f"'base_url' must be an http(s) URL such as http://127.0.0.1:8000/v1, got {base_url!r}")
+        base_url = str(base_url).rstrip("/")
+    key = card.get("api_key_env")
+    if key is not None:
+        key = str(key)
+        if key and not _KEY_VAR.match(key):
+            raise bad(f"'api_key_env' is the name of an environment variable (never the key), got an invalid name")
+    size = card.get("image_size")
+    if size is not None:
+        try:
+            size = int(size)
+        except (TypeError, ValueError):
+            raise bad(f"'image_size' must be an integer (pixels), got {size!r}") from None
+        if size < 32:
+            raise bad("'image_size' must be >= 32 pixels")
+    return Answerer(name, model.strip(), frames, backend, base_url, key, size)
 
 
 # ------------------------------------------------------------------------------ the authors' released QA file

@@ -15,7 +15,7 @@ import pandas as pd
 from dagster import AssetExecutionContext, AutomationCondition, Failure, MetadataValue, Output, asset
 
 from bench_assets.core.generators import discover_generators
-from bench_assets.core.media import DecodeError
+from bench_assets.core.media import DecodeError, VideoSource
 from bench_assets.core.partitions import ENTITYBENCH
 from bench_assets.entitybench import dataset as ED
 from bench_assets.narrativetrack import constants as K
@@ -138,23 +138,36 @@ def narrativetrack_episode_qa(context: AssetExecutionContext, paths: BenchPaths)
 
 
 def episode_frames(paths: BenchPaths, generator: str, ep: ED.Episode, k: int) -> tuple[list[np.ndarray], list[str]]:
-    """k frames sampled uniformly over the generator's shots concatenated in order; problems listed per shot."""
-    from bench_assets.narrativetrack.assets import CLIPS
+    """k frames sampled uniformly over the generator's shots concatenated in order; problems listed per shot. Each
+    shot is probed, then decoded once keeping only its share of the k frames."""
     files = ED.index_shot_files(ep, paths.generator_dir(generator) / ep.episode_id, generator)
-    clips, problems = [], []
+    srcs, problems = [], []
     for f in files:
         if f.path is None:
             problems.append(f.error)
             continue
         try:
-            clips.append(CLIPS.get(f.path).frames)
+            srcs.append(VideoSource(f.path))
         except DecodeError as e:
             problems.append(f"shot {f.index}: {e}")
-    if not clips:
+    total = sum(s.n_frames for s in srcs)
+    if not total:
         return [], problems
-    allf = np.concatenate(clips)
-    idx = [int(round(i)) for i in np.linspace(0, len(allf) - 1, min(k, len(allf)))]
-    return [allf[i] for i in idx], problems
+    want = [int(round(i)) for i in np.linspace(0, total - 1, min(k, total))]
+    out, start = [], 0
+    for s in srcs:
+        local = [i - start for i in want if start <= i < start + s.n_frames]
+        start += s.n_frames
+        if not local:
+            continue
+        req = s.take(local)
+        try:
+            s.run()
+        except DecodeError as e:
+            problems.append(f"{s.path}: {e}")
+            continue
+        out += list(req.frames)
+    return out, problems
 
 
 @asset(partitions_def=ENTITYBENCH.generator_x_item, group_name=GROUP, code_version="1")

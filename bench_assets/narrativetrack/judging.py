@@ -2,8 +2,9 @@
 answerer request: a video MLLM behind the same judge interface, with its own model id."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
+import cv2
 import numpy as np
 
 from bench_resources.judge import Judge, JudgeRequest, png_bytes
@@ -103,6 +104,28 @@ def answer_request(frames: Sequence, question_text: str, qa_id: str) -> JudgeReq
                         ANSWER_SCHEMA, [f if isinstance(f, bytes) else png_bytes(f) for f in frames], {"qa_id": qa_id})
 
 
-def answerer_judge(judge: Judge, model: str) -> Judge:
-    """The answerer: the configured judge (mode, cache, transport) with the answerer's model id."""
-    return judge.model_copy(update={"model": model})
+def answerer_judge(judge: Judge, model: str, endpoint: Optional[dict] = None) -> Judge:
+    """The answerer: the configured judge (mode, cache, retries, concurrency bound) pointed at the answerer's model
+    and endpoint (an answerer card's backend / base_url / api_key_env). Raises ValueError when the card names a
+    backend this judge cannot speak."""
+    ep = dict(endpoint or {})
+    ep["model"] = model
+    if hasattr(judge, "for_endpoint"):
+        return judge.for_endpoint(**ep)
+    if ep.get("backend", "anthropic") != "anthropic":  # an older judge without backends
+        raise ValueError(f"the judge has no {ep['backend']!r} backend")
+    update = {"model": model}
+    if ep.get("base_url"):
+        update["base_url"] = ep["base_url"]
+    if ep.get("api_key_env") is not None:
+        update["api_key_env"] = ep["api_key_env"]
+    return judge.model_copy(update=update)
+
+
+def fit(frame: np.ndarray, longer_side: Optional[int]) -> np.ndarray:
+    """A frame scaled so its longer side is ``longer_side`` (never enlarged); unchanged for None."""
+    if not longer_side or max(frame.shape[:2]) <= longer_side:
+        return frame
+    s = longer_side / max(frame.shape[:2])
+    w, h = max(1, round(frame.shape[1] * s)), max(1, round(frame.shape[0] * s))
+    return cv2.resize(frame, (w, h), interpolation=cv2.INTER_AREA)

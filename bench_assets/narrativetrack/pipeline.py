@@ -13,6 +13,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from bench_assets.narrativetrack import constants as K
+from bench_assets.narrativetrack import states as ST
 
 
 # ----------------------------------------------------------------------------------------------- frames and cuts
@@ -421,35 +422,42 @@ def colour_names(pixels_rgb: np.ndarray) -> np.ndarray:
     return out
 
 
-def dominant_colours(pixels_rgb: np.ndarray, k: int = 2, min_share: float = 0.2) -> list[str]:
+def colour_shares(pixels_rgb: np.ndarray, digits: Optional[int] = 4) -> list[float]:
+    """The share of each colour name (``_COLOURS`` order): the measured quantity behind an offline colour word."""
     names = colour_names(pixels_rgb)
     if len(names) == 0:
-        return []
+        return [0.0] * len(_COLOURS)
     counts = Counter(names.tolist())
-    total = sum(counts.values())
-    top = [c for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], _COLOURS.index(kv[0]))) if n / total >= min_share]
-    return top[:k] or [counts.most_common(1)[0][0]]
+    shares = [counts.get(c, 0) / len(names) for c in _COLOURS]
+    return [round(x, digits) for x in shares] if digits is not None else shares
+
+
+def dominant_colours(pixels_rgb: np.ndarray, k: int = 2, min_share: float = 0.2) -> list[str]:
+    shares = colour_shares(pixels_rgb, None)
+    if not any(shares):
+        return []
+    order = sorted(range(len(_COLOURS)), key=lambda i: (-shares[i], i))
+    top = [_COLOURS[i] for i in order if shares[i] >= min_share]
+    return top[:k] or [_COLOURS[order[0]]]
 
 
 def _and(words: list[str]) -> str:
     return " and ".join(words)
 
 
-def describe_outfit(crops: Sequence[np.ndarray]) -> str:
-    """Offline outfit: the dominant colours of the body below the head (rows 48-100 % of the box, central 70 %)."""
+def _outfit_pixels(crops: Sequence[np.ndarray]) -> np.ndarray:
+    """The body below the head (rows 48-100 % of the box, central 70 %), 16x16 per crop."""
     px = []
     for c in crops:
         h, w = c.shape[:2]
         region = c[int(h * 0.48):, int(w * 0.15):max(int(w * 0.85), int(w * 0.15) + 1)]
         if region.size:
             px.append(cv2.resize(region, (16, 16), interpolation=cv2.INTER_AREA).reshape(-1, 3))
-    if not px:
-        return "unknown clothes"
-    return f"{_and(dominant_colours(np.concatenate(px)))} clothes"
+    return np.concatenate(px) if px else np.zeros((0, 3), np.uint8)
 
 
-def describe_scene(frames: Sequence[np.ndarray], person_boxes: Sequence[Sequence]) -> str:
-    """Offline scene: the dominant colours of the frame outside every person box."""
+def _scene_pixels(frames: Sequence[np.ndarray], person_boxes: Sequence[Sequence]) -> np.ndarray:
+    """The frame outside every person box (48x27 thumbnails)."""
     px = []
     for f, boxes in zip(frames, person_boxes):
         small = cv2.resize(f, (48, 27), interpolation=cv2.INTER_AREA)
@@ -458,26 +466,46 @@ def describe_scene(frames: Sequence[np.ndarray], person_boxes: Sequence[Sequence
         for b in boxes:
             mask[int(b[1] * sy):int(math.ceil(b[3] * sy)), int(b[0] * sx):int(math.ceil(b[2] * sx))] = False
         px.append(small[mask])
-    allpx = np.concatenate(px) if px else np.zeros((0, 3), np.uint8)
-    return f"a place with a {_and(dominant_colours(allpx))} background" if len(allpx) else "an unknown place"
+    return np.concatenate(px) if px else np.zeros((0, 3), np.uint8)
+
+
+def describe_outfit(crops: Sequence[np.ndarray]) -> str:
+    """Offline outfit: the dominant colours of the body below the head."""
+    px = _outfit_pixels(crops)
+    return f"{_and(dominant_colours(px))} clothes" if len(px) else "unknown clothes"
+
+
+def outfit_measure(crops: Sequence[np.ndarray]) -> Optional[list[float]]:
+    px = _outfit_pixels(crops)
+    return colour_shares(px) if len(px) else None
+
+
+def describe_scene(frames: Sequence[np.ndarray], person_boxes: Sequence[Sequence]) -> str:
+    """Offline scene: the dominant colours of the frame outside every person box."""
+    px = _scene_pixels(frames, person_boxes)
+    return f"a place with a {_and(dominant_colours(px))} background" if len(px) else "an unknown place"
+
+
+def scene_measure(frames: Sequence[np.ndarray], person_boxes: Sequence[Sequence]) -> Optional[list[float]]:
+    px = _scene_pixels(frames, person_boxes)
+    return colour_shares(px) if len(px) else None
+
+
+def motion_measure(times: Sequence[float], boxes: Sequence[Sequence[float]]) -> list[float]:
+    """(sideways speed, depth speed) in box heights per second: slopes of the box centre and height over time."""
+    if len(times) < 2 or times[-1] - times[0] <= 0:
+        return [0.0, 0.0]
+    b = np.asarray(boxes, float)
+    h = float(np.median(b[:, 3] - b[:, 1]))
+    vx = float(np.polyfit(times, (b[:, 0] + b[:, 2]) / 2, 1)[0]) / max(h, 1e-6)
+    vh = float(np.polyfit(times, b[:, 3] - b[:, 1], 1)[0]) / max(h, 1e-6)
+    return [round(vx, 4), round(vh, 4)]
 
 
 def describe_action(times: Sequence[float], boxes: Sequence[Sequence[float]]) -> str:
     """Offline action from the box's motion over the segment: walking left/right, moving towards/away from the
-    camera, or standing still (speeds in box heights per second)."""
-    if len(times) < 2 or times[-1] - times[0] <= 0:
-        return "standing still"
-    b = np.asarray(boxes, float)
-    h = float(np.median(b[:, 3] - b[:, 1]))
-    dt = times[-1] - times[0]
-    cx = (b[:, 0] + b[:, 2]) / 2
-    vx = float(np.polyfit(times, cx, 1)[0]) / max(h, 1e-6)
-    vh = float(np.polyfit(times, b[:, 3] - b[:, 1], 1)[0]) / max(h, 1e-6)
-    if abs(vx) >= K.WALK_SPEED and abs(vx) >= abs(vh):
-        return "walking to the right" if vx > 0 else "walking to the left"
-    if abs(vh) >= K.DEPTH_SPEED:
-        return "moving towards the camera" if vh > 0 else "moving away from the camera"
-    return "standing still"
+    camera, or staying in place (a box that does not move says nothing about sitting or standing)."""
+    return ST.action_label(*motion_measure(times, boxes))
 
 
 # ----------------------------------------------------------------------------------------------- changes and flags
@@ -504,13 +532,10 @@ def distinct_in_order(values: Sequence[str]) -> list[str]:
     return out
 
 
-def flags(segments: Sequence[dict], others: Sequence[dict], similar: bool) -> dict:
-    """The second-step metadata computed from the change lists (the judge's version replaces it when available)."""
-    out = {}
-    for attr in ("action", "scene", "outfit"):
-        n = len(distinct_in_order([s[attr] for s in segments]))
-        out[f"significant_{attr}_transition"] = n >= 2
-        out[f"over_three_{attr}_changes"] = n >= 3
+def flags(segments: Sequence[dict], others: Sequence[dict], similar: bool, style: str = "heuristic") -> dict:
+    """The second-step metadata computed from the attribute states of the usable segments (states.py; the judge's
+    version, when available, can only veto a change on top of this)."""
+    out = ST.state_flags([s for s in segments if ST.usable(s, style)], style)
     out["similar_looking_existence"] = bool(similar)
     out["other_entities"] = [{"actions": o["action"], "outfits": o["outfit"]} for o in others]
     return out

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 
 from bench_assets.narrativetrack import constants as K
+from bench_assets.narrativetrack import states as ST
 from bench_assets.narrativetrack import templates as T
-from bench_assets.narrativetrack.pipeline import distinct_in_order, norm_text
+from bench_assets.narrativetrack.pipeline import norm_text
 
 ATTR = {"AC": "action", "OC": "outfit", "SC": "scene"}
 LETTERS = ("a", "b", "c")
@@ -45,43 +47,81 @@ def _variant(rng) -> int:
 
 
 class Generator:
+    """Questions whose gold answers rest only on clean states (states.py): segments from the video's main attribute
+    source, attributes without an unsure step, anchors that single the person out, distractors that clearly differ
+    from every state of the person, orderings over states that occur in one block each, and the flags honoured."""
+
     def __init__(self, video_id: str, entities: Sequence[dict], pool: Sequence[dict], seed: int = K.QA_SEED,
                  style: str = "heuristic") -> None:
-        self.video_id, self.seed = video_id, seed
-        self.entities = [e for e in entities if e.get("segments")]
+        self.video_id, self.seed, self.style = video_id, seed, style
+        self.entities = [dict(e) for e in entities if e.get("segments")]
+        for e in self.entities:
+            # usable segments keep their index in the entity's full segment list (the anchor column)
+            e["usable"] = [dict(s, _i=i) for i, s in enumerate(e["segments"]) if ST.usable(s, style)]
         self.pool = [p for p in pool if p.get("clip") != video_id and p.get("style", "heuristic") == style]
         self.out: list[dict] = []
-        present = {attr: {norm_text(s[attr]) for e in self.entities for s in e["segments"]}
-                   for attr in ("action", "outfit", "scene")}
-        self.present = present
+        self.present = {attr: {norm_text(s[attr]) for e in self.entities for s in e["usable"]}
+                        for attr in ("action", "outfit", "scene")}
+
+    def others(self, ent: dict) -> list[dict]:
+        return [s for e in self.entities if e["entity_id"] != ent["entity_id"] for s in e["usable"]]
 
     # ----------------------------------------------------------------------------------- distractor pools
-    def real_values(self, ent: dict, attr: str) -> list[str]:
-        own = {norm_text(s[attr]) for s in ent["segments"]}
-        vals = [s[attr] for e in self.entities if e["entity_id"] != ent["entity_id"] for s in e["segments"]]
-        return [v for v in distinct_in_order(vals) if norm_text(v) not in own]
+    def _dedupe(self, values: list[str]) -> list[str]:
+        seen, out = set(), []
+        for v in values:
+            if ST.words(v) not in seen:
+                seen.add(ST.words(v))
+                out.append(v)
+        return out
 
-    def synthetic_values(self, attr: str) -> list[str]:
-        return [v for v in distinct_in_order([p[attr] for p in self.pool]) if norm_text(v) not in self.present[attr]]
+    def real_values(self, ent: dict, attr: str) -> list[str]:
+        own = ent["usable"]
+        return self._dedupe([o[attr] for o in self.others(ent) if ST.distinct_from(o, own, attr, self.style)])
+
+    def synthetic_values(self, ent: dict, attr: str) -> list[str]:
+        own = ent["usable"]
+        return self._dedupe([p[attr] for p in self.pool if norm_text(p[attr]) not in self.present[attr]
+                             and ST.distinct_from(p, own, attr, self.style)])
+
+    def _not_own_state(self, cand: dict, own: Sequence[dict]) -> bool:
+        return all(any(ST.relation(cand, s, a, self.style) == "change" for a in ST.ATTRS) for s in own)
 
     def real_states(self, ent: dict) -> list[str]:
-        own = {norm_text(describe(s)) for s in ent["segments"]}
-        vals = [describe(s) for e in self.entities if e["entity_id"] != ent["entity_id"] for s in e["segments"]]
-        return [v for v in distinct_in_order(vals) if norm_text(v) not in own]
+        return self._dedupe([describe(o) for o in self.others(ent) if self._not_own_state(o, ent["usable"])])
 
-    def synthetic_states(self) -> list[str]:
-        here = {norm_text(describe(s)) for e in self.entities for s in e["segments"]}
-        return [v for v in distinct_in_order([describe(p) for p in self.pool]) if norm_text(v) not in here]
+    def synthetic_states(self, ent: dict) -> list[str]:
+        here = {norm_text(describe(s)) for e in self.entities for s in e["usable"]}
+        return self._dedupe([describe(p) for p in self.pool if norm_text(describe(p)) not in here
+                             and self._not_own_state(p, ent["usable"])])
 
     # ----------------------------------------------------------------------------------- records
-    def add(self, ent, dim, fmt, direction, distractor, question, options, answer, template, anchor, kind=None):
+    def add(self, ent, dim, fmt, direction, distractor, question, options, answer, template, anchor, kind=None,
+            sources=None):
         k = len(self.out)
         self.out.append({
             "qa_id": f"{self.video_id}.{ent['entity_id']}.{dim}.{fmt}.{direction}.{k:03d}",
             "video_id": self.video_id, "entity_id": str(ent["entity_id"]), "dimension": dim, "format": fmt,
             "direction": direction, "track_type": ent["track_type"], "distractor": distractor,
             "question": question, "options": options, "answer": answer, "template": template,
-            "anchor_segment": anchor, "group": kind})
+            "anchor_segment": anchor, "group": kind, "attribute_sources": json.dumps(sources or {}, sort_keys=True)})
+
+    @staticmethod
+    def _src(seg: dict) -> dict:
+        """The source of each attribute of a segment (one source per segment: judge, heuristic or script)."""
+        return {a: seg.get("source", "script") for a in ST.ATTRS}
+
+    @staticmethod
+    def _at_edge(ent: dict, seg: dict, direction: str) -> bool:
+        """"At the beginning" / "at the end" must be the person's first / last segment, usable or not."""
+        if direction == "start_to_later":
+            return seg["_i"] == 0
+        if direction == "later_to_start":
+            return seg["_i"] == len(ent["segments"]) - 1
+        return True
+
+    def _anchor_ok(self, ent: dict, seg: dict) -> bool:
+        return ST.identifies(seg, self.others(ent), self.style)
 
     # ----------------------------------------------------------------------------------- dimensions
     def existence(self, ent: dict) -> None:
@@ -93,66 +133,81 @@ class Generator:
                 continue
             anchor = 0 if direction == "start_to_later" else len(segs) - 1
             st = segs[anchor]
+            if not ST.usable(st, self.style) or not self._anchor_ok(ent, st):
+                continue  # the description would rest on another source, or fit someone else too
+            src = {"anchor": self._src(st)}
             rng = _rng(self.seed, self.video_id, ent["entity_id"], "EE", direction)
             for g, ans in ((group, "yes"), (T.EE_NEGATIVE[group], "no")):
                 v = _variant(rng)
                 q = T.fill(T.EE_BINARY[g][v], direction, st["action"], st["outfit"], st["scene"])
-                self.add(ent, "EE", "binary", direction, "none", q, None, ans, f"EE.binary.{g}.{v}", anchor, g)
+                self.add(ent, "EE", "binary", direction, "none", q, None, ans, f"EE.binary.{g}.{v}", anchor, g, src)
             v = _variant(rng)
             q = T.fill(T.EE_MC[v], direction, st["action"], st["outfit"], st["scene"])
             opts = [T.EE_OPTIONS[tt]] + [T.EE_OPTIONS[o] for o in ("appear", "reappear", "disappear") if o != tt]
-            self.add(ent, "EE", "mc", direction, "none", q, opts, "a", f"EE.mc.{direction}.{v}", anchor)
+            self.add(ent, "EE", "mc", direction, "none", q, opts, "a", f"EE.mc.{direction}.{v}", anchor, None, src)
 
     def change(self, ent: dict, dim: str) -> None:
         attr = ATTR[dim]
-        segs = ent["segments"]
-        values = distinct_in_order([s[attr] for s in segs])
-        if len(values) < 2:
-            return  # no valid change: no question
-        own = {norm_text(v) for v in values}
-        for direction in ("start_to_later", "later_to_start"):
-            anchor = 0 if direction == "start_to_later" else len(segs) - 1
-            st = segs[anchor]
-            rest = segs[anchor + 1:] if direction == "start_to_later" else segs[:anchor]
-            cands = [v for v in distinct_in_order([s[attr] for s in rest]) if norm_text(v) != norm_text(st[attr])]
-            if not cands:
-                continue
-            rng = _rng(self.seed, self.video_id, ent["entity_id"], dim, direction)
-            truth = cands[0]
-            self._binary_mc(ent, dim, direction, anchor, st, truth, {"real": self.real_values(ent, attr),
-                                                                      "synthetic": self.synthetic_values(attr)},
-                            own, rng)
-        if len(values) >= 3:
-            order = values[:3]
+        segs = ent["usable"]
+        states = ST.attribute_states(segs, attr, self.style)
+        if states is None or len(states["blocks"]) < 2:
+            return  # no clean change: no question
+        fl = ent.get("flags") or {}
+        blocks = states["blocks"]
+        if fl.get(f"significant_{attr}_transition", True):
+            for direction in ("start_to_later", "later_to_start"):
+                b = 0 if direction == "start_to_later" else len(blocks) - 1
+                nb = b + 1 if direction == "start_to_later" else b - 1
+                st = segs[blocks[b][0] if b == 0 else blocks[b][-1]]
+                if not self._at_edge(ent, st, direction) or not self._anchor_ok(ent, st):
+                    continue
+                truth_seg = segs[blocks[nb][0]]
+                truth = states["text"][states["state"][nb]]
+                rng = _rng(self.seed, self.video_id, ent["entity_id"], dim, direction)
+                self._binary_mc(ent, dim, direction, st, truth, {"real": self.real_values(ent, attr),
+                                                                 "synthetic": self.synthetic_values(ent, attr)},
+                                rng, {"anchor": self._src(st), "answer": self._src(truth_seg)[attr]})
+        single = states["single_block"]
+        if len(single) >= 3 and fl.get(f"over_three_{attr}_changes", True):
+            # only states that occur in one block each: their chronological order is unambiguous
+            order = [states["text"][k] for k in single[:3]]
+            opt_src = [self._src(segs[blocks[states["state"].index(k)][0]])[attr] for k in single[:3]]
             for direction in K.DIRECTIONS:
                 anchor = {"start_to_later": 0, "later_to_start": len(segs) - 1, "agnostic": len(segs) // 2}[direction]
                 st = segs[anchor]
+                if not self._at_edge(ent, st, direction) or not self._anchor_ok(ent, st):
+                    continue
                 rng = _rng(self.seed, self.video_id, ent["entity_id"], dim, "ordering", direction)
                 v = _variant(rng)
                 q = T.fill(T.ORDERING[dim][v], direction, st["action"], st["outfit"], st["scene"])
                 self.add(ent, dim, "ordering", direction, "none", q, list(order), "a, b, c",
-                         f"{dim}.ordering.{direction}.{v}", anchor)
+                         f"{dim}.ordering.{direction}.{v}", st["_i"], None,
+                         {"anchor": self._src(st), "options": opt_src})
 
     def ambiguity(self, ent: dict) -> None:
-        segs = ent["segments"]
+        segs = ent["usable"]
         if len(segs) < 2:
             return
-        pools = {"real": self.real_states(ent), "synthetic": self.synthetic_states()}
+        pools = {"real": self.real_states(ent), "synthetic": self.synthetic_states(ent)}
         similar = bool(ent.get("flags", {}).get("similar_looking_existence"))
         if not pools["real"] and not similar:
             return  # EA needs a similar-looking person or real distractors
-        own = {norm_text(describe(s)) for s in segs}
         for direction in ("start_to_later", "later_to_start"):
             anchor = 0 if direction == "start_to_later" else len(segs) - 1
             other = len(segs) - 1 if direction == "start_to_later" else 0
+            if not (self._at_edge(ent, segs[anchor], direction) and self._anchor_ok(ent, segs[anchor])
+                    and self._anchor_ok(ent, segs[other])):
+                continue
             rng = _rng(self.seed, self.video_id, ent["entity_id"], "EA", direction)
-            self._binary_mc(ent, "EA", direction, anchor, segs[anchor], describe(segs[other]), pools, own, rng)
+            self._binary_mc(ent, "EA", direction, segs[anchor], describe(segs[other]), pools, rng,
+                            {"anchor": self._src(segs[anchor]), "answer": self._src(segs[other])})
 
-    def _binary_mc(self, ent, dim, direction, anchor, st, truth, pools, own, rng) -> None:
-        """Per available distractor kind: one yes and one no binary question, and one MC question (2 distractors)."""
+    def _binary_mc(self, ent, dim, direction, st, truth, pools, rng, sources) -> None:
+        """Per available distractor kind: one yes and one no binary question, and one MC question (2 distractors).
+        The pools hold only values that clearly differ from every state of the person."""
         x_fmt = (lambda v: f"while {v}") if dim == "EA" else (lambda v: v)
         for kind in ("real", "synthetic"):
-            pool = [v for v in pools[kind] if norm_text(v) not in own]
+            pool = [v for v in pools[kind] if ST.words(v) != ST.words(truth)]
             if not pool:
                 continue
             neg = pool[int(rng.integers(len(pool)))]
@@ -160,12 +215,13 @@ class Generator:
                 v = _variant(rng)
                 q = T.fill(T.BINARY[dim][v], direction, st["action"], st["outfit"], st["scene"], x_fmt(x))
                 self.add(ent, dim, "binary", direction, kind if ans == "no" else "none", q, None, ans,
-                         f"{dim}.binary.{direction}.{v}", anchor, kind)
+                         f"{dim}.binary.{direction}.{v}", st["_i"], kind, sources)
             two = _pick(rng, pool, 2)
             if two:
                 v = _variant(rng)
                 q = T.fill(T.MC[dim][v], direction, st["action"], st["outfit"], st["scene"])
-                self.add(ent, dim, "mc", direction, kind, q, [truth, *two], "a", f"{dim}.mc.{direction}.{v}", anchor)
+                self.add(ent, dim, "mc", direction, kind, q, [truth, *two], "a", f"{dim}.mc.{direction}.{v}",
+                         st["_i"], None, sources)
 
     def run(self) -> list[dict]:
         for ent in self.entities:

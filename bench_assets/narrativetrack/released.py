@@ -12,7 +12,7 @@ import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, Output, asset
 
 from bench_assets.core.generators import discover_generators
-from bench_assets.core.media import DecodeError
+from bench_assets.core.media import DecodeError, VideoSource
 from bench_assets.narrativetrack import constants as K
 from bench_assets.narrativetrack import dataset as D
 from bench_assets.narrativetrack import metrics as M
@@ -48,7 +48,7 @@ def narrativetrack_released_qa(context: AssetExecutionContext, paths: BenchPaths
 def narrativetrack_released_answers(context: AssetExecutionContext, paths: BenchPaths,
                                     narrativetrack_released_qa: pd.DataFrame, judge: Judge) -> Output[pd.DataFrame]:
     """Every NarrativeTrack answerer on every released QA (frames sampled uniformly from the QA's video)."""
-    from bench_assets.narrativetrack.assets import CLIPS, answer_frame, answer_rows
+    from bench_assets.narrativetrack.assets import answer_frame, answer_rows
     qas = narrativetrack_released_qa.assign(entity_id=None)
     gens, _ = discover_generators(paths.generators_dir, K.BENCH)
     base = released_path(paths).parent
@@ -57,16 +57,18 @@ def narrativetrack_released_answers(context: AssetExecutionContext, paths: Bench
         answerer = D.answerer_from_card(g.name, g.card)
         for vpath, group in qas.groupby("video_path", sort=True):
             path = Path(vpath) if Path(vpath).is_absolute() else base / vpath
-            try:
-                frames = CLIPS.get(str(path)).frames
+            try:  # only the answerer's frames are converted (one streamed pass)
+                src = VideoSource(path)
+                req = src.even(answerer.frames)
+                src.run()
+                frames = req.frames
             except (DecodeError, OSError) as e:
                 rows += [{"qa_id": r.qa_id, "video_id": r.video_id, "dimension": r.dimension, "format": r.format,
                           "direction": r.direction, "track_type": r.track_type, "distractor": r.distractor,
                           "answerer": g.name, "model": answerer.model, "status": "failed",
                           "reason": f"video {path}: {e}"} for r in group.itertuples()]
                 continue
-            idx = [int(round(i)) for i in np.linspace(0, len(frames) - 1, min(answerer.frames, len(frames)))]
-            rows += answer_rows(judge, answerer, group, [frames[i] for i in idx])
+            rows += answer_rows(judge, answerer, group, list(frames))
     df = answer_frame(rows)
     st = Counter(df["status"])
     return Output(df, metadata={"answered": int(st.get("ok", 0)), "failed": int(st.get("failed", 0)),

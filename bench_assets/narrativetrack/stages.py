@@ -103,7 +103,7 @@ def face_embeddings(frames: Sequence[np.ndarray], dets: list[dict], face, only: 
 
 
 def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces: Sequence[dict],
-               threshold: float) -> tuple[list[Optional[int]], dict]:
+               threshold: float, face_merge: float = K.FACE_MERGE_COSINE) -> tuple[list[Optional[int]], dict]:
     """Identity per detection (None for untracked / noise): ReID clustering of tracklets (cannot-link in time), then
     face refinement, then the main characters (4 largest clusters) renumbered 0..3 by size."""
     track_ids = PL.split_tracklets(track_ids, [d["sample"] for d in dets], reid, K.TRACKLET_SPLIT_COSINE)
@@ -121,7 +121,7 @@ def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces
         fs = [np.asarray(faces[i]["face_embedding"], float) for i in m if faces[i]["face_embedding"] is not None]
         if fs:
             face[t] = np.mean(fs, axis=0)
-    labels, log = PL.face_refine(labels, face, frames)
+    labels, log = PL.face_refine(labels, face, frames, merge=face_merge)
     counts = defaultdict(int)
     for t, c in labels.items():
         counts[c] += len(members[t])
@@ -133,18 +133,24 @@ def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces
             for i in m:
                 out[i] = rank[labels[t]]
     info = {"tracklets": len(members), "reid_clusters": reid_clusters, "clusters": len(counts),
-            "main": len(main), "face_log": log, "threshold": threshold, "tracklet_ids": list(track_ids)}
+            "main": len(main), "face_log": log, "threshold": threshold, "face_merge_cosine": face_merge,
+            "tracklet_ids": list(track_ids)}
     return out, info
 
 
 def offline_context(frames: Sequence[np.ndarray], times: Sequence[float], seg: dict, boxes_by_sample: dict,
                     own_boxes: dict) -> dict:
-    """Offline contextual recognition of one segment: action from motion, outfit and scene from colours."""
+    """Offline contextual recognition of one segment: action from motion, outfit and scene from colours, and the
+    measurements they are named from."""
     ks = seg["samples"]
     crops = [c for c in (PL.crop(frames[k], own_boxes[k]) for k in ks) if c is not None]
-    return {"action": PL.describe_action([times[k] for k in ks], [own_boxes[k] for k in ks]),
-            "outfit": PL.describe_outfit(crops),
-            "scene": PL.describe_scene([frames[k] for k in ks], [boxes_by_sample.get(k, []) for k in ks])}
+    ts, bs = [times[k] for k in ks], [own_boxes[k] for k in ks]
+    fs, others = [frames[k] for k in ks], [boxes_by_sample.get(k, []) for k in ks]
+    # the words are labels; states compare on the measured quantities behind them (states.py)
+    return {"action": PL.describe_action(ts, bs), "outfit": PL.describe_outfit(crops),
+            "scene": PL.describe_scene(fs, others),
+            "measures": {"action": PL.motion_measure(ts, bs), "outfit": PL.outfit_measure(crops),
+                         "scene": PL.scene_measure(fs, others)}}
 
 
 def dumps(x: Any) -> str:
