@@ -67,7 +67,7 @@ VIDEOS = {
 POOL = [  # attributes of entities in other clips (not embedded): the synthetic distractors
     {"clip": "pool_office", "entity": "p1", "action": "moving towards the camera", "outfit": "white and grey clothes",
      "scene": "a place with a white and grey background", "style": "heuristic"},
-    {"clip": "pool_office", "entity": "p2", "action": "standing still", "outfit": "yellow and black clothes",
+    {"clip": "pool_office", "entity": "p2", "action": "staying in place", "outfit": "yellow and black clothes",
      "scene": "a place with a white and grey background", "style": "heuristic"},
     {"clip": "pool_street", "entity": "p1", "action": "moving away from the camera", "outfit": "purple clothes",
      "scene": "a place with a brown and orange background", "style": "heuristic"},

@@ -78,6 +78,11 @@ def relation(a: dict, b: dict, attr: str, style: str = "heuristic") -> str:
         return "change" if tv >= K.CHANGE_MARGIN and not same_words else "unsure"
     if same_words:
         return "same"
+    if attr == "action" and (ma is not None or mb is not None):
+        # a word from elsewhere (a synthetic distractor) against a measured action: a change only where the
+        # measurement is far from every class boundary
+        m, t = (ma, ta) if ma is not None else (mb, tb)
+        return "change" if _confident(np.asarray(m, float), t) else "unsure"
     if style == "heuristic" and attr in ("outfit", "scene"):
         return "change" if not (colour_words(ta) & colour_words(tb)) else "unsure"
     return "change"
