@@ -90,3 +90,52 @@ def test_vistorybench_evaluate_leaderboard_and_human_alignment(tmp_path, monkeyp
     metric = [cells[(g, "cids_self", "full")]["value"] for g in ("vistory_copy_paste", "vistory_drift", "vistory_faithful")]
     assert rows[0]["kendall_tau"] == pytest.approx(stats.kendalltau([3, 1, 5], metric).statistic)
     assert rows[0]["pearson_r"] == pytest.approx(stats.pearsonr([3, 1, 5], metric).statistic)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_ui_stops_webserver_daemon_and_children_on_signal(tmp_path, sig):
+    """`bench ui` runs `dagster dev` in its own process group; a real SIGTERM or SIGINT to `bench ui` stops
+    the webserver, the daemon and everything they started."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    import psutil
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "data").mkdir()
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "BENCH_DATA_ROOT": str(tmp_path / "data"),
+           "BENCH_STORE_ROOT": str(tmp_path / "store"), "BENCH_JUDGE_MODE": "off"}
+    proc = subprocess.Popen([sys.executable, "-m", "bench_assets.cli", "ui", "--port", str(port)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        up = False
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                up = urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2).status == 200
+            except OSError:
+                up = False
+            if up and len(psutil.Process(proc.pid).children(recursive=True)) >= 3:  # dev, webserver, daemon
+                break
+            time.sleep(1)
+        assert up, "the webserver never answered"
+        tree = psutil.Process(proc.pid).children(recursive=True)
+        names = " ".join(" ".join(p.cmdline()) for p in tree)
+        assert "dagster-webserver" in names or "dagster_webserver" in names, names
+        assert "dagster-daemon" in names or "daemon" in names, names
+        proc.send_signal(getattr(signal, sig))
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 128 + getattr(signal, sig), out
+        gone, alive = psutil.wait_procs(tree, timeout=20)
+        assert not alive, [" ".join(p.cmdline()) for p in alive]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in psutil.Process().children(recursive=True):
+            p.kill()
