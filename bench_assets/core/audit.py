@@ -27,22 +27,29 @@ def clean(v: Any) -> Any:
     return None if is_none(v) else v
 
 
-def group_reasons(rows: pd.DataFrame, *, item_col: str = "item", value_col: str = "value") -> list[dict]:
+def _records(rows) -> list[dict]:
+    if rows is None:
+        return []
+    if isinstance(rows, pd.DataFrame):
+        return [{k: clean(v) for k, v in r.items()} for r in rows.to_dict("records")]
+    return [{k: clean(v) for k, v in r.items()} for r in rows]
+
+
+def group_reasons(rows, *, item_col: str = "item", value_col: str = "value") -> list[dict]:
     """Rows without a value, one entry per distinct reason: reason, count, the first items, how many more.
 
-    Most frequent first; a row with no reason at all is grouped under "no reason recorded".
+    Most frequent first; a row with no reason at all is grouped under "no reason recorded". ``rows`` is a
+    DataFrame or a list of dicts (pure Python: an audit build calls this hundreds of times on small inputs).
     """
-    if rows is None or rows.empty or value_col not in rows.columns:
-        return []
-    none = rows[rows[value_col].isna()]
-    if none.empty:
-        return []
-    reasons = none["reason"].astype("string").fillna("no reason recorded") if "reason" in none.columns \
-        else pd.Series("no reason recorded", index=none.index)
+    groups: dict[str, list[dict]] = {}
+    for r in _records(rows):
+        if value_col not in r or r[value_col] is not None:
+            continue
+        groups.setdefault(str(r.get("reason") or "no reason recorded"), []).append(r)
     out = []
-    for reason, part in none.groupby(reasons, sort=False):
-        items = sorted({str(i) for i in part[item_col].dropna()}) if item_col in part.columns else []
-        out.append({"reason": str(reason), "count": int(len(part)), "items": items[:MAX_ITEMS_LISTED],
+    for reason, part in groups.items():
+        items = sorted({str(r[item_col]) for r in part if r.get(item_col) is not None})
+        out.append({"reason": reason, "count": len(part), "items": items[:MAX_ITEMS_LISTED],
                     "more_items": max(0, len(items) - MAX_ITEMS_LISTED), "n_items": len(items)})
     return sorted(out, key=lambda g: (-g["count"], g["reason"]))
 
@@ -58,21 +65,19 @@ def _detail(v: Any) -> Optional[str]:
     return json.dumps(v, indent=1, sort_keys=True, default=str)
 
 
-def instance_records(instances: pd.DataFrame, artifact_path: Callable[[str], str], out_dir: Path,
+def _sort_key(r: dict) -> tuple:
+    return tuple((r.get(k) is not None, str(r.get(k)) if not isinstance(r.get(k), (int, float)) else "",
+                  r.get(k) if isinstance(r.get(k), (int, float)) else 0) for k in ("item", "shot", "entity_id"))
+
+
+def instance_records(instances, artifact_path: Callable[[str], str], out_dir: Path,
                      limit: int = MAX_ROWS) -> tuple[dict[str, list[dict]], int]:
-    """Instance rows with a value (or with no reason to group them by) per item, crop paths relative to the page."""
-    if instances is None or instances.empty:
-        return {}, 0
-    keep = instances
-    if "value" in keep.columns:
-        keep = keep[keep["value"].notna() | (keep["reason"].isna() if "reason" in keep.columns else True)]
-    sort = [c for c in ("item", "shot", "entity_id") if c in keep.columns]
-    if sort:
-        keep = keep.sort_values(sort, na_position="first")
-    total = len(keep)
+    """Instance rows with a value (or with no reason to group them by) per item, crop paths relative to the page.
+    Rows without a value but with a reason are left to ``group_reasons``."""
+    keep = [r for r in _records(instances) if r.get("value") is not None or not r.get("reason")]
+    keep.sort(key=_sort_key)
     by_item: dict[str, list[dict]] = {}
-    for r in keep.head(limit).to_dict("records"):
-        r = {k: clean(v) for k, v in r.items()}
+    for r in keep[:limit]:
         crop = r.get("crop_id")
         r["crop_src"] = None
         if crop:
@@ -82,7 +87,7 @@ def instance_records(instances: pd.DataFrame, artifact_path: Callable[[str], str
                 r["crop_src"] = None
         r["detail"] = _detail(r.get("detail"))
         by_item.setdefault(str(r.get("item", "")), []).append(r)
-    return by_item, total
+    return by_item, len(keep)
 
 
 def render_audit(*, metric_id: str, generator: str, headline: dict, episodes: pd.DataFrame,
@@ -91,17 +96,15 @@ def render_audit(*, metric_id: str, generator: str, headline: dict, episodes: pd
                  extra_columns: tuple[str, ...] = ()) -> Path:
     """One audit page: the headline cell, per-item values, instance rows, None rows grouped by reason."""
     out_dir = Path(out_dir)
-    items = episodes if episodes is not None else pd.DataFrame()
-    inst = instances if instances is not None else pd.DataFrame()
+    items = _records(episodes)
+    inst = _records(instances)
     by_item, n_rows = instance_records(inst, artifact_path, out_dir)
-    item_rows = items
-    if "value" in item_rows.columns and "reason" in item_rows.columns:
-        item_rows = item_rows[item_rows["value"].notna() | item_rows["reason"].isna()]
+    item_rows = [r for r in items if r.get("value") is not None or not r.get("reason")]
+    columns = set().union(*(r.keys() for r in item_rows)) if item_rows else set()
     html = environment().get_template("site/audit.html.j2").render(
         css=css, back=back, benchmark=benchmark, metric=metric_id, generator=generator, item_label=item_label,
         headline={k: clean(v) for k, v in headline.items()},
         item_reasons=group_reasons(items), instance_reasons=group_reasons(inst),
-        items=[{k: clean(v) for k, v in r.items()} for r in item_rows.to_dict("records")],
-        n_items=len(items), instances=by_item, n_instances=n_rows, shown=min(n_rows, MAX_ROWS),
-        extra_columns=[c for c in extra_columns if c in item_rows.columns], fmt=fmt)
+        items=item_rows, n_items=len(items), instances=by_item, n_instances=n_rows, shown=min(n_rows, MAX_ROWS),
+        extra_columns=[c for c in extra_columns if c in columns], fmt=fmt)
     return write_atomic(out_dir / audit_filename(metric_id, generator), html)

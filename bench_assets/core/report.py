@@ -28,6 +28,7 @@ def environment() -> Environment:
     """One jinja2 environment per process, so each template is compiled once."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]))
     env.filters["fmt"] = fmt
+    env.filters["count"] = count
     return env
 
 
@@ -53,6 +54,17 @@ def fmt(v: Any, digits: int = 3) -> str:
     if abs(x) >= 100:
         return f"{x:.1f}"
     return f"{x:.{digits}f}"
+
+
+def count(v: Any) -> str:
+    """A count for a table cell: 5, not 5.0; None stays None."""
+    if is_none(v):
+        return "None"
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    return str(int(f)) if f.is_integer() else f"{f:g}"
 
 
 def write_atomic(path: Path, text: str) -> Path:
