@@ -242,7 +242,10 @@ def error_message(err) -> str:
     lines = [ln.strip() for ln in (err.message or "").splitlines()]
     lines = [ln for ln in lines if ln and not _CARET.match(ln) and not re.match(r"^LINE \d+:", ln)]
     msg = " ".join(lines[:3]) or err.cls_name or "failed"
-    if err.cls_name and not msg.startswith(err.cls_name):
+    msg = re.sub(r"^(?:[A-Za-z_][\w]*\.)+([A-Za-z_]\w*): ", r"\1: ", msg)  # dagster._core...Failure: -> Failure:
+    if msg.startswith("Failure: "):  # a deliberate dagster.Failure: its message is the whole story
+        msg = msg[len("Failure: "):]
+    elif err.cls_name and err.cls_name != "Failure" and not msg.startswith(err.cls_name):
         msg = f"{err.cls_name}: {msg}"
     return msg if len(msg) <= 400 else msg[:397] + "..."
 
