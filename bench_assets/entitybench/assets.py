@@ -525,8 +525,11 @@ def face_identity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, f
                        face_model, face_reason: Optional[str], face_name: str) -> list[dict]:
     """``cs_face_identity``: an addition beside the paper's ``cs_face``, not a replacement. Same instances
     (admitted appearances of characters with >= 2 admitted), but each appearance is a face-identity vector
-    (YuNet + SFace offline, ArcFace in the paper profile) scored against its character's face centroid. An
-    appearance with no detectable face is skipped with that reason; the embedder is written on every row."""
+    (YuNet + SFace offline, ArcFace in the paper profile) scored against the centroid of the character's *other*
+    face appearances (leave-one-out: with few appearances a centroid that includes the appearance itself hides
+    an identity swap - on real footage a swapped shot moved the self-inclusive mean .066, the leave-one-out
+    mean .113). An appearance with no detectable face is skipped with that reason; the embedder is written
+    on every row."""
     keys = {"benchmark": BENCH, "generator": generator, "item": ep.episode_id}
     mid = "cs_face_identity"
     rows, pooled, skipped, evaluator, reasons = [], [], 0, 0, set()
@@ -554,7 +557,7 @@ def face_identity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, f
                                          crop_id=r.crop_id, detail={"embedder": face_name}, **keys))
         if len(found) < 2:
             continue
-        _, scores = M.centroid_scores(np.stack([g[0] for _, g in found]))
+        scores = M.leave_one_out_scores(np.stack([g[0] for _, g in found]))
         for (r, g), sc in zip(found, scores):
             pooled.append(float(sc))
             rows.append(instance_row(mid, float(sc), "appearance", shot=int(r.shot), entity_id=ent.id,

@@ -93,6 +93,16 @@ def centroid_scores(embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return c, e @ c
 
 
+def leave_one_out_scores(embeddings: np.ndarray) -> np.ndarray:
+    """cos(each, normalize(mean of the others)): identity agreement without the self-similarity that a centroid
+    including the appearance itself adds (with 2 appearances this is their plain cosine)."""
+    e = _l2n(embeddings)
+    if len(e) < 2:
+        return np.zeros(0)
+    total = e.sum(axis=0)
+    return np.array([float(e[i] @ _l2n(total - e[i])) for i in range(len(e))])
+
+
 def presence_share(statuses: Sequence[str]) -> Optional[float]:
     """Share of a type's scheduled entities in a shot with status ``present``; None when none scheduled.
 
