@@ -139,3 +139,42 @@ def test_ui_stops_webserver_daemon_and_children_on_signal(tmp_path, sig):
             proc.kill()
         for p in psutil.Process().children(recursive=True):
             p.kill()
+
+
+def test_progress_bar_on_a_terminal_quiet_elsewhere(capsys):
+    from bench_assets.core.runner import Progress
+    bar = Progress(3, "mbench", enabled=True)
+    for label in ("case a", "case b", "leaderboard"):
+        bar.label(label)
+        bar.step()
+    bar.close()
+    err = capsys.readouterr().err
+    assert "mbench 3/3" in err and "<00:00" in err  # elapsed<remaining (ETA)
+    quiet = Progress(3, "mbench")  # captured stderr is not a TTY
+    quiet.step()
+    quiet.close()
+    assert quiet.bar is None and capsys.readouterr().err == ""
+
+
+def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("BENCH_STORE_ROOT", str(tmp_path / "store"))
+    monkeypatch.setenv("BENCH_DATA_ROOT", str(tmp_path / "nowhere"))
+    gen = tmp_path / "g"
+    gen.mkdir()
+    (gen / "generator.yaml").write_text("name: g\nbenchmark: mbench\n")
+    for argv, expect in (
+            (["evaluate", "--benchmark", "nosuch", "--generator", str(gen)], "unknown benchmark 'nosuch'"),
+            (["evaluate", "--benchmark", "mbench", "--generator", str(gen)], "nowhere does not exist"),
+            (["leaderboard", "--benchmark", "mbench"], "no mbench leaderboard")):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("error: ") and expect in err, err
+    data = tmp_path / "data"
+    (data / "mbench" / "cases").mkdir(parents=True)
+    (data / "mbench" / "cases" / "c1.json").write_text("{}")
+    (gen / "other.mp4").write_bytes(b"")
+    monkeypatch.setenv("BENCH_DATA_ROOT", str(data))
+    assert cli.main(["evaluate", "--benchmark", "mbench", "--generator", str(gen)]) == 2
+    err = capsys.readouterr().err
+    assert "has outputs for none of the 1 mbench cases (e.g. c1)" in err and err.count("\n") == 1
