@@ -92,3 +92,34 @@ def test_dataset_table_aggregates_tiers():
     assert t.loc["all", "episodes"] == 2 and t.loc["all", "shots"] == 10
     assert t.loc["all", "appearances_character"] == 6 and t.loc["all", "reappearance_rate"] == pytest.approx(4 / 7)
     assert t.loc["all", "recurrence_gap_max"] == 2 and t.loc["all", "cut_rate"] == pytest.approx(0.6)
+
+
+def test_pooled_statistics_of_tables_3_7_10():
+    """Issue 13 'Also': gap mean +- sd, per-episode max gap mean +- sd, unique scheduled entities, recurring
+    rate, median per-entity max gap, max characters per shot, >= 3 characters, 0/1/2 characters per shot;
+    'mean per-entity max gap' pooled over entities (old: a mean of episode means)."""
+    import pandas as pd
+    from bench_assets.entitybench.assets import dataset_table
+    a = D.episode_statistics(D.parse_episode(episode()))
+    # e8: c1 at 1 and 5 only (gap 3), o1 and l1 never recur
+    b = D.episode_statistics(D.parse_episode(episode(episode_id="e8", shots=[
+        {"index": 1, "cut": True, "entities": ["c1", "l1"], "action": "a"},
+        {"index": 2, "cut": True, "entities": ["o1"], "action": "b"},
+        {"index": 3, "cut": True, "entities": [], "action": "c"},
+        {"index": 4, "cut": True, "entities": [], "action": "d"},
+        {"index": 5, "cut": True, "entities": ["c1"], "action": "e"}])))
+    assert a["recurrence_gaps"] == [0, 2, 0, 0] and a["per_entity_max_gaps"] == [2, 0, 0]
+    assert (a["frac_shots_0_chars"], a["frac_shots_1_chars"], a["frac_shots_2_chars"]) == (0.4, 0.6, 0.0)
+    t = dataset_table(pd.DataFrame([json.loads(json.dumps(a)), json.loads(json.dumps(b))])).set_index("tier")
+    row = t.loc["all"]
+    gaps = [0, 2, 0, 0, 3]
+    assert row["recurrence_gap_mean"] == pytest.approx(1.0) and row["recurrence_gap_sd"] == pytest.approx(
+        float(pd.Series(gaps).std(ddof=0)))
+    assert row["episode_max_gap_mean"] == pytest.approx(2.5) and row["episode_max_gap_sd"] == pytest.approx(0.5)
+    # pooled over the 4 recurring entities (2, 0, 0 | 3): mean 1.25, median 1.0; the episode-mean version is 1.833
+    assert row["mean_per_entity_max_gap"] == pytest.approx(1.25)
+    assert row["median_per_entity_max_gap"] == pytest.approx(1.0)
+    assert row["mean_per_entity_max_gap_episode_mean"] == pytest.approx((2 / 3 + 3) / 2)
+    assert row["unique_scheduled_entities"] == 6 and row["recurring_entity_rate"] == pytest.approx(4 / 6)
+    assert row["max_characters_per_shot"] == 1 and row["frac_shots_3plus_chars"] == 0.0
+    assert row["frac_shots_0_chars"] == pytest.approx((2 + 3) / 10)
