@@ -57,6 +57,11 @@ EXPECT = {"EntityBench": ("mygen", True), "ViStoryBench": ("mystory", True), "MB
           "LoCoT2V-Bench": ("mylong", True), "NarrativeTrack": ("myanswerer", False)}
 
 
+def section_page(section: str) -> str:
+    return {"EntityBench": "entitybench", "ViStoryBench": "vistorybench", "MBench": "mbench",
+            "LoCoT2V-Bench": "locot2v", "NarrativeTrack": "narrativetrack"}[section] + ".html"
+
+
 def test_every_benchmark_has_a_recipe():
     assert set(RECIPES) == set(EXPECT), sorted(RECIPES)
     for name, blocks in RECIPES.items():
@@ -111,5 +116,8 @@ def test_bring_your_own_recipe_runs_as_written(section, tmp_path):
         assert values, f"{section}: no value for {name} offline"
     else:
         assert all(r.get("reason") for r in mine if r.get("value") is None)
+    if "bench report" in script:
+        report = tmp_path / "report"
+        assert (report / "index.html").is_file() and (report / section_page(section)).is_file()
     # the run stayed inside the recipe's folders
     assert (tmp_path / "store" / "tables").is_dir() and (tmp_path / "dagster_home").is_dir()
