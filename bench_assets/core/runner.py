@@ -180,10 +180,17 @@ class Watchdog:
         self._thread.join(timeout=5)
 
     def _loop(self) -> None:
-        from dagster._utils.interrupts import check_captured_interrupt
         own = None
         if not self.instance.is_ephemeral:
             own = DagsterInstance.from_ref(self.instance.get_ref())  # a thread keeps its own connections
+        try:
+            self._watch(own)
+        finally:
+            if own is not None:
+                own.dispose()
+
+    def _watch(self, own: Optional[DagsterInstance]) -> None:
+        from dagster._utils.interrupts import check_captured_interrupt
         last_reap = time.monotonic()
         while not self._stop.wait(0.2):
             if check_captured_interrupt() and not self.interrupted:
