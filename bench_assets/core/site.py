@@ -416,6 +416,106 @@ def galleries(spec: PageSpec, reader: Reader, page_dir: Path) -> list[dict]:
     return out[:8]
 
 
+IMAGE_EXT = (".png", ".jpg", ".jpeg", ".webp")
+THUMB_W = 192
+
+
+def thumbnails(video: str, out_dir: Path, n: int = 6, indices: Optional[list[int]] = None) -> list[tuple[str, int]]:
+    """A few evenly spaced frames of ``video`` as small PNGs under ``out_dir/frames`` (named by the file's path,
+    size and mtime, so a rebuild reuses them); [(path, frame index)]. Seeks to each frame: the video is never
+    decoded whole. A video that cannot be opened gives []."""
+    import cv2
+    try:
+        st = os.stat(video)
+    except OSError:
+        return []
+    import hashlib
+    key = hashlib.sha256(f"{os.path.abspath(video)}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:20]
+    cap = cv2.VideoCapture(str(video))
+    try:
+        total = int(cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0)
+        if total <= 0:
+            return []
+        idx = indices if indices is not None else sorted({int(round(i * (total - 1) / max(n - 1, 1)))
+                                                          for i in range(n)})
+        out = []
+        (out_dir / "frames").mkdir(parents=True, exist_ok=True)
+        for i in idx:
+            path = out_dir / "frames" / f"{key}_{i}.png"
+            if not path.exists():
+                cap.set(cv2.CAP_PROP_POS_FRAMES, i)
+                ok, frame = cap.read()
+                if not ok or frame is None:
+                    continue
+                h, w = frame.shape[:2]
+                small = cv2.resize(frame, (THUMB_W, max(1, int(h * THUMB_W / w))), interpolation=cv2.INTER_AREA)
+                tmp = path.with_name(f"{path.stem}.tmp-{os.getpid()}.png")
+                cv2.imwrite(str(tmp), small)
+                os.replace(tmp, path)
+            out.append((str(path), i))
+        return out
+    finally:
+        cap.release()
+
+
+def _first_per_generator(df: pd.DataFrame, gen_col: str, item_col: str) -> list[tuple[str, str, pd.DataFrame]]:
+    out = []
+    for gen, part in df.groupby(gen_col, sort=True):
+        first = sorted(part[item_col].astype(str))[0]
+        out.append((str(gen), first, part[part[item_col].astype(str) == first]))
+    return out
+
+
+def frame_galleries(spec: PageSpec, reader: Reader, out_dir: Path) -> list[dict]:
+    """Frames of the outputs (or, for NarrativeTrack, of the input videos) of the first item per generator."""
+    from bench_resources.paths import BenchPaths
+    out = []
+
+    def add(title: str, images: list[dict]) -> None:
+        if images:
+            out.append({"title": title, "kind": "frame", "images": images})
+
+    if spec.name == "entitybench":
+        df = reader.table("entitybench_outputs")
+        if df is not None and {"generator", "episode_id", "shot", "path"} <= set(df.columns):
+            for gen, item, part in _first_per_generator(df.dropna(subset=["path"]), "generator", "episode_id"):
+                imgs = []
+                for r in part.sort_values("shot").head(12).itertuples():
+                    for path, i in thumbnails(r.path, out_dir, indices=[0]):
+                        imgs.append({"src": os.path.relpath(path, out_dir), "caption": f"shot {r.shot}"})
+                add(f"first frame of each shot: {gen} episode {item}", imgs)
+    elif spec.name == "vistorybench":
+        df = reader.table("vistorybench_outputs")
+        if df is not None and {"generator", "story_id", "shot", "path"} <= set(df.columns):
+            for gen, item, part in _first_per_generator(df.dropna(subset=["path"]), "generator", "story_id"):
+                imgs = []
+                for r in part.sort_values("shot").head(GALLERY_MAX).itertuples():
+                    if str(r.path).lower().endswith(IMAGE_EXT) and os.path.exists(r.path):
+                        imgs.append({"src": os.path.relpath(r.path, out_dir), "caption": f"shot {r.shot}"})
+                    else:
+                        for path, _ in thumbnails(r.path, out_dir, indices=[0]):
+                            imgs.append({"src": os.path.relpath(path, out_dir), "caption": f"shot {r.shot}"})
+                add(f"shot images: {gen} story {item}", imgs)
+    elif spec.name in ("mbench", "locot2v"):
+        table, col = ("mbench_scores", "case_id") if spec.name == "mbench" else ("locot2v_visual", "item")
+        df = reader.table(table, f'SELECT DISTINCT generator, "{col}" AS item FROM "{table}"')
+        if df is not None:
+            paths = BenchPaths()
+            for gen, item, _ in _first_per_generator(df, "generator", "item"):
+                video = paths.generator_dir(gen) / f"{item}.mp4"
+                imgs = [{"src": os.path.relpath(p, out_dir), "caption": f"frame {i}"}
+                        for p, i in thumbnails(str(video), out_dir, n=8)]
+                add(f"frames: {gen} {spec.item_label} {item}", imgs)
+    elif spec.name == "narrativetrack":
+        df = reader.table("narrativetrack_video")
+        if df is not None and {"video_id", "path"} <= set(df.columns):
+            for r in df.sort_values("video_id").head(2).itertuples():
+                imgs = [{"src": os.path.relpath(p, out_dir), "caption": f"frame {i}"}
+                        for p, i in thumbnails(str(r.path), out_dir, n=8)]
+                add(f"input video {r.video_id}", imgs)
+    return out
+
+
 def _manifest(reader: Reader, spec: PageSpec) -> dict:
     df = reader.table(f"{spec.name}_report")
     if df is None or "manifest_json" not in df.columns:
@@ -758,6 +858,11 @@ def build_benchmark(spec: PageSpec, reader: Reader, out_dir: Path) -> BenchPage:
         page.views.append(_view(spec, part, s, label, s == main_key, order, href))
     page.reasons = reason_groups(main)
     page.galleries = galleries(spec, reader, out_dir)
+    try:
+        page.galleries += frame_galleries(spec, reader, out_dir)
+    except Exception as e:  # noqa: BLE001 - a video that cannot be read loses its thumbnails, not the page
+        page.galleries.append({"title": f"frames not shown ({type(e).__name__}: {str(e)[:120]})", "kind": "frame",
+                               "images": []})
     page.tables = sorted(t for t in reader.tables if t.startswith(spec.name))
     return page
 
