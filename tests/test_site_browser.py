@@ -236,6 +236,14 @@ def test_site_over_every_benchmark_in_chromium(browser, populated):
     assert judged["text"].count("judge off") <= 3, judged["text"][:2000]
     with_crops = [p for p, i in audits.items() if p.startswith("audit/entitybench/") and i["images"]]
     assert with_crops, "no EntityBench audit page shows the crops behind its value"
+    shots = os.environ.get("BENCH_SCREENSHOT_DIR")  # full-page screenshots of the main pages, for a reviewer
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        for name in ("index", *BENCHES):
+            page.goto((site / f"{name}.html").as_uri(), wait_until="load")
+            page.screenshot(path=str(Path(shots) / f"{name}.png"), full_page=True)
+        page.close()
     print(f"populate {seconds}, build {build_s:.1f}s, {len(pages)} pages ({len(audits)} audit pages)")
 
 
