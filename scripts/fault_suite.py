@@ -333,9 +333,7 @@ def section_inputs(work: Path, figs: Figures, timeout_s: float, media_limit: Opt
         clear = rc not in (0, 99) and len(errors) == 1 and "Traceback" not in err and \
             all(s.lower() in err.lower() for s in case.expect)
         results.append({"case": case.name, "clear": clear, "exit": rc, "error": err.strip()[-300:], "collateral": 0})
-    clean_store = work / "crash" / "clean" / "store"
-    reference = tables(clean_store) if clean_store.is_dir() else None
-    for case, outcome in media_cases(root, timeout_s, reference=reference, limit=media_limit):
+    for case, outcome in media_cases(root, timeout_s, limit=media_limit):
         results.append({"case": case, **outcome})
     bad_inputs = [r for r in results if not r["case"].startswith("good case")]
     n = len(bad_inputs)
