@@ -80,7 +80,7 @@ def make_video(path: Path, seconds: float, size: tuple[int, int], fps: int, sour
     grain = [rng.integers(-6, 7, (h, w, 3), dtype=np.int16) for _ in range(7)]
     src = [cv2.resize(f, (w, h), interpolation=cv2.INTER_CUBIC) for f in decode_video(source).frames] if source else []
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".part.mp4")
+    tmp = path.with_suffix(f".{os.getpid()}.part.mp4")  # concurrent runs never share a part file
     c = av.open(str(tmp), "w")
     s = c.add_stream("libx264", rate=fps, options={"crf": "26", "preset": "veryfast"})
     s.width, s.height, s.pix_fmt = w, h, "yuv420p"
@@ -103,7 +103,7 @@ def make_video(path: Path, seconds: float, size: tuple[int, int], fps: int, sour
     for pkt in s.encode():
         c.mux(pkt)
     c.close()
-    tmp.rename(path)
+    os.replace(tmp, path)
     return path
 
 
@@ -113,7 +113,7 @@ def loop_video(src: Path, times: int, path: Path) -> Path:
     import av
     if path.exists() and path.stat().st_size > 0:
         return path
-    tmp = path.with_suffix(".part.mp4")
+    tmp = path.with_suffix(f".{os.getpid()}.part.mp4")  # concurrent runs never share a part file
     inp = av.open(str(src))
     s_in = inp.streams.video[0]
     out = av.open(str(tmp), "w")
@@ -127,7 +127,7 @@ def loop_video(src: Path, times: int, path: Path) -> Path:
             out.mux(p)
     out.close()
     inp.close()
-    tmp.rename(path)
+    os.replace(tmp, path)
     return path
 
 
@@ -310,6 +310,38 @@ def child(bench: str, case: str, args) -> dict:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def media_child(mode: str, case: str, args) -> dict:
+    """The frame source alone on one long video: what every metric of a benchmark together would ask of it
+    (16 even frames, 1 fps, every frame in chunks of 32 with a one-frame overlap), streamed in one pass; or the
+    legacy whole-clip decode of the same video."""
+    from bench_assets.core import media
+    seconds = float(case.rstrip("s"))
+    name = f"locot2v_{int(seconds)}s.mp4"
+    if seconds > 60 and seconds % 60 == 0:
+        base = make_video(Path(args.workdir) / "locot2v_60s.mp4", 60, (1280, 720), args.fps,
+                          source=LONG_SOURCES["locot2v"])
+        video = loop_video(base, int(seconds // 60), Path(args.workdir) / name)
+    else:
+        video = make_video(Path(args.workdir) / name, seconds, (1280, 720), args.fps, source=LONG_SOURCES["locot2v"])
+    c0, t0, rss0 = media.counters(), time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if mode == "media-legacy":
+        clip = media.ClipCache().get(video)
+        _ = (clip.even(16), clip.take(media.fps_indices(clip.n_frames, clip.fps, 1.0)))
+        walked = clip.n_frames
+    else:
+        src = media.VideoSource(video)
+        src.even(16), src.at_fps(1.0)
+        n = [0]
+        src.chunks(lambda i, f: n.__setitem__(0, n[0] + len(i)), chunk=32, overlap=1)
+        src.run()
+        walked = n[0]
+    c1 = media.counters()
+    return {"benchmark": mode, "case": case, "videos": 1, "shots": 0, "video_s": seconds,
+            "wall_s": time.perf_counter() - t0, "forward_s": 0.0, "walked": walked,
+            "decode": {k: c1[k] - c0[k] for k in c0}, "rss_before_run_gib": rss0 / 2**20,
+            "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
+
+
 def run_child(bench: str, case: str, args) -> dict:
     """The child under a memory watchdog; its peak RSS as the larger of its own count and the watchdog's."""
     import psutil
@@ -384,18 +416,22 @@ def _launch(env: dict, workspace: Path, job: str, tags: dict) -> str:
 
 
 def _wait_all(env: dict, n: int, timeout: float) -> tuple[int, int]:
-    """Poll the instance until n runs have finished; (successes, failures)."""
-    code = ("import sys\nfrom dagster import DagsterInstance, DagsterRunStatus as S\n"
-            "i = DagsterInstance.get(); rs = i.get_runs()\n"
-            "print(sum(r.status == S.SUCCESS for r in rs), sum(r.status in (S.FAILURE, S.CANCELED) for r in rs))")
+    """Poll the run storage of env's DAGSTER_HOME until n runs have finished; (successes, failures)."""
+    from dagster import DagsterInstance
+    from dagster import DagsterRunStatus as S
+    instance = DagsterInstance.from_config(env["DAGSTER_HOME"])
     t0 = time.perf_counter()
-    while time.perf_counter() - t0 < timeout:
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout.split()
-        ok, bad = (int(out[0]), int(out[1])) if len(out) == 2 else (0, 0)
-        if ok + bad >= n:
-            return ok, bad
-        time.sleep(2)
-    return -1, -1
+    try:
+        while time.perf_counter() - t0 < timeout:
+            runs = instance.get_runs()
+            ok = sum(r.status == S.SUCCESS for r in runs)
+            bad = sum(r.status in (S.FAILURE, S.CANCELED) for r in runs)
+            if ok + bad >= n:
+                return ok, bad
+            time.sleep(1)
+        return -1, -1
+    finally:
+        instance.dispose()
 
 
 def daemon_path(args) -> list[dict]:
@@ -463,7 +499,8 @@ def daemon_path(args) -> list[dict]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=["decoders", "benchmarks", "daemon"], action="append")
-    ap.add_argument("--benchmarks", default="entitybench,locot2v,narrativetrack,mbench")
+    ap.add_argument("--benchmarks", default="media-stream,media-legacy,entitybench,locot2v,narrativetrack,mbench",
+                    help="media-stream / media-legacy: the frame source alone on the long videos")
     ap.add_argument("--lengths", default="15,60,300", help="seconds of the 1280x720 videos")
     ap.add_argument("--fps", type=int, default=24)
     ap.add_argument("--episodes", default="e0003", help="EntityBench episodes (their shots become 832x480)")
@@ -478,7 +515,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.child:
         bench, case = args.child.split(":")
-        Path(args.out).write_text(json.dumps(child(bench, case, args)))
+        fn = media_child if bench.startswith("media-") else child
+        Path(args.out).write_text(json.dumps(fn(bench, case, args)))
         return 0
     only = set(args.only or ["decoders", "benchmarks", "daemon"])
     from bench_assets.core.media import decoder_info
