@@ -194,6 +194,7 @@ class Expect:
     metric_id: str
     direction: int                 # -1: the perturbation must lower it; +1: raise it; 0: leave it (invariance)
     margin: Optional[float] = None  # absolute difference that passes on its own (or the invariance tolerance)
+    units: Optional[str] = None     # regex on the unit key: the expectation concerns only these units
 
 
 def judge_expectation(exp: Expect, reference: Sequence[float], perturbed: Sequence[float],
@@ -238,7 +239,12 @@ class Suite:
     notes: list[str] = field(default_factory=list)
 
 
-def table_unit_values(store, tables: Sequence[str], unit_keys: Sequence[str],
+# the row schema every benchmark's per-item tables share (core record rows): finer levels first
+UNIT_KEYS = ("item", "shot", "entity_id", "pair")
+LEVELS = {"pair": 0, "crop": 0, "appearance": 1, "shot": 2, "event": 2, "character": 3, "entity": 3, "item": 4}
+
+
+def table_unit_values(store, tables: Sequence[str], unit_keys: Sequence[str] = UNIT_KEYS,
                       levels: Optional[dict[str, int]] = None) -> pd.DataFrame:
     """Per-unit metric values from a benchmark's generator tables: rows with ``metric_id`` and ``value``, a unit
     named by whichever of ``unit_keys`` the table has; where a ``level`` column exists only the finest level present
@@ -251,11 +257,12 @@ def table_unit_values(store, tables: Sequence[str], unit_keys: Sequence[str],
         df = pd.concat([store.read_table(f) for f in files], ignore_index=True)
         if "metric_id" not in df or "value" not in df or "generator" not in df:
             continue
-        if "level" in df and levels:
-            df["_lvl"] = df["level"].map(levels).fillna(99)
+        if "level" in df:
+            df["_lvl"] = df["level"].map(levels or LEVELS).fillna(99)
             df = df[df["_lvl"] == df.groupby(["generator", "metric_id"])["_lvl"].transform("min")]
         keys = [k for k in unit_keys if k in df.columns]
-        df = df.assign(unit=df[keys].astype(str).agg("/".join, axis=1) if keys else "all")
+        df = df.assign(unit=["/".join("" if pd.isna(v) else str(v) for v in row)
+                             for row in df[keys].itertuples(index=False)] if keys else "all")
         if "reason" not in df:
             df["reason"] = None
         df["value"] = pd.to_numeric(df["value"], errors="coerce")
@@ -271,8 +278,10 @@ def validity_rows(suite: Suite, values: pd.DataFrame) -> pd.DataFrame:
     for case in suite.cases:
         for exp in case.expectations:
             base = {"benchmark": suite.benchmark, "case": case.case_id, "perturbation": case.perturbation,
-                    "metric_id": exp.metric_id, "expected_direction": exp.direction, "margin": exp.margin}
+                    "metric_id": exp.metric_id + (f" [{exp.units}]" if exp.units else ""), "expected_direction": exp.direction, "margin": exp.margin}
             m = values[values["metric_id"] == exp.metric_id]
+            if exp.units:
+                m = m[m["unit"].astype(str).str.contains(exp.units, regex=True)]
             ref = m[(m["generator"] == suite.reference) & m["value"].notna()]
             per = m[(m["generator"] == case.generator) & m["value"].notna()]
             if ref.empty or per.empty:
@@ -360,7 +369,7 @@ def format_table(df: pd.DataFrame) -> str:
     def f(v, fmt="{:.3f}"):
         if v is None or (isinstance(v, float) and math.isnan(v)):
             return "-"
-        if isinstance(v, float) and math.isinf(v):
+        if isinstance(v, float) and (math.isinf(v) or abs(v) >= 1e6):  # 1e6: a bootstrap bound of an unbounded d
             return "+inf" if v > 0 else "-inf"
         return fmt.format(v)
 
@@ -374,7 +383,7 @@ def format_table(df: pd.DataFrame) -> str:
         line = (f"{str(r['benchmark']):14s} {str(r['case']):20s} {str(r['metric_id'] or '*'):34s} {exp:>3s} "
                 f"{f(r['reference_mean']):>8s} {f(r['perturbed_mean']):>8s} {f(r['difference']):>8s} "
                 f"{f(r['effect_size_d'], '{:.2f}'):>7s} {ci:>17s}  {verdict}")
-        if r["reason"]:
+        if isinstance(r["reason"], str) and r["reason"]:
             line += f"  ({r['reason']})"
         lines.append(line)
     n_pass = int((df["passed"] == True).sum())  # noqa: E712

@@ -103,11 +103,8 @@ def build_suite(work_dir: Path, episodes: Optional[list[str]] = None, cases: Opt
     return V.Suite(BENCH, data, gens, REFERENCE, chosen, unit_values=unit_values)
 
 
-_UNIT_KEYS = ("item", "shot", "entity_id", "pair")
-_LEVELS = {"pair": 0, "appearance": 1, "entity": 1, "shot": 2, "item": 3}
 
 
 def unit_values(store) -> pd.DataFrame:
     """Per-unit values (a shot for Pillar 1, an entity or pair for consistency) from the generator tables."""
-    return V.table_unit_values(store, ("entitybench_pillar1", "entitybench_presence_consistency"), _UNIT_KEYS,
-                               _LEVELS)
+    return V.table_unit_values(store, ("entitybench_pillar1", "entitybench_presence_consistency"))

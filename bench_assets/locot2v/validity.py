@@ -100,5 +100,4 @@ def build_suite(work_dir: Path) -> V.Suite:
 
 
 def unit_values(store) -> pd.DataFrame:
-    return V.table_unit_values(store, ("locot2v_visual", "locot2v_judged"), ("sample_id", "sample", "event"),
-                               {"event": 0, "sample": 1})
+    return V.table_unit_values(store, ("locot2v_visual", "locot2v_judged"))

@@ -28,6 +28,7 @@ STORIES = {
     "93": ("Rabbit", "non_human", "the Rabbit", "a large grey cartoon rabbit with long ears",
            "bigbuckbunny.mp4", [40, 100], [10, 60, 80, 125], (640, 360), ("carphone_pristine.mp4", [30, 90])),
 }
+HUMAN_UNITS = "/(CarMan|SuitMan)$"
 CASES = [
     V.Case("identity_swap", "shots 2 and 4 show another person", "p_identity_swap",
            [V.Expect("cids_cross", -1, 5.0), V.Expect("cids_self", -1, 5.0)]),
@@ -35,7 +36,9 @@ CASES = [
            [V.Expect("copy_paste", +1, 5.0)]),
     V.Case("blur", "Gaussian blur sigma 4", "p_blur", [V.Expect("aesthetics", -1, 0.3)]),
     V.Case("colour_shift", "hue +90 degrees, saturation x1.4", "p_colour_shift",
-           [V.Expect("csd_cross", -1, 5.0), V.Expect("cids_cross", 0, 10.0)]),
+           # identity from a face should not care about the palette; the appearance embedder used for non-human
+           # characters sees colour by design, so the invariance concerns the realistic humans only
+           [V.Expect("csd_cross", -1, 5.0), V.Expect("cids_cross", 0, 10.0, units=HUMAN_UNITS)]),
 ]
 
 
@@ -97,6 +100,4 @@ def build_suite(work_dir: Path) -> V.Suite:
 
 
 def unit_values(store) -> pd.DataFrame:
-    return V.table_unit_values(store, ("vistorybench_scores", "vistorybench_alignment"),
-                               ("story", "story_id", "character", "shot", "pair"),
-                               {"pair": 0, "shot": 1, "character": 2, "story": 3})
+    return V.table_unit_values(store, ("vistorybench_scores", "vistorybench_alignment"))
