@@ -10,9 +10,9 @@ Usage:
 
 What it makes (cached under --workdir, never committed): synthetic 1280x720 videos of --lengths seconds at
 --fps, built from the embedded benchmark clips (so detectors still find their entities) upscaled, blended with a
-panning multi-scale texture and film grain so the encoder cannot compress them to nothing (lengths over 60 s
-are the 60 s encode remuxed end to end, which decodes like a fresh encode and saves minutes of encoding); and EntityBench-like
-episodes whose shots are --shot-frames frames at 832x480 (the embedded faithful generator's shots, upscaled and
+panning multi-scale texture and film grain so the encoder cannot compress them to nothing (lengths that are
+multiples of --loop-from seconds are that encode remuxed end to end: it decodes like a fresh encode and saves
+minutes of encoding); EntityBench-like episodes whose shots are --shot-frames frames at 832x480 (the embedded faithful generator's shots, upscaled and
 interpolated). Each benchmark run happens in a child process (a clean peak RSS), watched: a child whose memory
 passes --rss-limit-gb is killed and reported as such, so a benchmark that still holds whole videos cannot take
 the shared machine down.
@@ -131,6 +131,16 @@ def loop_video(src: Path, times: int, path: Path) -> Path:
     return path
 
 
+def long_video(bench: str, seconds: float, args) -> Path:
+    """A 1280x720 video of `seconds` built from the benchmark's embedded clip; lengths above --loop-from that are
+    multiples of it are that encode remuxed end to end (encoding minutes of 720p is slow on a small machine)."""
+    d, base_s = Path(args.workdir), args.loop_from
+    if seconds > base_s and seconds % base_s == 0:
+        base = make_video(d / f"{bench}_{base_s}s.mp4", base_s, (1280, 720), args.fps, source=LONG_SOURCES[bench])
+        return loop_video(base, int(seconds // base_s), d / f"{bench}_{int(seconds)}s_loop{base_s}.mp4")
+    return make_video(d / f"{bench}_{int(seconds)}s.mp4", seconds, (1280, 720), args.fps, source=LONG_SOURCES[bench])
+
+
 def make_shot(path: Path, source: Path, size=(832, 480), frames: int = 81, fps: int = 16, seed: int = 0) -> Path:
     """An EntityBench-like shot: the embedded shot upscaled, its frames interpolated to `frames`, textured."""
     return make_video(path, frames / fps, size, fps, source=source, n_frames=frames, seed=seed)
@@ -235,12 +245,7 @@ def _setup(bench: str, case: str, tmp: Path, args) -> dict:
                 shots += 1
         return {"items": episodes, "videos": shots, "shots": shots, "video_s": shots * args.shot_frames / 16}
     seconds = float(case.rstrip("s"))
-    if seconds > 60 and seconds % 60 == 0:  # 300 s: the 60 s encode five times over (encoding 300 s is slow here)
-        base = make_video(media_dir / f"{bench}_60s.mp4", 60, (1280, 720), args.fps, source=LONG_SOURCES[bench])
-        video = loop_video(base, int(seconds // 60), media_dir / f"{bench}_{int(seconds)}s.mp4")
-    else:
-        video = make_video(media_dir / f"{bench}_{int(seconds)}s.mp4", seconds, (1280, 720), args.fps,
-                           source=LONG_SOURCES[bench])
+    video = long_video(bench, seconds, args)
     if bench == "locot2v":
         (data / "locot2v" / "samples").mkdir(parents=True)
         shutil.copy(DATA / "locot2v" / "samples" / "nature_1.json", data / "locot2v" / "samples")
@@ -316,13 +321,7 @@ def media_child(mode: str, case: str, args) -> dict:
     legacy whole-clip decode of the same video."""
     from bench_assets.core import media
     seconds = float(case.rstrip("s"))
-    name = f"locot2v_{int(seconds)}s.mp4"
-    if seconds > 60 and seconds % 60 == 0:
-        base = make_video(Path(args.workdir) / "locot2v_60s.mp4", 60, (1280, 720), args.fps,
-                          source=LONG_SOURCES["locot2v"])
-        video = loop_video(base, int(seconds // 60), Path(args.workdir) / name)
-    else:
-        video = make_video(Path(args.workdir) / name, seconds, (1280, 720), args.fps, source=LONG_SOURCES["locot2v"])
+    video = long_video("locot2v", seconds, args)
     c0, t0, rss0 = media.counters(), time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if mode == "media-legacy":
         clip = media.ClipCache().get(video)
@@ -346,6 +345,7 @@ def run_child(bench: str, case: str, args) -> dict:
     """The child under a memory watchdog; its peak RSS as the larger of its own count and the watchdog's."""
     import psutil
     cmd = [sys.executable, __file__, "--child", f"{bench}:{case}", "--workdir", args.workdir, "--fps", str(args.fps),
+           "--loop-from", str(args.loop_from),
            "--episodes", args.episodes, "--shot-frames", str(args.shot_frames)]
     out = Path(tempfile.mkstemp(suffix=".json")[1])
     t0 = time.perf_counter()
@@ -503,6 +503,8 @@ def main() -> int:
                     help="media-stream / media-legacy: the frame source alone on the long videos")
     ap.add_argument("--lengths", default="15,60,300", help="seconds of the 1280x720 videos")
     ap.add_argument("--fps", type=int, default=24)
+    ap.add_argument("--loop-from", type=int, default=60,
+                    help="longer videos are this many seconds of encode remuxed end to end")
     ap.add_argument("--episodes", default="e0003", help="EntityBench episodes (their shots become 832x480)")
     ap.add_argument("--shot-frames", type=int, default=81)
     ap.add_argument("--executors", default="multiprocess,in_process", help="daemon path executors to compare")
