@@ -25,18 +25,28 @@ from bench_resources.paths import BenchPaths
 from bench_resources.store import Store
 
 BENCH = "mbench"
-PROTOCOL = "mbench-1.0"
+PROTOCOL = "mbench-1.1"
 P = BenchmarkPartitions(BENCH)
 GROUP = "mbench"
 CLIPS = ClipCache(max_clips=16)
 SLOTS = ("pose", "image_embedder", "face", "person_detector", "open_vocab_detector", "style_vgg", "clip_b32")
-CONSTANTS = {"fov_deg": G.FOV_DEG, "parallax_ratio": G.PARALLAX_RATIO, "identity_frames": PL.IDENTITY_FRAMES,
-             "identity_max_cosine_distance": M.IDENTITY_MAX_COSINE_DISTANCE, "lighting_alpha": M.LIGHTING_ALPHA,
-             "lighting_tau": M.LIGHTING_TAU, "trigger_frames": PL.TRIGGER_FRAMES,
-             "text_frames_per_segment": PL.TEXT_FRAMES_PER_SEGMENT, "revisit_top_T": 5, "revisit_max_A": 20,
-             "object_mask": "box propagated by the trajectory's rotation homography (offline substitute)",
+CONSTANTS = {"visual_odometry": G.VO_DEFAULT.as_dict(), "revisit_pair": G.PAIR_DEFAULT.as_dict(),
+             "identity_frames": PL.IDENTITY_FRAMES,
+             "identity_thresholds": {k: {"max_cosine_distance": v, "source": src}
+                                     for k, (v, src) in M.IDENTITY_THRESHOLDS.items()},
+             "lighting_alpha": M.LIGHTING_ALPHA, "lighting_tau": M.LIGHTING_TAU, "trigger_frames": PL.TRIGGER_FRAMES,
+             "text_frames_per_segment": PL.TEXT_FRAMES_PER_SEGMENT,
+             "revisit_T": {"translation": G.REVISIT_T_TRANSLATION, "angle_deg": G.REVISIT_T_ANGLE_DEG,
+                           "top": G.REVISIT_T_TOP},
+             "revisit_A": {"max_pairs": G.REVISIT_A_MAX, "angle_deg": G.REVISIT_A_ANGLE_DEG,
+                           "min_gap_fraction": G.REVISIT_MIN_GAP_FRACTION},
+             "geometry_min_object_matches": PL.MIN_OBJECT_MATCHES,
+             "object_mask": "box carried by the full pose as a fronto-parallel plane at its triangulated depth "
+                            "(rotation only without depth) (offline substitute for SAM 2 propagation)",
              "geometry_warp": "homography on matches inside the box, else K R K^-1 from the trajectory",
-             "errors": "pixels at the video's resolution; score exp(-E)"}
+             "errors": "pixels at the video's resolution; per pair the median over RANSAC-consistent matches; "
+                       "score exp(-E); a forgotten return view scores 0",
+             "a_mode_box": "the case's box in init-frame pixels, rescaled to the output's resolution"}
 
 
 def _slot(models: ModelRegistry, device: Device, name: str):
@@ -66,6 +76,18 @@ def _video(paths: BenchPaths, generator: str, case_id: str):
         raise Failure(f"generator {generator!r}, case {case_id}: {e}") from None
 
 
+def _init_size(paths: BenchPaths, case: D.Case) -> Optional[tuple[int, int]]:
+    """(width, height) of the case's init frame: the pixel space of its ground-truth box."""
+    if not case.init_frame:
+        return None
+    p = paths.benchmark_dir(BENCH) / "frames" / case.init_frame
+    if not p.is_file():
+        raise Failure(f"case {case.case_id}: init frame {p} is missing (its box cannot be placed in the output)")
+    from PIL import Image
+    with Image.open(p) as im:
+        return im.size
+
+
 @asset(partitions_def=P.items, group_name=GROUP, code_version="1", kinds={"json"})
 def mbench_case(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.DataFrame]:
     """One validated case (canonical format, T or A mode)."""
@@ -78,7 +100,7 @@ def mbench_case(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.
     return Output(df, metadata={"subset": case.subset, "mode": case.mode})
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
 def mbench_poses(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
                  models: ModelRegistry, device: Device) -> Output[pd.DataFrame]:
     """One camera trajectory for the whole video (pose slot) and the revisit pairs (T: pose-return ranking, top 5;
@@ -94,7 +116,8 @@ def mbench_poses(context: AssetExecutionContext, paths: BenchPaths, mbench_case:
         return Output(df, metadata={"frames": 0, "pairs": 0, "pairing": MetadataValue.text(why)})
     frames = list(clip.frames)
     K = G.intrinsics(clip.size[0], clip.size[1])
-    Rs, C, failed = pose.estimate(frames, K)
+    est = pose.estimate(frames, K)
+    Rs, C, failed = est
     if case.mode == "A":
         pairs, how = G.revisit_pairs_action(Rs, C)
     else:
@@ -107,8 +130,12 @@ def mbench_poses(context: AssetExecutionContext, paths: BenchPaths, mbench_case:
              for i, j in pairs]
     df = pd.DataFrame(rows)
     df["generator"], df["case_id"], df["source_sha256"] = generator, case_id, clip.sha256
-    return Output(df, metadata={"frames": len(frames), "pairs": len(pairs), "pairing": how,
-                                "failed_steps": int(sum(failed))})
+    meta = {"frames": len(frames), "pairs": len(pairs), "pairing": how, "failed_steps": int(sum(failed))}
+    if getattr(est, "kinds", None):
+        meta["step_kinds"] = MetadataValue.json({k: est.kinds.count(k) for k in sorted(set(est.kinds))})
+    if getattr(est, "loop", None):
+        meta["loop_closure"] = MetadataValue.json(est.loop)
+    return Output(df, metadata=meta)
 
 
 def _trajectory(poses: pd.DataFrame):
@@ -150,10 +177,22 @@ def mbench_trigger(context: AssetExecutionContext, paths: BenchPaths, mbench_cas
     return Output(df, metadata={"triggered": str(row["triggered"]), "reason": MetadataValue.text(str(row["reason"]))})
 
 
-def _value_row(generator, case, metric, value, reason=None, detail=None):
+def _value_row(generator, case, metric, value, reason=None, detail=None, n_eval=None, n_failed=0, n_skipped=None,
+               evaluator=False):
+    """One per-case sub-dimension row with its counts: n_eval instances scored, n_failed instances the evaluator
+    could not compute (a model, slot or judge missing: ``n_failed_evaluator`` too), n_skipped instances that were
+    not applicable (no texture, target out of view, no face)."""
+    if n_eval is None:
+        n_eval = 0 if value is None else 1
+    if n_skipped is None:
+        n_skipped = 0 if value is not None or evaluator else 1
+    if value is None and evaluator and not n_failed:
+        n_failed = 1
     return {"generator": generator, "case_id": case.case_id, "subset": case.subset, "mode": case.mode,
             "metric_id": metric, "value": None if value is None else float(value), "reason": reason,
-            "detail": json.dumps(detail, sort_keys=True, default=float) if detail else None}
+            "detail": json.dumps(detail, sort_keys=True, default=float) if detail else None,
+            "n_eval": int(n_eval), "n_failed": int(n_failed), "n_skipped": int(n_skipped),
+            "n_failed_evaluator": int(n_failed if evaluator else 0)}
 
 
 POSE_METRICS = ("geometry", "texture", "epipolar", "reprojection", "lighting", "action_instruction")
@@ -168,15 +207,17 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
     rows = []
     applies = set(M.SUBSET_METRICS[case.subset]) | ({"text_instruction"} if case.mode == "T" else {"action_instruction"})
     if Rs is None:
-        rows += [_value_row(generator, case, m, None, pose_reason) for m in POSE_METRICS if m in applies]
+        rows += [_value_row(generator, case, m, None, pose_reason, evaluator=True)
+                 for m in POSE_METRICS if m in applies]
         applies -= set(POSE_METRICS)
     tracks = tracks if len(tracks) else pd.DataFrame(columns=["kind", "frame", "box", "reason", "track", "embedding",
-                                                              "person_box"])
+                                                              "person_box", "threshold"])
     if {"geometry", "texture"} & applies:
         objects = tracks[tracks["kind"] == "object"].sort_values("frame")
         if objects.empty:
             why = "; ".join(tracks.loc[tracks["kind"] == "object_unavailable", "reason"].astype(str)) or "no object track"
-            rows += [_value_row(generator, case, m, None, why) for m in ("geometry", "texture")]
+            rows += [_value_row(generator, case, m, None, why, evaluator="unavailable" in why or "slot" in why)
+                     for m in ("geometry", "texture")]
         else:
             boxes = [json.loads(b) if isinstance(b, str) else None for b in objects["box"]]
             vals, details = [], []
@@ -189,11 +230,12 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
                     vals.append(v)
                     details.append({"pair": [i, j], "ssim": round(v, 4), "warp": how})
             rows.append(_value_row(generator, case, "geometry", np.mean(vals) if vals else None,
-                                   None if vals else "no revisit pair with the target in view", {"pairs": details}))
+                                   None if vals else "no revisit pair with the target in view", {"pairs": details},
+                                   n_eval=len(vals), n_skipped=len(pairs) - len(vals)))
             embedder, why = _slot(models, device, "image_embedder")
             crops = [c for c in (PL.crop(f, b) for f, b in zip(frames, boxes) if b is not None) if c is not None]
             if embedder is None:
-                rows.append(_value_row(generator, case, "texture", None, why))
+                rows.append(_value_row(generator, case, "texture", None, why, evaluator=True))
             else:
                 v = M.centroid_consistency(embedder.embed(crops)) if len(crops) >= 2 else None
                 rows.append(_value_row(generator, case, "texture", v, None if v is not None else "fewer than 2 crops",
@@ -202,18 +244,26 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
         faces = tracks[tracks["kind"] == "face"]
         gone = tracks[tracks["kind"] == "face_unavailable"]
         if len(gone):
-            rows += [_value_row(generator, case, m, None, str(gone["reason"].iloc[0])) for m in ("identity", "appearance")]
+            rows += [_value_row(generator, case, m, None, str(gone["reason"].iloc[0]), evaluator=True)
+                     for m in ("identity", "appearance")]
         else:
             by_track = [[np.asarray(e, np.float32) for e in g["embedding"]] for _, g in faces.groupby("track")]
-            v, n = M.tracks_consistency(by_track)
+            tv, n = M.tracks_consistency(by_track)
+            thr = float(faces["threshold"].iloc[0]) if len(faces) else None
+            per_frame = [[np.asarray(e, np.float32) for e in g["embedding"]] for _, g in faces.sort_values("frame")
+                         .groupby("frame", sort=True)]
+            drift = M.first_appearance_drift(per_frame, thr) if thr is not None else {"kept_fraction": None}
+            v = M.identity_score(tv, drift)
             rows.append(_value_row(generator, case, "identity", v, None if v is not None else
                                    "no face track with >= 2 detections",
-                                   {"tracks": len(by_track), "scored": n, "faces": len(faces)}))
+                                   {"tracks": len(by_track), "scored": n, "faces": len(faces), "track_consistency": tv,
+                                    "first_appearance": drift, "max_cosine_distance": thr},
+                                   n_eval=n, n_skipped=len(by_track) - n if len(by_track) else 1))
             embedder, ewhy = _slot(models, device, "image_embedder")
             no_person = tracks[tracks["kind"] == "person_unavailable"]
             if len(no_person) or embedder is None:
                 rows.append(_value_row(generator, case, "appearance", None,
-                                       str(no_person["reason"].iloc[0]) if len(no_person) else ewhy))
+                                       str(no_person["reason"].iloc[0]) if len(no_person) else ewhy, evaluator=True))
             else:
                 body = []
                 for _, g in faces.groupby("track"):
@@ -223,34 +273,33 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
                         body.append(list(embedder.embed(crops)))
                 v, n = M.tracks_consistency(body)
                 rows.append(_value_row(generator, case, "appearance", v, None if v is not None else
-                                       "no track with >= 2 full-body crops", {"scored": n}))
+                                       "no track with >= 2 full-body crops", {"scored": n}, n_eval=n))
     if {"epipolar", "reprojection", "lighting"} & applies:
-        errs = []
-        for i, j in pairs:
-            R_rel, t_rel = G.relative(Rs[i], C[i], Rs[j], C[j])
-            e = PL.pair_errors(frames[i], frames[j], R_rel, t_rel, K)
-            errs.append({"pair": [i, j], **e})
+        feats = PL.LazyFeatures(frames)
+        errs = [G.revisit_pair(feats, i, j, Rs, C, K) for i, j in pairs]
         for m, key in (("epipolar", "epipolar_px"), ("reprojection", "reprojection_px")):
-            good = [e[key] for e in errs if e[key] is not None]
-            rows.append(_value_row(generator, case, m, float(np.mean([np.exp(-x) for x in good])) if good else None,
-                                   None if good else "no revisit pair with enough matches", {"pairs": errs}))
+            agg = M.spatial_score(errs, key)
+            why = None if agg["value"] is not None else ("; ".join(agg["reasons"]) or "no revisit pair")
+            rows.append(_value_row(generator, case, m, agg["value"], why,
+                                   {"pairs": errs, "forgotten": agg["forgotten"]},
+                                   n_eval=agg["n_eval"], n_skipped=agg["n_skipped"] + (0 if pairs else 1)))
         rows.append(_value_row(generator, case, "lighting",
                                M.lighting_score([(frames[i], frames[j]) for i, j in pairs]),
-                               None if pairs else "no revisit pair"))
+                               None if pairs else "no revisit pair", n_eval=len(pairs)))
     if "style" in applies:
         vgg, why = _slot(models, device, "style_vgg")
         rows.append(_value_row(generator, case, "style", M.gram_style_score(vgg.grams(frames)) if vgg else None,
-                               why if vgg is None else None))
+                               why if vgg is None else None, evaluator=vgg is None))
     if {"state_evolution", "evolution_correctness"} & applies:
         ok, why = judge.available()
         if not ok:
-            rows += [_value_row(generator, case, m, None, f"needs the judge: {why}")
+            rows += [_value_row(generator, case, m, None, f"needs the judge: {why}", evaluator=True)
                      for m in ("state_evolution", "evolution_correctness")]
         else:
             sel = PL.even(len(frames), PL.TRIGGER_FRAMES)
             res = judge.ask_many([J.evolution_request(case.causal_event, [frames[k] for k in sel])])[0]
             if res.status != "ok":
-                rows += [_value_row(generator, case, m, None, f"judge {res.status}: {res.reason}")
+                rows += [_value_row(generator, case, m, None, f"judge {res.status}: {res.reason}", evaluator=True)
                          for m in ("state_evolution", "evolution_correctness")]
             else:
                 g = M.judge_unit(res.answer["state_evolution"])
@@ -261,7 +310,7 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
     if "text_instruction" in applies:
         clip_model, why = _slot(models, device, "clip_b32")
         if clip_model is None:
-            rows.append(_value_row(generator, case, "text_instruction", None, why))
+            rows.append(_value_row(generator, case, "text_instruction", None, why, evaluator=True))
         else:
             seg = PL.segment_of_frames(len(frames), len(case.segments))
             per = []
@@ -271,22 +320,42 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
                 if pick:
                     per.append(float(clip_model.similarity([frames[i] for i in pick], [s.get("text", "")]).mean()))
             rows.append(_value_row(generator, case, "text_instruction", float(np.clip(np.mean(per), 0, 1)) if per else None,
-                                   None if per else "no frame per segment", {"per_segment": per}))
+                                   None if per else "no frame per segment", {"per_segment": per}, n_eval=len(per),
+                                   n_skipped=len(case.segments) - len(per)))
     if "action_instruction" in applies:
         acts = case.frame_actions()
         tw = [G.twist(Rs[k], C[k], Rs[k + 1], C[k + 1]) for k in range(len(Rs) - 1)]
-        n = min(len(tw), len(acts))
-        v = M.action_alignment(tw[:n], acts[:n])
-        rows.append(_value_row(generator, case, "action_instruction", v,
-                               None if v is not None else "no moving phase", {"transitions": n}))
+        if len(acts) > len(tw):
+            # the generator's video is shorter than the schedule: an error of this output, not a truncation
+            rows.append(_value_row(generator, case, "action_instruction", None,
+                                   f"generator {generator!r}, case {case.case_id}: the action schedule has "
+                                   f"{len(acts)} frame transitions but the video has {len(tw)}",
+                                   {"schedule": len(acts), "transitions": len(tw)}, n_failed=1, n_skipped=0))
+        else:
+            v = M.action_alignment(tw[:len(acts)], acts)
+            rows.append(_value_row(generator, case, "action_instruction", v,
+                                   None if v is not None else "no moving phase",
+                                   {"transitions": len(acts), "extra_video_transitions": len(tw) - len(acts)},
+                                   n_eval=sum(a != "wait" for a in acts)))
     return rows
 
 
-def _init_box(case: D.Case, frame0: np.ndarray, models: ModelRegistry, device: Device):
-    """(box, how): A: the case's box; T: the first-frame detection of "name + attributes" (open-vocabulary slot)."""
+def scale_box(bbox_cxcywh, init_size: Optional[tuple[int, int]], out_size: tuple[int, int]):
+    """The case's [cx, cy, w, h] (pixels of the init frame) as xyxy in the output's pixels."""
+    cx, cy, bw, bh = (float(v) for v in bbox_cxcywh)
+    sx, sy = (out_size[0] / init_size[0], out_size[1] / init_size[1]) if init_size else (1.0, 1.0)
+    return ((cx - bw / 2) * sx, (cy - bh / 2) * sy, (cx + bw / 2) * sx, (cy + bh / 2) * sy)
+
+
+def _init_box(case: D.Case, frame0: np.ndarray, models: ModelRegistry, device: Device,
+              init_size: Optional[tuple[int, int]] = None):
+    """(box, how): A: the case's box rescaled from the init frame to the output; T: the first-frame detection of
+    "name + attributes" (open-vocabulary slot)."""
     if case.target.get("bbox") and case.mode == "A":
-        cx, cy, bw, bh = case.target["bbox"]
-        return (cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2), "the case's ground-truth box"
+        h, w = frame0.shape[:2]
+        how = ("the case's ground-truth box" + (f", rescaled from {init_size[0]}x{init_size[1]} to {w}x{h}"
+                                                if init_size and tuple(init_size) != (w, h) else ""))
+        return scale_box(case.target["bbox"], init_size, (w, h)), how
     det, why = _slot(models, device, "open_vocab_detector")
     if det is None:
         return None, why
@@ -298,9 +367,10 @@ def _init_box(case: D.Case, frame0: np.ndarray, models: ModelRegistry, device: D
     return tuple(float(v) for v in d.xyxy[int(np.argmax(d.confidence))]), "first-frame open-vocabulary detection"
 
 
-def track_rows(case: D.Case, frames: list[np.ndarray], Rs, models: ModelRegistry, device: Device) -> list[dict]:
-    """Object box per frame (propagated from the case box / first-frame detection) and face detections with their
-    track id, embedding and enclosing person box, for the subsets that use them."""
+def track_rows(case: D.Case, frames: list[np.ndarray], Rs, models: ModelRegistry, device: Device, C=None,
+               init_size: Optional[tuple[int, int]] = None) -> list[dict]:
+    """Object box per frame (the case box / first-frame detection carried by the full pose) and face detections
+    with their track id, embedding and enclosing person box, for the subsets that use them."""
     h, w = frames[0].shape[:2]
     K = G.intrinsics(w, h)
     metrics = set(M.SUBSET_METRICS[case.subset])
@@ -310,16 +380,23 @@ def track_rows(case: D.Case, frames: list[np.ndarray], Rs, models: ModelRegistry
             rows.append({"kind": "object_unavailable", "reason": "the box is propagated along the trajectory, and the "
                                                                  "pose slot is unavailable"})
         else:
-            init_box, how = _init_box(case, frames[0], models, device)
+            init_box, how = _init_box(case, frames[0], models, device, init_size)
             if init_box is None:
                 rows.append({"kind": "object_unavailable", "reason": how})
             else:
-                for k, b in enumerate(PL.propagate_box(init_box, Rs, K, (w, h))):
-                    rows.append({"kind": "object", "frame": k, "box": json.dumps(b) if b else None, "reason": how})
+                depth, dhow = (None, "no camera centres") if C is None else \
+                    PL.box_depth(PL.LazyFeatures(frames), Rs, C, K, init_box)
+                for k, b in enumerate(PL.propagate_box(init_box, Rs, K, (w, h), C=C, depth=depth)):
+                    rows.append({"kind": "object", "frame": k, "box": json.dumps(b) if b else None,
+                                 "reason": f"{how}; {dhow}"})
     if {"identity", "appearance"} & metrics:
         face, why = _slot(models, device, "face")
         if face is None:
             rows.append({"kind": "face_unavailable", "reason": why})
+            return rows
+        thr, source = M.identity_threshold(models.status("face").checkpoint)
+        if thr is None:
+            rows.append({"kind": "face_unavailable", "reason": source})
             return rows
         idx = PL.even(len(frames), PL.IDENTITY_FRAMES)
         obs = PL.face_observations(face, frames, idx)
@@ -327,17 +404,18 @@ def track_rows(case: D.Case, frames: list[np.ndarray], Rs, models: ModelRegistry
         if person is None:
             rows.append({"kind": "person_unavailable", "reason": pwhy})
         bodies = {f: person.detect([frames[idx[f]]])[0] for f, o in enumerate(obs) if o} if person else {}
-        for t_id, t in enumerate(M.face_tracks([[e for e, _ in o] for o in obs])):
+        for t_id, t in enumerate(M.face_tracks([[e for e, _ in o] for o in obs], max_distance=thr)):
             for f, d in t:
                 emb, fbox = obs[f][d]
                 pb = bodies.get(f)
                 pbox = PL.person_box_for(fbox, pb.xyxy) if pb is not None and len(pb) else None
                 rows.append({"kind": "face", "frame": idx[f], "track": t_id, "embedding": np.asarray(emb).tolist(),
-                             "box": json.dumps(fbox), "person_box": json.dumps(pbox) if pbox else None})
+                             "box": json.dumps(fbox), "person_box": json.dumps(pbox) if pbox else None,
+                             "threshold": thr, "reason": source})
     return rows
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
 def mbench_tracks(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
                   mbench_poses: pd.DataFrame, models: ModelRegistry, device: Device) -> Output[pd.DataFrame]:
     """Shared intermediates: the target's box-level mask per frame (offline: propagated by the trajectory's rotation
@@ -346,16 +424,17 @@ def mbench_tracks(context: AssetExecutionContext, paths: BenchPaths, mbench_case
     generator, case_id = P.split(context.partition_key)
     case = _case(mbench_case)
     clip = _video(paths, generator, case_id)
-    Rs, _, _ = _trajectory(mbench_poses)
-    rows = track_rows(case, list(clip.frames), Rs, models, device)
-    df = pd.DataFrame(rows, columns=["kind", "frame", "box", "reason", "track", "embedding", "person_box"])
+    Rs, C, _ = _trajectory(mbench_poses)
+    rows = track_rows(case, list(clip.frames), Rs, models, device, C=C, init_size=_init_size(paths, case))
+    df = pd.DataFrame(rows, columns=["kind", "frame", "box", "reason", "track", "embedding", "person_box",
+                                     "threshold"])
     df["generator"], df["case_id"], df["source_sha256"] = generator, case_id, clip.sha256
     faces = df[df["kind"] == "face"]
     return Output(df, metadata={"object_frames": int(((df["kind"] == "object") & df["box"].notna()).sum()),
                                 "faces": len(faces), "face_tracks": int(faces["track"].nunique()) if len(faces) else 0})
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="3", pool="gpu", op_tags=GPU_OP_TAGS)
 def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
                   mbench_poses: pd.DataFrame, mbench_tracks: pd.DataFrame, mbench_trigger: pd.DataFrame,
                   models: ModelRegistry, device: Device, judge: Judge) -> Output[pd.DataFrame]:
@@ -375,8 +454,11 @@ def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case
     df["trigger_reason"] = trig["reason"]
     df["source_sha256"] = clip.sha256
     df["protocol"] = _protocol(models, judge)
-    return Output(df, metadata={r.metric_id: (round(r.value, 4) if pd.notna(r.value) else "None")
-                                for r in df.itertuples()})
+    ev = df[df["n_failed_evaluator"] > 0]
+    meta = {r.metric_id: (round(r.value, 4) if pd.notna(r.value) else "None") for r in df.itertuples()}
+    meta["evaluator_failures"] = int(len(ev))
+    meta["evaluator_failure_reasons"] = MetadataValue.text("; ".join(sorted(set(ev["reason"].astype(str))))[:800])
+    return Output(df, metadata=meta)
 
 
 def leaderboard_table(scores: pd.DataFrame, cases: pd.DataFrame, generators: list[str]) -> pd.DataFrame:
@@ -410,9 +492,23 @@ def leaderboard_table(scores: pd.DataFrame, cases: pd.DataFrame, generators: lis
                          "m_score": float(np.mean(vals)) if vals else None,
                          "reason": None if vals and len(vals) == len(ks) else
                          f"mean over {len(vals)} of {len(ks)} sub-dimensions with an M-Score"})
+    board["metric_id"] = "m_score." + board["metric_id"]   # the paper's public ids (m_score.geometry, ...)
     board = pd.concat([board, pd.DataFrame(dims)], ignore_index=True)
     board["value"] = board["m_score"]
     return board
+
+
+def read_cases(ids: list[str], load) -> tuple[pd.DataFrame, list[str]]:
+    """(case_id, subset, mode) of every case that parses, and one error per case that does not: a malformed case
+    file must not take the leaderboard of the other cases with it."""
+    rows, errors = [], []
+    for i in ids:
+        try:
+            c = load(i)
+            rows.append({"case_id": c.case_id, "subset": c.subset, "mode": c.mode})
+        except (D.CaseError, OSError, ValueError) as e:
+            errors.append(str(e))
+    return pd.DataFrame(rows, columns=["case_id", "subset", "mode"]), errors
 
 
 def _board_row(g: str, mode: str, k: str, sg: pd.DataFrame, applicable: pd.DataFrame) -> dict:
@@ -444,7 +540,7 @@ def _board_row(g: str, mode: str, k: str, sg: pd.DataFrame, applicable: pd.DataF
     return row
 
 
-@asset(group_name=GROUP, code_version="2", deps=[mbench_scores, mbench_case],
+@asset(group_name=GROUP, code_version="3", deps=[mbench_scores, mbench_case],
        automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
 def mbench_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths, models: ModelRegistry,
                        judge: Judge) -> Output[pd.DataFrame]:
@@ -455,15 +551,18 @@ def mbench_leaderboard(context: AssetExecutionContext, store: Store, paths: Benc
         raise ValueError("no MBench score partition has been materialised yet")
     scores = store.query("SELECT generator, case_id, subset, mode, metric_id, value, reason, triggered, "
                          "trigger_reason, protocol FROM mbench_scores")
-    ids = D.discover_cases(paths.benchmark_dir(BENCH) / "cases")
-    cases = pd.DataFrame([D.load_case(paths.benchmark_dir(BENCH) / "cases" / f"{i}.json").to_json() for i in ids])
-    board = leaderboard_table(scores, cases[["case_id", "subset", "mode"]], sorted(scores["generator"].unique()))
+    root = paths.benchmark_dir(BENCH) / "cases"
+    cases, case_errors = read_cases(D.discover_cases(root), lambda i: D.load_case(root / f"{i}.json"))
+    scores = scores[scores["case_id"].isin(cases["case_id"])]
+    board = leaderboard_table(scores, cases, sorted(scores["generator"].unique()))
     manifest = build_manifest(benchmark=BENCH, protocol=PROTOCOL, models=slot_manifest(models),
                               judge=judge.fingerprint(), constants=CONSTANTS)
     table = board[board["mode"] == "A"].pivot(index="metric_id", columns="generator", values="m_score")
     return Output(board, metadata={"table": MetadataValue.md(table.round(2).to_markdown()),
                                    "manifest": MetadataValue.json(manifest),
-                                   "protocol_digest": protocol_digest(manifest)})
+                                   "protocol_digest": protocol_digest(manifest),
+                                   "invalid_cases": len(case_errors),
+                                   "invalid_case_errors": MetadataValue.text("\n".join(case_errors)[:2000] or "none")})
 
 
 ASSETS = [mbench_case, mbench_poses, mbench_tracks, mbench_trigger, mbench_scores, mbench_leaderboard]

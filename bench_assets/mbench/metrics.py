@@ -19,7 +19,16 @@ DIMENSIONS = {"entity": ("identity", "appearance", "geometry", "texture"),
               "environment": ("epipolar", "reprojection", "lighting", "style"),
               "causal": ("state_evolution", "evolution_correctness", "text_instruction", "action_instruction")}
 LIGHTING_ALPHA, LIGHTING_TAU = 0.5, 10.0
-IDENTITY_MAX_COSINE_DISTANCE = 0.15
+IDENTITY_MAX_COSINE_DISTANCE = 0.15   # the paper's rule, for its face model (ArcFace / buffalo_l)
+# The track threshold belongs to the face model: a cosine distance means different things in different embedding
+# spaces. Each entry is a same/different-identity operating point measured on labelled faces by the model's
+# authors, never a number picked here. Matched against the face slot's checkpoint name (lower case).
+IDENTITY_THRESHOLDS = {
+    "arcface": (IDENTITY_MAX_COSINE_DISTANCE, "the paper's rule for ArcFace (buffalo_l) embeddings"),
+    "sface": (1 - 0.363, "SFace verification threshold: cosine similarity 0.363, calibrated on LFW same/different "
+                         "pairs by the model's authors (OpenCV samples/dnn/face_detect.py, opencv_zoo "
+                         "face_recognition_sface)"),
+}
 
 # Ideal twists [v; omega] per action (v in world units, omega axis-angle of the step's rotation). As in the paper,
 # panning left is omega = (0, +1, 0). The magnitude is discarded by the cosine.
@@ -82,6 +91,61 @@ def face_tracks(detections: Sequence[Sequence[np.ndarray]], max_distance: float 
     return tracks
 
 
+def identity_threshold(face_checkpoint: Optional[str]) -> tuple[Optional[float], str]:
+    """(max cosine distance, source) for the face model in use; None when the model has no calibrated value."""
+    name = (face_checkpoint or "").lower()
+    for key, (value, source) in IDENTITY_THRESHOLDS.items():
+        if key in name:
+            return value, source
+    return None, f"no calibrated identity threshold for face model {face_checkpoint!r}"
+
+
+def first_appearance_drift(detections: Sequence[Sequence[np.ndarray]], max_distance: float) -> dict:
+    """Drift from the first appearance: the first detected face is the reference; every later sampled frame with
+    faces contributes the cosine distance of its closest face. A frame beyond ``max_distance`` has lost the
+    identity. Returns {reference_frame, frames, lost, kept_fraction, mean_distance} (kept_fraction None with no
+    later frame)."""
+    ref, ref_f = None, None
+    d = []
+    for f, frame in enumerate(detections):
+        if not len(frame):
+            continue
+        if ref is None:
+            ref, ref_f = frame[0], f
+            continue
+        d.append(min(1 - float(np.dot(e, ref)) for e in frame))
+    lost = int(sum(x > max_distance for x in d))
+    return {"reference_frame": ref_f, "frames": len(d), "lost": lost,
+            "kept_fraction": (1 - lost / len(d)) if d else None,
+            "mean_distance": float(np.mean(d)) if d else None}
+
+
+def identity_score(track_value: Optional[float], drift: dict) -> Optional[float]:
+    """The paper's centroid consistency of the tracks, scaled by the fraction of later frames that still show the
+    first person (a person replaced by another forms two clean tracks, each perfectly consistent)."""
+    if track_value is None:
+        return None
+    return float(track_value) * (drift["kept_fraction"] if drift["kept_fraction"] is not None else 1.0)
+
+
+def spatial_score(pairs: Sequence[dict], key: str) -> dict:
+    """Per-case epipolar or reprojection score from revisit pairs: mean of exp(-E) over scored pairs, a forgotten
+    pair scoring the worst value 0 (exp(-inf)); skipped pairs (no texture, or nothing measurable) leave the mean.
+    Returns {value, n_eval, n_skipped, forgotten, reasons}."""
+    vals, skipped, forgotten, reasons = [], 0, 0, []
+    for p in pairs:
+        if p["status"] == "forgotten":
+            vals.append(0.0)
+            forgotten += 1
+        elif p["status"] == "skipped" or p.get(key) is None:
+            skipped += 1
+            reasons.append(p.get("reason") or p.get("reprojection_reason") or "not measurable")
+        else:
+            vals.append(float(np.exp(-p[key])))
+    return {"value": float(np.mean(vals)) if vals else None, "n_eval": len(vals), "n_skipped": skipped,
+            "forgotten": forgotten, "reasons": sorted(set(reasons))}
+
+
 def tracks_consistency(tracks: Sequence[Sequence[np.ndarray]]) -> tuple[Optional[float], int]:
     """Mean over tracks with >= 2 members of the centroid consistency of their embeddings; (value, tracks used)."""
     vals = [centroid_consistency(np.stack(t)) for t in tracks if len(t) >= 2]
@@ -138,10 +202,6 @@ def action_alignment(twists: Sequence[np.ndarray], actions: Sequence[str]) -> Op
         cos = 0.0 if n < 1e-9 else float(xi @ ideal / (n * np.linalg.norm(ideal)))
         vals.append((cos + 1) / 2)
     return float(np.mean(vals)) if vals else None
-
-
-def geometric_score(error_px: Optional[float]) -> Optional[float]:
-    return None if error_px is None else float(np.exp(-error_px))
 
 
 def judge_unit(x: float) -> float:

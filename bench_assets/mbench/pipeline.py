@@ -1,9 +1,10 @@
 """Per-case MBench work between the video and the sub-dimension values (models passed in, no Dagster).
 
 Offline object masks are box-level: the case's box (A) or the first-frame detection of "name + attributes" (T),
-propagated through the trajectory's rotation homography K R_k K^-1 (valid for far or near-planar objects; named in
-the manifest). The propagated box follows the object's place, whatever is drawn there, so a world that changes
-while unseen shows up in geometry and texture.
+carried by the trajectory's full pose as a fronto-parallel plane at the object's triangulated depth (K (R + t n^T /
+d) K^-1; a rotation-only trajectory, or an object without triangulated points, uses K R K^-1, valid for far
+objects; named in the manifest). The carried box follows the object's place, whatever is drawn there, so a world
+that changes while unseen shows up in geometry and texture.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from bench_assets.mbench import metrics as M
 IDENTITY_FRAMES = 32
 TRIGGER_FRAMES = 8
 TEXT_FRAMES_PER_SEGMENT = 4
-MIN_OBJECT_MATCHES = 8
+MIN_OBJECT_MATCHES = 8     # matches inside the box to fit the geometry warp homography
 
 
 def even(n: int, k: int) -> list[int]:
@@ -30,17 +31,55 @@ def segment_of_frames(n_frames: int, n_segments: int) -> list[int]:
     return [min(n_segments - 1, int(k * n_segments / n_frames)) for k in range(n_frames)]
 
 
-def propagate_box(box_xyxy: Sequence[float], Rs: Sequence[np.ndarray], K: np.ndarray,
-                  size: tuple[int, int]) -> list[Optional[tuple[float, float, float, float]]]:
-    """The first frame's box carried to every frame by K R_k K^-1; None once less than half of it is in view."""
+class LazyFeatures:
+    """ORB features of a frame, computed once, only for the frames a metric asks for."""
+
+    def __init__(self, frames: Sequence[np.ndarray]):
+        self.frames, self._f = frames, {}
+
+    def __getitem__(self, k: int) -> G.Features:
+        if k not in self._f:
+            self._f[k] = G.features(self.frames[k])
+        return self._f[k]
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+
+def box_depth(feats, Rs, C, K, box) -> tuple[Optional[float], str]:
+    """Median depth (in frame 0's camera, trajectory units) of points triangulated inside the first frame's box."""
+    n = len(Rs)
+    pts, how = G._helper_points(feats, 0, n + 10 * G.PAIR_DEFAULT.helper_window, Rs, C, K, G.PAIR_DEFAULT,
+                                G.VO_DEFAULT)
+    x1, y1, x2, y2 = box
+    inside = [X for a, X in pts.items() if x1 <= feats[0].pts[a][0] < x2 and y1 <= feats[0].pts[a][1] < y2]
+    if len(inside) < 3:
+        return None, f"no depth for the box ({how}; {len(inside)} points inside): carried by rotation only"
+    z = float(np.median([(Rs[0] @ (X - C[0]))[2] for X in inside]))
+    return (z, f"plane at the median depth of {len(inside)} points triangulated inside the box") if z > 0 else \
+        (None, "points inside the box are behind the camera: carried by rotation only")
+
+
+def propagate_box(box_xyxy: Sequence[float], Rs: Sequence[np.ndarray], K: np.ndarray, size: tuple[int, int],
+                  C: Optional[np.ndarray] = None, depth: Optional[float] = None
+                  ) -> list[Optional[tuple[float, float, float, float]]]:
+    """The first frame's box carried to every frame by the full pose: the box is a fronto-parallel plane at
+    ``depth`` in frame 0 (H_k = K (R + t n^T / d) K^-1); with no depth (or no centres) by rotation, K R K^-1.
+    None once less than half of it is in view."""
     w, h = size
     x1, y1, x2, y2 = box_xyxy
     corners = np.array([[x1, y1], [x2, y1], [x1, y2], [x2, y2]], np.float64).reshape(-1, 1, 2)
     area = (x2 - x1) * (y2 - y1)
     out = []
     Kinv = np.linalg.inv(K)
-    for R in Rs:
-        p = cv2.perspectiveTransform(corners, K @ (R @ Rs[0].T) @ Kinv).reshape(-1, 2)
+    n = np.array([0.0, 0.0, 1.0])
+    for k, R in enumerate(Rs):
+        R_rel = R @ Rs[0].T
+        M_ = R_rel
+        if depth is not None and C is not None:
+            t_rel = R @ (np.asarray(C[0]) - np.asarray(C[k]))
+            M_ = R_rel + np.outer(t_rel, n) / depth
+        p = cv2.perspectiveTransform(corners, K @ M_ @ Kinv).reshape(-1, 2)
         a1, b1 = p.min(0)
         a2, b2 = p.max(0)
         c1, d1, c2, d2 = max(0, a1), max(0, b1), min(w, a2), min(h, b2)
@@ -73,15 +112,6 @@ def geometry_pair(ref: np.ndarray, ret: np.ndarray, box, R_rel: np.ndarray, K: n
     mask = np.zeros((h, w), np.uint8)
     mask[int(y1):int(y2), int(x1):int(x2)] = 1
     return M.masked_ssim(ref, warped, mask), how
-
-
-def pair_errors(ref: np.ndarray, ret: np.ndarray, R_rel, t_rel, K) -> dict:
-    pa, pb = G.match_points(ref, ret)
-    if len(pa) < MIN_OBJECT_MATCHES:
-        return {"matches": len(pa), "epipolar_px": None, "reprojection_px": None, "model": "too few matches"}
-    e, how = G.epipolar_error(pa, pb, R_rel, t_rel, K)
-    r, _ = G.reprojection_error(pa, pb, R_rel, t_rel, K)
-    return {"matches": len(pa), "epipolar_px": e, "reprojection_px": r, "model": how}
 
 
 def face_observations(face_model, frames: Sequence[np.ndarray], indices: Sequence[int]) -> list[list[tuple]]:

@@ -6,16 +6,20 @@ from typing import Sequence
 import numpy as np
 
 from bench_resources.models.base import batches, counted
+from bench_resources.models.geometry_vo import DEFAULT as DEFAULT_VO, VOConfig, trajectory
 from bench_resources.models.vision import IMAGENET_MEAN, IMAGENET_STD, to_tensor
 
 
 class ClassicalPose:
-    """Offline pose slot: consecutive-frame essential matrices chained into one trajectory."""
+    """Offline pose slot: keyframe visual odometry (homography / essential model selection, PnP against
+    triangulated points, loop closure) in one trajectory; see geometry_vo."""
+
+    def __init__(self, config: VOConfig = DEFAULT_VO):
+        self.config = config
 
     def estimate(self, frames: Sequence[np.ndarray], K: np.ndarray):
-        from bench_assets.mbench.geometry import trajectory
         with counted(max(0, len(frames) - 1)):
-            return trajectory(frames, K)
+            return trajectory(frames, K, self.config)
 
 
 class VggtPose:
