@@ -5,6 +5,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Optional
 
+import cv2
 import numpy as np
 import pandas as pd
 from dagster import (
@@ -506,13 +507,22 @@ def presence_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame) -> lis
     return rows
 
 
+FACE_CANVAS = 320
+
+
 def _face_in_box(face_model, frame: np.ndarray, box) -> Optional[tuple[np.ndarray, float]]:
     """(SFace identity vector, YuNet confidence) of the most confident face inside the padded box, at native
     resolution (the 224x224 canonical crop squeezes the aspect ratio, which alignment does not survive)."""
     x1, y1, x2, y2 = G.padded_box(np.asarray(box, float), frame.shape)
-    region = np.ascontiguousarray(frame[y1:y2, x1:x2])
+    region = frame[y1:y2, x1:x2]
     if region.shape[0] < 16 or region.shape[1] < 16:
         return None
+    # letterboxed onto one canvas size: the detector is built per input size, and box sizes vary per shot
+    scale = FACE_CANVAS / max(region.shape[:2])
+    resized = cv2.resize(region, (max(1, round(region.shape[1] * scale)), max(1, round(region.shape[0] * scale))),
+                         interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR)
+    region = np.zeros((FACE_CANVAS, FACE_CANVAS, 3), np.uint8)
+    region[:resized.shape[0], :resized.shape[1]] = resized
     dets = face_model.detect([region])[0]
     if len(dets) == 0:
         return None
