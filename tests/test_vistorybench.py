@@ -175,9 +175,9 @@ def _world(tmp_path, generators=GENERATORS, stories=("01", "02", "08")):
     return data
 
 
-def _run(instance, data, store_root, judge=None):
+def _run(instance, data, store_root, judge=None, **extra):
     paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
-    overrides = {"judge": judge} if judge is not None else {}
+    overrides = ({"judge": judge} if judge is not None else {}) | extra
     resources = build_resources(paths=paths, store_root=str(store_root), **overrides)
     gens, errors = discover_generators(paths.generators_dir, "vistorybench")
     stats = evaluate(instance, assets=VSB.assets, resources=resources, partitions=VSB.partitions,
@@ -203,13 +203,14 @@ def test_leaderboard_every_metric_every_generator(offline_run):
     full = board[board.split == "full"]
     v = full.pivot(index="metric_id", columns="generator", values="value")
     assert set(v.columns) == set(GENERATORS)
-    assert set(v.index) == set(M.RANKED) | {"copy_paste", "copy_paste_paper"}
+    subscores = {f"alignment.{a}" for a in M.ALIGNMENT_ASPECTS}
+    assert set(v.index) == set(M.RANKED) | {"copy_paste", "copy_paste_paper"} | subscores
     nones = full[full.value.isna()]
     assert nones["reason"].notna().all() and (nones["reason"].str.len() > 0).all()
     # offline: no CSD or aesthetic v2.5 weights ship; no judge -> None with the slot's / judge's reason
-    assert set(nones.metric_id) == {"csd_cross", "csd_self", "aesthetics", "alignment"}
+    assert set(nones.metric_id) == {"csd_cross", "csd_self", "aesthetics", "alignment"} | subscores
     assert nones[nones.metric_id == "csd_cross"]["reason"].str.contains("style_csd").all()
-    assert nones[nones.metric_id == "alignment"]["reason"].str.contains("judge off").all()
+    assert nones[nones.metric_id.str.startswith("alignment")]["reason"].str.contains("judge off").all()
     # validity: the copy-paste baseline copies the references; faithful keeps identities, drift loses them
     assert v.loc["cids_cross"].idxmax() == "vistory_copy_paste", v.loc["cids_cross"].to_dict()
     assert v.loc["cids_self", "vistory_faithful"] > v.loc["cids_self", "vistory_drift"] + 10
@@ -234,8 +235,9 @@ def test_provenance_and_human_alignment(offline_run):
     assert detail["crop_ids"] and all(store.has_artifact(c) for c in detail["crop_ids"])
     crops = store.query("SELECT crop_id, source_sha256, matched FROM vistorybench_matches WHERE kind = 'crop'")
     assert crops["source_sha256"].notna().all() and crops["matched"].notna().any()
-    ha = store.query("SELECT * FROM vistorybench_human_alignment WHERE metric_id = 'cids_self'")
-    assert ha["n_methods"].iloc[0] == 4
+    ha = store.query("SELECT * FROM vistorybench_human_alignment WHERE metric_id = 'cids_self' AND split = 'lite'")
+    assert ha["n_methods"].iloc[0] == 4 and len(store.query(
+        "SELECT * FROM vistorybench_human_alignment WHERE metric_id = 'cids_self' AND split = 'full'")) == 1
     # the embedded ratings order faithful > faithful_ch > copy_paste > drift; cids_self must agree in sign
     assert ha["kendall_tau"].iloc[0] > 0 and ha["spearman_rho"].iloc[0] > 0
 
@@ -298,6 +300,13 @@ def test_alignment_through_the_judge_copy_paste_lowest(tmp_path, monkeypatch):
         assert a["vistory_copy_paste"] == pytest.approx((0 + 1 + 1 + 4) / 4 * 25)
         assert a["vistory_faithful"] > 75
         assert a.idxmin() == "vistory_copy_paste"
+        # the sub-scores on the paper's 0-4 scale (its Table 7), beside the 0-100 total
+        sub = board[board.metric_id.str.startswith("alignment.")].pivot(index="metric_id", columns="generator",
+                                                                         values="value")
+        assert sub["vistory_copy_paste"].to_dict() == {"alignment.scene": 0.0, "alignment.camera": 1.0,
+                                                       "alignment.character_action": 1.0,
+                                                       "alignment.single_character_action": 4.0}
+        assert sub.loc["alignment.camera", "vistory_faithful"] == 3.0 and sub.max().max() <= 4.0
         rows = resources["store"].query("SELECT metric_id, detail FROM vistorybench_alignment WHERE level = 'question'")
         assert {"alignment.scene", "alignment.camera", "alignment.character_action",
                 "alignment.single_character_action"} <= set(rows.metric_id)
@@ -348,3 +357,210 @@ def test_report_links_every_cell_to_an_audit_page_with_crops(offline_run):
     assert crops and all((root / "vistorybench_audit" / c).resolve().is_file() for c in crops)
     n_pages = len(list((root / "vistorybench_audit").glob("*.html")))
     assert n_pages == len(board[board.split == "full"])
+
+
+# ----------------------------------------------------------------------------------------- issue 15 / 18 fixes
+
+def test_chinese_appearing_list_is_paired_with_english_by_position(tmp_path):
+    """The release's Chinese names drift from name_ch (variants, nicknames); it pairs the lists by position."""
+    d = _story_copy(tmp_path, "01")
+    raw = json.loads((d / "story.json").read_text(encoding="utf-8-sig"))
+    raw["Shots"][0]["Characters Appearing"]["ch"] = ["艾伦", "墨墨", "胡须"]          # none is a name_ch
+    raw["Shots"][4]["Characters Appearing"]["ch"] = ["胡须猫", "艾伦指挥官"]          # same length, other order
+    (d / "story.json").write_text(json.dumps(raw, ensure_ascii=False), encoding="utf-8")
+    s = D.load_story(d)
+    assert s.shot(1).appearing["ch"] == s.shot(1).appearing["en"] == ("Ellen", "Inky", "Whiskers")
+    assert s.shot(5).appearing["ch"] == ("Ellen", "Whiskers")                     # position, as the release
+    assert any("'艾伦' paired by position with 'Ellen'" in w for w in s.warnings)
+    # lengths differ: no position to pair by, Chinese names resolve through name_ch (or fail naming the name)
+    raw["Shots"][1]["Characters Appearing"]["ch"] = ["艾伦指挥官"]
+    (d / "story.json").write_text(json.dumps(raw, ensure_ascii=False), encoding="utf-8")
+    s = D.load_story(d)
+    assert s.shot(2).appearing["ch"] == ("Ellen",) and any("1 Chinese vs 3 English" in w for w in s.warnings)
+    raw["Shots"][1]["Characters Appearing"]["ch"] = ["无名氏"]
+    (d / "story.json").write_text(json.dumps(raw, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(D.StoryError, match=r"story 01: shot 2 lists '无名氏' \(ch\)"):
+        D.load_story(d)
+
+
+def test_zero_based_set_missing_shot_00_is_detected_from_sibling_stories(tmp_path):
+    story = D.load_story(DATA / "vistorybench" / "01")
+    gen = tmp_path / "gen"
+    src = sorted((DATA / "generators" / "vistory_faithful" / "01").iterdir())
+    for sid in ("01", "08"):                     # the generator numbers every story from 0
+        (gen / sid).mkdir(parents=True)
+        for i, p in enumerate(src):
+            shutil.copy(p, gen / sid / f"shot_{i:02d}.png")
+    (gen / "01" / "shot_00.png").unlink()        # story 01 alone now looks 1-based with shot 6 missing
+    with pytest.raises(D.OutputError, match=r"numbered from 0 \(story 08 of this generator has a shot 0\) and "
+                                            r"shot_00 is missing here"):
+        D.index_outputs(story, gen / "01", "g")
+    shutil.rmtree(gen / "08")                    # no sibling to tell: accepted, the ambiguity is named
+    idx = D.index_outputs(story, gen / "01", "g")
+    assert idx.missing == (6,) and "if these outputs are numbered from 0" in idx.warning
+    (gen / "01" / "shot_03.png").unlink()        # a gap in the middle: plainly 1-based, no warning
+    assert D.index_outputs(story, gen / "01", "g").warning is None
+
+
+def bomb_png(path: Path, w: int = 20000, h: int = 20000) -> None:
+    """A valid 1-bit PNG of w x h (400 Mpx): 48 KB on disk, 50 MB of rows, 400 MB as RGB... x3."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    c = zlib.compressobj(1)
+    block = (b"\x00" * (1 + (w + 7) // 8)) * 500
+    idat = b"".join(c.compress(block) for _ in range(h // 500)) + c.flush()
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 1, 0, 0, 0, 0))
+                     + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
+
+
+def test_decompression_bomb_is_one_clear_error_and_the_rest_scores(tmp_path, monkeypatch):
+    """A 20000x20000 PNG among a generator's shots: that shot is unreadable with one message; the generator still
+    scores on its other shots and stories, and the judge answers that failed count as evaluator failures that do
+    not lower alignment."""
+    data = _world(tmp_path, generators=("vistory_faithful",), stories=("01", "08"))
+    bomb = data / "generators" / "vistory_faithful" / "01" / "shot_02.png"
+    bomb_png(bomb)
+    with pytest.raises(D.ShotReadError, match=r"shot_02.png: image has 400 Mpx, above the 179 Mpx "
+                                              r"decompression-bomb limit; not decoded"):
+        D.read_shot_image(bomb)
+    ref = tmp_path / "refbomb" / "01"
+    shutil.copytree(DATA / "vistorybench" / "01", ref)
+    bomb_png(ref / "image" / "Inky" / "00.jpg")
+    with pytest.raises(D.StoryError, match=r"story 01: reference image of character 'Inky': 00.jpg: image has "
+                                           r"400 Mpx"):
+        D.load_story(ref)
+
+    def responder(body):  # camera questions hit an outage; the others are answered from the prompt
+        text = body["messages"][0]["content"][-1]["text"]
+        if "Shot Perspective Design" in text:
+            return {"status": 500, "body": {"type": "error", "error": {"type": "api_error", "message": "down"}}}
+        return tool_answer({"analysis": "ok", "score": 4 if "Setting Description" in text else 2})
+
+    with FakeAnthropic(responder=responder) as srv, instance_for_test() as instance:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        judge = Judge(mode="live", base_url=srv.base_url, cache_dir=str(tmp_path / "cache"), backoff_s=0.001,
+                      max_retries=1, breaker_threshold=0)
+        stats, resources, _ = _run(instance, data, tmp_path / "store", judge=judge)
+        assert not stats.failed, stats.failed
+        store = resources["store"]
+        out = store.query("SELECT shot, status, error FROM vistorybench_outputs WHERE story_id = '01'").set_index("shot")
+        assert out.loc[2, "status"] == "unreadable" and "decompression-bomb limit" in out.loc[2, "error"]
+        assert (out.drop(index=2)["status"] == "ok").all()
+        board = store.query("SELECT * FROM vistorybench_leaderboard WHERE split = 'full'").set_index("metric_id")
+        assert board.loc["cids_self", "stories_scored"] == 2 and pd.notna(board.loc["inception_score", "value"])
+        # 0-4 sub-scores on the leaderboard; the failed aspect is None with its reason and does not lower the total
+        assert board.loc["alignment.scene", "value"] == 4.0 and board.loc["alignment.character_action", "value"] == 2.0
+        assert pd.isna(board.loc["alignment.camera", "value"])
+        assert "judge failed: HTTP 500 after 1 retries" in board.loc["alignment.camera", "reason"]
+        sub = store.query("SELECT metric_id, value FROM vistorybench_alignment WHERE level = 'item'")
+        single = sub[sub.metric_id == "alignment.single_character_action"]["value"].mean()
+        assert board.loc["alignment", "value"] == pytest.approx((4 + 2 + single) / 3 * 25)
+        items = store.query("SELECT item, n_failed, n_failed_evaluator FROM vistorybench_alignment "
+                            "WHERE level = 'item' AND metric_id = 'alignment.camera'")
+        assert (items["n_failed"] > 0).all() and (items["n_failed"] == items["n_failed_evaluator"]).all()
+        ev = instance.get_latest_materialization_event(AssetKey("vistorybench_alignment"),
+                                                       ).asset_materialization.metadata
+        assert ev["evaluator_failures"].value > 0 and "HTTP 500" in ev["evaluator_failure_reasons"].value
+        assert ev["judge_state"].value == judge.state_digest()
+
+
+
+
+def test_cids_without_a_detector_is_none_with_the_detectors_reason(tmp_path):
+    from bench_resources.models import ModelRegistry
+
+    class NoDetectorRegistry(ModelRegistry):
+        def slot_or_reason(self, name, device=None):
+            if name == "character_detector":
+                return None, "slot 'character_detector' unavailable: weights not found (test)"
+            return super().slot_or_reason(name, device)
+
+    data = _world(tmp_path, generators=("vistory_faithful",), stories=("08",))
+    with instance_for_test() as instance:
+        stats, resources, _ = _run(instance, data, tmp_path / "store", models=NoDetectorRegistry())
+        assert not stats.failed, stats.failed
+        store = resources["store"]
+        rows = store.query("SELECT metric_id, level, value, n_eval, n_skipped, n_failed_evaluator, reason "
+                           "FROM vistorybench_scores WHERE metric_id IN ('cids_cross', 'cids_self', 'occm')")
+        items = rows[rows.level == "item"].set_index("metric_id")
+        n_chars = len(D.load_story(data / "vistorybench" / "08").characters)
+        for mid in ("cids_cross", "cids_self"):
+            assert pd.isna(items.loc[mid, "value"]) and items.loc[mid, "n_eval"] == 0, items.loc[mid].to_dict()
+            assert items.loc[mid, "n_skipped"] == n_chars == items.loc[mid, "n_failed_evaluator"]
+            assert "character_detector" in items.loc[mid, "reason"]
+        assert (rows[rows.level == "character"]["value"].isna()).all()  # no character scored 0
+        assert pd.isna(items.loc["occm", "value"]) and "character_detector" in items.loc["occm", "reason"]
+        meta = instance.get_latest_materialization_event(AssetKey("vistorybench_scores")).asset_materialization.metadata
+        assert meta["evaluator_failures"].value > 0 and "character_detector" in meta["evaluator_failure_reasons"].value
+        board = store.query("SELECT value, reason FROM vistorybench_leaderboard WHERE split = 'full' AND "
+                            "metric_id = 'cids_self'")
+        assert pd.isna(board["value"].iloc[0]) and "character_detector" in board["reason"].iloc[0]
+
+
+def test_character_rows_zero_only_where_detection_ran():
+    """Pure: a character scheduled only in a shot that was not searched is skipped; one searched and never matched
+    counts 0 (protocol 1.3)."""
+    from bench_assets.vistorybench.assets import character_rows
+    story = D.load_story(DATA / "vistorybench" / "01")
+    refs = pd.DataFrame([{"character": k, "ref_index": 0, "embedding": list(_unit(1, i, 0)), "reason": None,
+                          "mirror_embedding": None} for i, k in enumerate(story.characters)])
+    # shot 5 (Ellen, Whiskers) was searched and found nobody; every other shot was not searched
+    matches = pd.DataFrame([{"kind": "shot", "shot": s.index, "n_detections": 0 if s.index == 5 else None,
+                             "reason": None if s.index == 5 else "detector down", "matched": None, "crop_id": None,
+                             "source_sha256": None, "box": None, "match_score": None, "face": None,
+                             "features": None} for s in story.shots])
+    rows = pd.DataFrame(character_rows("g", story, "en", refs, matches, [1, 2, 3, 4, 5, 6], True))
+    ch = rows[(rows.level == "character") & (rows.metric_id == "cids_cross")].set_index("entity_id")
+    assert ch.loc["Ellen", "value"] == 0.0 and ch.loc["Whiskers", "value"] == 0.0   # searched, never matched
+    assert pd.isna(ch.loc["Inky", "value"]) and "detector down" in ch.loc["Inky", "reason"]
+    item = rows[(rows.level == "item") & (rows.metric_id == "cids_cross")].iloc[0]
+    assert (item["value"], item["n_eval"], item["n_skipped"]) == (0.0, 2, 1)
+
+
+# ----------------------------------------------------------------------------------------- human alignment
+
+def test_human_alignment_wide_and_long_tables_and_splits(tmp_path):
+    from bench_assets.vistorybench import human_alignment as H
+    long = pd.DataFrame({"method": list("abcde") * 2, "dimension": ["id"] * 5 + ["aes"] * 5,
+                         "rating": [1, 2, 3, 4, 5, 5, 3, 4, 1, 2]})
+    wide = pd.DataFrame({"method": list("abcde"), "id": [1, 2, 3, 4, 5], "aes": [5, 3, 4, 1, 2]})
+    assert H.ratings_long(wide).sort_values(["dimension", "method"]).reset_index(drop=True).equals(
+        H.ratings_long(long).sort_values(["dimension", "method"]).reset_index(drop=True))
+    board = pd.DataFrame({"generator": list("abcde") * 2, "split": ["lite"] * 5 + ["full"] * 5,
+                          "metric_id": "cids_self", "value": [10, 20, 30, 40, 50, 50, 40, 30, 20, 10]})
+    lite = H.human_alignment_table(long, board, "lite").set_index("dimension")
+    full = H.human_alignment_table(wide, board, "full").set_index("dimension")
+    assert lite.loc["id", "kendall_tau"] == pytest.approx(1.0) and full.loc["id", "kendall_tau"] == pytest.approx(-1.0)
+    x, y = [5, 3, 4, 1, 2], [10, 20, 30, 40, 50]
+    assert lite.loc["aes", "spearman_rho"] == pytest.approx(stats.spearmanr(x, y).statistic)
+    assert lite.loc["aes", "pearson_r"] == pytest.approx(stats.pearsonr(x, y).statistic)
+    assert set(lite["split"]) == {"lite"} and lite.loc["id", "n_methods"] == 5
+    # an outside metrics table, wide, without a split column: taken as is
+    outside = tmp_path / "metrics.csv"
+    pd.DataFrame({"method": list("abcde"), "cids_self": [1, 2, 3, 5, 4], "occm": [9, 8, 7, 6, 5]}).to_csv(outside,
+                                                                                                   index=False)
+    ratings = tmp_path / "ratings.csv"
+    wide.to_csv(ratings, index=False)
+    import argparse
+    parser = argparse.ArgumentParser()
+    H.add_arguments(parser)
+    args = parser.parse_args(["--ratings", str(ratings), "--metrics", str(outside), "--metric", "occm"])
+    assert args.split == "lite"
+    t = H.table_from_args(args, leaderboard=lambda: pytest.fail("the leaderboard is not needed"))
+    assert list(t["metric_id"].unique()) == ["occm"]
+    assert t.set_index("dimension").loc["id", "kendall_tau"] == pytest.approx(-1.0)
+    # errors name the file and what is wrong
+    (tmp_path / "bad.csv").write_text("who,score\nx,1\n")
+    with pytest.raises(H.TableError, match=r"ratings .*bad.csv: no method column"):
+        H.read_ratings(tmp_path / "bad.csv")
+    (tmp_path / "bad2.csv").write_text("method,dimension,rating\na,id,high\n")
+    with pytest.raises(H.TableError, match=r"column 'rating' holds non-numeric value 'high'"):
+        H.read_ratings(tmp_path / "bad2.csv")
+    args = parser.parse_args(["--ratings", str(ratings), "--split", "full", "--metric", "nope"])
+    with pytest.raises(H.TableError, match="unknown metric id"):
+        H.table_from_args(args, leaderboard=lambda: board)
+    few = H.human_alignment_table(long, board[board.generator.isin(["a", "b"])], "lite")
+    assert few["kendall_tau"].isna().all() and "correlations need at least 3" in few["reason"].iloc[0]

@@ -20,12 +20,13 @@ from bench_assets.core.records import MetricRecord, record_from_values
 from bench_assets.core.tables import instance_row, metric_frame, record_row
 from bench_assets.vistorybench import characters as C
 from bench_assets.vistorybench import dataset as D
+from bench_assets.vistorybench import human_alignment as H
 from bench_assets.vistorybench import judging as J
 from bench_assets.vistorybench import metrics as M
 from bench_assets.vistorybench import report as R
 from bench_assets.vistorybench.constants import BENCH, CONSTANTS, PROTOCOL, SLOTS, STARRED_SCALE
 from bench_resources.device import Device
-from bench_resources.judge import Judge
+from bench_resources.judge import Judge, evaluator_failures, summarize_reasons
 from bench_resources.models import ModelRegistry
 from bench_resources.paths import BenchPaths
 from bench_resources.store import Store
@@ -34,8 +35,9 @@ P = BenchmarkPartitions(BENCH)
 GROUP = "vistorybench"
 SCORE_METRICS = ("cids_cross", "cids_self", "occm", "copy_paste", "copy_paste_paper", "csd_cross", "csd_self",
                  "aesthetics")
+ALIGNMENT_SUBSCORES = tuple(f"alignment.{a}" for a in M.ALIGNMENT_ASPECTS)  # 0-4, the paper's Table 7 scale
 LEADERBOARD_METRICS = ("csd_cross", "csd_self", "cids_cross", "cids_self", "alignment", "occm", "inception_score",
-                       "aesthetics", "copy_paste", "copy_paste_paper")
+                       "aesthetics", "copy_paste", "copy_paste_paper", *ALIGNMENT_SUBSCORES)
 
 
 def _slot(models: ModelRegistry, device: Device, name: str):
@@ -145,7 +147,7 @@ def encoders(models: ModelRegistry, device: Device) -> C.Encoders:
 
 # ----------------------------------------------------------------------------------------- outputs
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1")
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2")
 def vistorybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
                          vistorybench_story: pd.DataFrame) -> Output[pd.DataFrame]:
     """Index of one generator's shot images for one story, validated against the story's 1-based indices.
@@ -163,11 +165,14 @@ def vistorybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
         df = pd.DataFrame([{**base, "shot": None, "path": None, "sha256": None, "status": "story_error",
                             "error": str(e)}])
         return Output(df, metadata={"error": MetadataValue.text(str(e))})
+    if index.warning:
+        context.log.warning(index.warning)
     for s in story.shots:
         path = index.files.get(s.index)
         row = {**base, "shot": s.index, "path": path, "sha256": None, "status": "ok", "error": None}
         if path is None:
-            row.update(status="missing", error=f"generator {generator!r}, story {sid}: shot {s.index} has no output")
+            row.update(status="missing", error=index.warning or
+                       f"generator {generator!r}, story {sid}: shot {s.index} has no output")
         else:
             try:
                 shot_image(path)
@@ -181,6 +186,7 @@ def vistorybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
         context.log.warning(e)
     return Output(df, metadata={"shots": len(df), "ok": int((df.status == "ok").sum()),
                                 "missing": MetadataValue.json([int(x) for x in bad["shot"]]),
+                                "warning": MetadataValue.text(index.warning or "none"),
                                 "language": language})
 
 
@@ -243,8 +249,12 @@ def vistorybench_matches(context: AssetExecutionContext, vistorybench_outputs: p
         if col not in df.columns:
             df[col] = None
     crops_df = df[df["kind"] == "crop"]
+    unsearched = df[(df["kind"] == "shot") & df["n_detections"].isna()] if len(df) else df
     return Output(df, metadata={"shots": int((df["kind"] == "shot").sum()) if len(df) else 0,
-                                "crops": len(crops_df), "matched": int(crops_df["matched"].notna().sum())})
+                                "crops": len(crops_df), "matched": int(crops_df["matched"].notna().sum()),
+                                "evaluator_failures": len(unsearched),
+                                "evaluator_failure_reasons": summarize_reasons(unsearched["reason"]
+                                                                               if len(unsearched) else [])})
 
 
 def reference_vectors(refs: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -265,11 +275,26 @@ def character_rows(generator: str, story: D.Story, language: str, refs: pd.DataF
     crops = matches[matches["kind"] == "crop"]
     scheduled = sorted({c for s in story.shots if s.index in scored_shots
                         for c in s.appearing.get(language, ())})
+    detected, no_detection = detection_status(matches)
     vals: dict[str, list] = defaultdict(list)
     failed: dict[str, int] = defaultdict(int)
+    skipped: dict[str, int] = defaultdict(int)
     reasons: dict[str, set] = defaultdict(set)
     rows = []
     for key in scheduled:
+        # "never matched -> 0" holds only where detection ran: a character whose shots were never searched
+        # (detector unavailable) is skipped with the detector's reason, not scored 0.
+        its_shots = [s.index for s in story.shots if s.index in scored_shots and key in s.appearing.get(language, ())]
+        if not any(i in detected for i in its_shots):
+            why = "; ".join(sorted({no_detection.get(i) or "shot not searched for characters" for i in its_shots}))
+            why = f"no character detection on its shots {its_shots}: {why}"
+            for mid in ("cids_cross", "cids_self", "copy_paste", "copy_paste_paper"):
+                skipped[mid] += 1
+                reasons[mid].add(why if len(why) < 200 else why[:200])
+            for mid in ("cids_cross", "cids_self"):
+                rows.append(instance_row(mid, None, "character", reason=why, entity_id=key, **keys)
+                            | {"n_skipped": 1, "n_failed": 0})
+            continue
         tag = story.characters[key].tag
         space = C.space_of(tag)
         r = refs[refs["character"] == key].sort_values("ref_index")
@@ -322,11 +347,24 @@ def character_rows(generator: str, story: D.Story, language: str, refs: pd.DataF
         why = "; ".join(sorted(reasons[mid])) or None
         if mid.startswith("copy_paste") and not vals[mid]:
             why = ("generator declares multiple references (copy_paste applies to single-reference methods)"
-                   if not single_reference else
+                   if not single_reference else why if skipped[mid] else
                    "no matched character with a usable first reference" if mid == "copy_paste" else
                    "no matched character with >= 2 references")
-        rows.append(record_row(record_from_values(mid, vals[mid], n_failed=failed[mid], reason=why), **keys))
+        n_skipped = skipped[mid] if not mid.startswith("copy_paste") or single_reference else 0
+        rows.append(record_row(record_from_values(mid, vals[mid], n_failed=failed[mid], n_skipped=n_skipped,
+                                                  reason=why), **keys))
     return rows
+
+
+def detection_status(matches: pd.DataFrame) -> tuple[set[int], dict[int, str]]:
+    """(shots where character detection ran, shot -> reason for the shots where it did not)."""
+    if not len(matches) or "kind" not in matches.columns:
+        return set(), {}
+    shots = matches[matches["kind"] == "shot"]
+    ran = shots["n_detections"].notna()
+    return ({int(x) for x in shots.loc[ran, "shot"]},
+            {int(r.shot): (str(r.reason) if isinstance(r.reason, str) else "detector did not run")
+             for r in shots[~ran].itertuples()})
 
 
 def occm_rows(generator: str, story: D.Story, matches: pd.DataFrame) -> list[dict]:
@@ -393,7 +431,7 @@ def _story_failed_rows(generator: str, sid: str, metric_ids, error: str) -> list
     return [record_row(MetricRecord(m, None, 0, 1, 0, error), **keys) for m in metric_ids]
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="3", pool="gpu", op_tags=GPU_OP_TAGS)
 def vistorybench_scores(context: AssetExecutionContext, paths: BenchPaths, vistorybench_outputs: pd.DataFrame,
                         vistorybench_story: pd.DataFrame, vistorybench_references: pd.DataFrame,
                         vistorybench_matches: pd.DataFrame, models: ModelRegistry,
@@ -413,16 +451,21 @@ def vistorybench_scores(context: AssetExecutionContext, paths: BenchPaths, visto
         scored = [int(s) for s in shots["shot"]]
         style, style_reason = _slot(models, device, "style_csd")
         aesthetic, aesthetic_reason = _slot(models, device, "aesthetic_v25")
+        enc = encoders(models, device)
+        slot_reasons = [style_reason, aesthetic_reason, enc.face_reason, enc.features_reason,
+                        _slot(models, device, "character_detector")[1], "no character detection on its shots"]
         rows = (character_rows(generator, story, language, vistorybench_references, vistorybench_matches, scored,
                                single)
                 + occm_rows(generator, story, vistorybench_matches)
                 + style_rows(generator, story, language, vistorybench_references, shots, style, style_reason)
                 + aesthetic_rows(generator, story, shots, aesthetic, aesthetic_reason))
-        df = metric_frame(rows)
+        df = with_evaluator_counts(metric_frame(rows), [r for r in slot_reasons if r])
+    if err:
+        df = with_evaluator_counts(df, [])  # misaligned outputs: the generator's failure, not the evaluator's
     df["protocol"] = _protocol(models)
     items = df[df.level == "item"]
-    return Output(df, metadata={r.metric_id: (round(float(r.value), 3) if pd.notna(r.value) else "None")
-                                for r in items.itertuples()})
+    return Output(df, metadata={**{r.metric_id: (round(float(r.value), 3) if pd.notna(r.value) else "None")
+                                   for r in items.itertuples()}, **evaluator_metadata(df)})
 
 
 # ----------------------------------------------------------------------------------------- alignment (judge)
@@ -448,37 +491,82 @@ def alignment_requests(story: D.Story, language: str, shots: pd.DataFrame, match
 
 
 def alignment_rows(generator: str, sid: str, asked: list[tuple], results) -> list[dict]:
+    """Per question (0-4), per aspect (mean 0-4, the paper's Table 7 scale) and the story's alignment (mean of the
+    aspect means x 25). A question the judge did not answer is n_failed / n_skipped with its reason, never 0."""
     keys = {"benchmark": BENCH, "generator": generator, "item": sid}
-    rows, by_aspect, failed, skipped, reasons = [], defaultdict(list), 0, 0, set()
+    rows, by_aspect = [], defaultdict(list)
+    counts = {a: {"failed": 0, "skipped": 0, "reasons": set()} for a in M.ALIGNMENT_ASPECTS}
     for (aspect, shot, character, _), res in zip(asked, results):
         detail = {"aspect": aspect, "cache_key": res.cache_key, "answer": res.answer, "model": res.model}
         if res.status == "ok":
             by_aspect[aspect].append(float(res.answer["score"]))
-            rows.append(instance_row(f"alignment.{aspect}", float(res.answer["score"]) * 25.0, "question", shot=shot,
+            rows.append(instance_row(f"alignment.{aspect}", float(res.answer["score"]), "question", shot=shot,
                                      entity_id=character, detail=detail, **keys))
         else:
-            failed += res.status == "failed"
-            skipped += res.status == "skipped"
-            reasons.add(res.reason or res.status)
+            c = counts[aspect]
+            c["failed"] += res.status == "failed"
+            c["skipped"] += res.status == "skipped"
+            c["reasons"].add(f"judge {res.status}: {res.reason}")
             rows.append(instance_row(f"alignment.{aspect}", None, "question", shot=shot, entity_id=character,
-                                     reason=res.reason, detail=detail, **keys)
+                                     reason=f"judge {res.status}: {res.reason}", detail=detail, **keys)
                         | {"n_failed": int(res.status == "failed"), "n_skipped": int(res.status == "skipped")})
     value, missing = M.alignment_score(by_aspect)
     n = sum(len(v) for v in by_aspect.values())
-    why = "; ".join(sorted(reasons))[:500] or None
+    failed = sum(c["failed"] for c in counts.values())
+    skipped = sum(c["skipped"] for c in counts.values())
+    why = "; ".join(sorted(set().union(*(c["reasons"] for c in counts.values()))))[:500] or None
     if missing and value is not None:
         why = "; ".join(x for x in (why, f"aspects without an answer: {missing}") if x)
     rows.append(record_row(MetricRecord("alignment", value, n if value is not None else 0, failed, skipped,
                                         why if (why or value is None) else None), **keys))
     for aspect in M.ALIGNMENT_ASPECTS:
-        v = by_aspect.get(aspect)
-        rows.append(record_row(MetricRecord(f"alignment.{aspect}", float(np.mean(v)) * 25.0 if v else None,
-                                            len(v) if v else 0, 0, 0 if v else 1,
-                                            None if v else "no answered question"), **keys))
+        v, c = by_aspect.get(aspect), counts[aspect]
+        reason = "; ".join(sorted(c["reasons"]))[:500] or (None if v else "no question of this aspect was asked")
+        rows.append(record_row(MetricRecord(f"alignment.{aspect}", float(np.mean(v)) if v else None,
+                                            len(v) if v else 0, c["failed"], c["skipped"], reason), **keys))
     return rows
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1")
+def alignment_unavailable_rows(generator: str, sid: str, asked: list[tuple], why: str) -> list[dict]:
+    """The judge cannot be asked (off, no key): every question skipped with the reason, per aspect and overall."""
+    keys = {"benchmark": BENCH, "generator": generator, "item": sid}
+    per = {a: sum(1 for q in asked if q[0] == a) for a in M.ALIGNMENT_ASPECTS}
+    return ([record_row(MetricRecord("alignment", None, 0, 0, len(asked), why), **keys)]
+            + [record_row(MetricRecord(f"alignment.{a}", None, 0, 0, per[a], why), **keys)
+               for a in M.ALIGNMENT_ASPECTS])
+
+
+def with_evaluator_counts(df: pd.DataFrame, evaluator_reasons: list[str], everything: bool = False) -> pd.DataFrame:
+    """Add ``n_failed_evaluator``: the part of a row's n_failed + n_skipped caused by the evaluator (a missing model
+    slot, the judge), kept apart from the generator's (missing or misaligned outputs). ``everything``: every
+    failure of the table is the evaluator's (judge rows), except story errors (the generator's outputs)."""
+    lost = (df["n_failed"].fillna(0) + df["n_skipped"].fillna(0)).astype("Int64")
+    reason = df["reason"].fillna("").astype(str)
+    if everything:
+        mine = pd.Series(True, index=df.index)
+    else:
+        mine = pd.Series(False, index=df.index)
+        for r in (r for r in evaluator_reasons if r):
+            mine |= reason.str.contains(r, regex=False)
+    out = df.copy()
+    out["n_failed_evaluator"] = lost.where(mine, 0).astype("Int64")
+    return out
+
+
+def evaluator_metadata(df: pd.DataFrame, judge: Optional[Judge] = None) -> dict[str, Any]:
+    """``evaluator_failures`` (int) and ``evaluator_failure_reasons`` over the item-level rows (the runner
+    re-evaluates partitions that had some when the evaluator's state changes), plus the judge's state digest."""
+    items = df[(df["level"] == "item") & (df["n_failed_evaluator"] > 0)] if len(df) else df
+    meta: dict[str, Any] = {
+        "evaluator_failures": int(items["n_failed_evaluator"].sum()) if len(items) else 0,
+        "evaluator_failure_reasons": summarize_reasons(
+            r for r, n in zip(items["reason"].astype(str), items["n_failed_evaluator"]) for _ in range(int(n)))}
+    if judge is not None:
+        meta["judge_state"] = judge.state_digest()
+    return meta
+
+
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2")
 def vistorybench_alignment(context: AssetExecutionContext, vistorybench_outputs: pd.DataFrame,
                            vistorybench_story: pd.DataFrame, vistorybench_matches: pd.DataFrame, judge: Judge,
                            models: ModelRegistry, store: Store) -> Output[pd.DataFrame]:
@@ -488,21 +576,26 @@ def vistorybench_alignment(context: AssetExecutionContext, vistorybench_outputs:
     story = _story(vistorybench_story)
     err = _story_error(vistorybench_outputs)
     if err:
-        df = metric_frame(_story_failed_rows(generator, sid, ["alignment"], err))
+        df = metric_frame(_story_failed_rows(generator, sid, ["alignment", *ALIGNMENT_SUBSCORES], err))
     else:
         shots = _ok_shots(vistorybench_outputs)
         language = str(shots["language"].iloc[0]) if len(shots) else "en"
         asked = alignment_requests(story, language, shots, vistorybench_matches, store)
         ok, why = judge.available()
         if not ok:
-            keys = {"benchmark": BENCH, "generator": generator, "item": sid}
-            df = metric_frame([record_row(MetricRecord("alignment", None, 0, 0, len(asked), why), **keys)])
+            df = metric_frame(alignment_unavailable_rows(generator, sid, asked, why))
         else:
-            df = metric_frame(alignment_rows(generator, sid, asked, judge.ask_many([a[3] for a in asked])))
+            results = judge.ask_many([a[3] for a in asked])
+            df = metric_frame(alignment_rows(generator, sid, asked, results))
+    df = with_evaluator_counts(df, [], everything=not err)
     df["protocol"] = _protocol(models, judge)
     rec = df[(df.level == "item") & (df.metric_id == "alignment")].iloc[0]
+    subs = df[(df.level == "item") & df.metric_id.isin(ALIGNMENT_SUBSCORES)]
     return Output(df, metadata={"alignment": float(rec.value) if pd.notna(rec.value) else "None",
-                                "reason": MetadataValue.text(str(rec.reason) if pd.notna(rec.reason) else "none")})
+                                **{m: (round(float(v), 3) if pd.notna(v) else "None")
+                                   for m, v in zip(subs.metric_id, subs.value)},
+                                "reason": MetadataValue.text(str(rec.reason) if pd.notna(rec.reason) else "none"),
+                                **evaluator_metadata(df, judge)})
 
 
 # ----------------------------------------------------------------------------------------- generator level
@@ -576,7 +669,7 @@ def leaderboard_table(records: pd.DataFrame, stories: pd.DataFrame, inception: p
     return board
 
 
-@asset(group_name=GROUP, code_version="2",
+@asset(group_name=GROUP, code_version="3",
        deps=[vistorybench_scores, vistorybench_alignment, vistorybench_inception_score, vistorybench_story],
        automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
 def vistorybench_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths, models: ModelRegistry,
@@ -612,42 +705,31 @@ def vistorybench_leaderboard(context: AssetExecutionContext, store: Store, paths
                                    "protocol_digest": protocol_digest(manifest)})
 
 
-@asset(group_name=GROUP, code_version="1", deps=[vistorybench_leaderboard],
+@asset(group_name=GROUP, code_version="2", deps=[vistorybench_leaderboard],
        automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
 def vistorybench_human_alignment(context: AssetExecutionContext, store: Store,
                                  paths: BenchPaths) -> Output[pd.DataFrame]:
-    """Kendall tau, Spearman rho and Pearson r between the human ratings table (``human_ratings.csv``:
-    method, dimension, rating) and every leaderboard metric, over the methods both have."""
+    """Kendall tau, Spearman rho and Pearson r between the human ratings table (``human_ratings.csv``, wide or
+    long: see human_alignment.py) and every leaderboard metric, over the methods both have; Lite split (the
+    paper's Table 2) and full set."""
     ratings_path = paths.benchmark_dir(BENCH) / "human_ratings.csv"
     if not ratings_path.is_file():
         raise Failure(f"no human ratings table at {ratings_path} (columns: method, dimension, rating)")
-    ratings = read_ratings(ratings_path)
-    board = store.query("SELECT generator, split, metric_id, value FROM vistorybench_leaderboard WHERE split = 'full'")
-    df = human_alignment_table(ratings, board)
-    return Output(df, metadata={"pairs": len(df), "table": MetadataValue.md(
-        df[["dimension", "metric_id", "kendall_tau", "spearman_rho", "pearson_r", "n_methods"]].round(3)
-        .to_markdown(index=False) if len(df) else "empty")})
+    try:
+        ratings = H.read_ratings(ratings_path)
+    except H.TableError as e:
+        raise Failure(str(e)) from None
+    board = store.query("SELECT generator, split, metric_id, value FROM vistorybench_leaderboard")
+    df = pd.concat([H.human_alignment_table(ratings, board, split) for split in H.SPLITS], ignore_index=True)
+    lite = df[df["split"] == "lite"]
+    return Output(df, metadata={"pairs": len(df), "table_lite": MetadataValue.md(
+        lite[["dimension", "metric_id", "kendall_tau", "spearman_rho", "pearson_r", "n_methods"]].round(3)
+        .to_markdown(index=False) if len(lite) else "empty")})
 
 
-def read_ratings(path) -> pd.DataFrame:
-    df = pd.read_csv(path)
-    need = {"method", "dimension", "rating"}
-    if not need <= set(df.columns):
-        raise ValueError(f"{path}: human ratings need columns {sorted(need)}, found {list(df.columns)}")
-    return df
-
-
-def human_alignment_table(ratings: pd.DataFrame, board: pd.DataFrame) -> pd.DataFrame:
-    rows = []
-    for dim, r in ratings.groupby("dimension"):
-        human = r.groupby("method")["rating"].mean().to_dict()
-        for mid, b in board.groupby("metric_id"):
-            metric = {g: (float(v) if pd.notna(v) else None) for g, v in zip(b["generator"], b["value"])}
-            c = M.human_alignment(human, metric)
-            rows.append({"dimension": dim, "metric_id": mid, **{k: getattr(c, k) for k in (
-                "kendall_tau", "kendall_p", "spearman_rho", "spearman_p", "pearson_r", "pearson_p", "n_methods")},
-                "methods": json.dumps(list(c.methods)), "reason": c.reason})
-    return pd.DataFrame(rows)
+# The CLI imports these two from here (bench human-alignment); the logic lives in human_alignment.py.
+read_ratings = H.read_ratings
+human_alignment_table = H.human_alignment_table
 
 
 @asset(group_name=GROUP, code_version="1", deps=[vistorybench_leaderboard],

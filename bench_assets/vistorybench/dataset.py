@@ -97,10 +97,36 @@ def _text(obj: Any, sid: str, what: str) -> dict[str, str]:
     return {k: str(v) for k, v in obj.items()}
 
 
-def _check_image(path: Path, sid: str, key: str) -> None:
+# Pillow's own decompression-bomb bound (2 x MAX_IMAGE_PIXELS, about 179 Mpx): above it an image is refused before
+# any pixel is decoded, with one clear error for that image; the other images and stories go on.
+MAX_PIXELS = 2 * (Image.MAX_IMAGE_PIXELS or 89_478_485)
+
+
+class ImageTooLarge(ValueError):
+    pass
+
+
+def _open_rgb(path: str | Path) -> np.ndarray:
+    """Decode an image to RGB uint8, refusing oversized ones by their header (no pixel decoded)."""
     try:
         with Image.open(path) as im:
-            im.load()
+            w, h = im.size
+            if w * h > MAX_PIXELS:
+                raise ImageTooLarge(f"{Path(path).name}: image is {w}x{h} ({w * h / 1e6:.0f} Mpx), above the "
+                                    f"{MAX_PIXELS / 1e6:.0f} Mpx decompression-bomb limit; not decoded")
+            return np.asarray(im.convert("RGB"))
+    except Image.DecompressionBombError as e:  # Pillow refuses it at open: same error, same wording
+        size = re.search(r"\((\d+) pixels\)", str(e))
+        what = f"{int(size.group(1)) / 1e6:.0f} Mpx" if size else "too many pixels"
+        raise ImageTooLarge(f"{Path(path).name}: image has {what}, above the {MAX_PIXELS / 1e6:.0f} Mpx "
+                            f"decompression-bomb limit; not decoded") from None
+
+
+def _check_image(path: Path, sid: str, key: str) -> None:
+    try:
+        _open_rgb(path)
+    except ImageTooLarge as e:
+        raise StoryError(f"story {sid}: reference image of character {key!r}: {e}") from None
     except (UnidentifiedImageError, OSError) as e:
         raise StoryError(f"story {sid}: reference image {path.name} of character {key!r} does not decode ({e})") from None
 
@@ -145,22 +171,18 @@ def load_story(story_dir: str | Path) -> Story:
     by_name = {lang: {c.names[lang]: k for k, c in chars.items() if lang in c.names} for lang in LANGUAGES}
     shots, warnings = [], []
     for n, s in enumerate(raw_shots, start=1):
+        if not isinstance(s, dict):
+            raise StoryError(f"story {sid}: shot #{n} must be an object, got {type(s).__name__}")
         idx = s.get("index")
         if not isinstance(idx, int) or idx < 1:
             raise StoryError(f"story {sid}: shot #{n} has index {idx!r}; shot indices are 1-based integers")
         text = {fld: _text(s.get(fld, ""), sid, f"shot {idx} {fld!r}") for fld in SHOT_FIELDS}
-        appearing: dict[str, tuple[str, ...]] = {}
         raw_app = s.get("Characters Appearing", {})
         raw_app = {"en": raw_app} if isinstance(raw_app, list) else raw_app
-        for lang, names in raw_app.items():
-            keys = []
-            for name in names:
-                key = by_name.get(lang, {}).get(name) or (name if name in chars else None)
-                if key is None:
-                    raise StoryError(f"story {sid}: shot {idx} lists {name!r} ({lang}) in 'Characters Appearing', "
-                                     f"which is not in 'Characters'")
-                keys.append(key)
-            appearing[lang] = tuple(dict.fromkeys(keys))
+        if not isinstance(raw_app, dict):
+            raise StoryError(f"story {sid}: shot {idx} 'Characters Appearing' must be a {{'en': [...], 'ch': [...]}} "
+                             f"mapping, got {type(raw_app).__name__}")
+        appearing = _appearing(raw_app, chars, by_name, sid, idx, warnings)
         shots.append(Shot(idx, text, appearing))
     indices = [s.index for s in shots]
     if sorted(indices) != list(range(1, len(shots) + 1)):
@@ -169,6 +191,45 @@ def load_story(story_dir: str | Path) -> Story:
         if any(lang not in s.appearing for s in shots):
             warnings.append(f"'Characters Appearing' has no {lang!r} list in some shots")
     return Story(sid, _text(raw.get("Story_type", {}), sid, "'Story_type'"), chars, tuple(shots), tuple(warnings))
+
+
+def _appearing(raw_app: dict, chars: dict[str, Character], by_name: dict[str, dict[str, str]], sid: str, idx: int,
+               warnings: list[str]) -> dict[str, tuple[str, ...]]:
+    """language -> on-stage character keys. English names resolve through ``name_en`` (or the key itself). The
+    Chinese list is paired with the English one by position, as the release does: its names often differ from
+    ``name_ch`` (variants, nicknames), so a name lookup would drop or refuse them. Without an English list of the
+    same length, Chinese names resolve by ``name_ch``."""
+    def resolve(lang: str, names: Any) -> list[str]:
+        if not isinstance(names, list):
+            raise StoryError(f"story {sid}: shot {idx} 'Characters Appearing' ({lang}) must be a list")
+        keys = []
+        for name in names:
+            key = by_name.get(lang, {}).get(name) or (name if name in chars else None)
+            if key is None:
+                raise StoryError(f"story {sid}: shot {idx} lists {name!r} ({lang}) in 'Characters Appearing', "
+                                 f"which is not in 'Characters'")
+            keys.append(key)
+        return keys
+
+    out: dict[str, tuple[str, ...]] = {}
+    en = resolve("en", raw_app["en"]) if "en" in raw_app else None
+    if en is not None:
+        out["en"] = tuple(dict.fromkeys(en))
+    for lang, names in raw_app.items():
+        if lang == "en":
+            continue
+        if lang == "ch" and en is not None and isinstance(names, list) and len(names) == len(en):
+            for name, key in zip(names, en):
+                if chars[key].names.get("ch") not in (None, name):
+                    warnings.append(f"shot {idx}: Chinese name {name!r} paired by position with {key!r} "
+                                    f"(name_ch {chars[key].names.get('ch')!r})")
+            out["ch"] = tuple(dict.fromkeys(en))
+            continue
+        if lang == "ch" and en is not None and isinstance(names, list):
+            warnings.append(f"shot {idx}: {len(names)} Chinese vs {len(en)} English names in 'Characters "
+                            f"Appearing'; Chinese names resolved by name_ch")
+        out[lang] = tuple(dict.fromkeys(resolve(lang, names)))
+    return out
 
 
 # ----------------------------------------------------------------------------------- generated outputs
@@ -186,13 +247,38 @@ def shot_index_from_name(name: str) -> Optional[int]:
 class OutputIndex:
     files: dict[int, str]     # shot index -> path
     missing: tuple[int, ...]  # story shots without an output
+    warning: Optional[str] = None  # an ambiguity worth showing (see index_outputs)
+
+
+def _indices(folder: Path) -> set[int]:
+    return {i for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES + VIDEO_SUFFIXES
+            for i in [shot_index_from_name(p.name)] if i is not None}
+
+
+def zero_based_evidence(generator_dir: Path, exclude: str) -> Optional[str]:
+    """The first other story folder of this generator that holds a shot numbered 0, or None. A generator numbers
+    its shots one way: a 0-based set whose shot_00 is missing looks 1-based (1..n-1 with shot n missing) on its
+    own, and only its sibling stories tell the two apart."""
+    try:
+        siblings = sorted(p for p in generator_dir.iterdir() if p.is_dir() and p.name != exclude)
+    except OSError:
+        return None
+    for d in siblings:
+        try:
+            if 0 in _indices(d):
+                return d.name
+        except OSError:
+            continue
+    return None
 
 
 def index_outputs(story: Story, folder: str | Path, generator: str) -> OutputIndex:
     """Validate a generator's output folder against the story's 1-based shot indices.
 
     A 0-based set, indices beyond the story, or two files for one shot are errors for the whole story (never a
-    silent shift); an incomplete set is scored on the shots present with the missing ones listed.
+    silent shift); an incomplete set is scored on the shots present with the missing ones listed. A 0-based set
+    whose shot_00 is missing is caught by the generator's other stories (one of them has a shot 0); with no
+    sibling to tell, a set missing only its last shots carries a warning naming the ambiguity.
     """
     folder = Path(folder)
     where = f"generator {generator!r}, story {story.story_id}"
@@ -218,7 +304,16 @@ def index_outputs(story: Story, folder: str | Path, generator: str) -> OutputInd
     if beyond:
         raise OutputError(f"{where}: outputs for shots {beyond} but the story has {n} shots")
     missing = tuple(i for i in range(1, n + 1) if i not in files)
-    return OutputIndex(files, missing)
+    warning = None
+    if missing and missing == tuple(range(n - len(missing) + 1, n + 1)):  # only the last shots are missing
+        sibling = zero_based_evidence(folder.parent, folder.name)
+        if sibling is not None:
+            raise OutputError(f"{where}: outputs are numbered from 0 (story {sibling} of this generator has a shot "
+                              f"0) and shot_00 is missing here, so shots 1..{max(files)} would be misaligned by one. "
+                              f"Rename the generator's outputs to 1-based indices")
+        warning = (f"{where}: shots {list(missing)} are missing at the end; if these outputs are numbered from 0 "
+                   f"with shot_00 missing, every shot is misaligned by one (no other story of the generator tells)")
+    return OutputIndex(files, missing, warning)
 
 
 class ShotReadError(ValueError):
@@ -236,12 +331,12 @@ def read_shot_image(path: str | Path) -> np.ndarray:
             raise ShotReadError(f"{path.name}: video has no decodable first frame")
         return cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
     try:
-        with Image.open(path) as im:
-            return np.asarray(im.convert("RGB"))
+        return _open_rgb(path)
+    except ImageTooLarge as e:
+        raise ShotReadError(str(e)) from None
     except (UnidentifiedImageError, OSError) as e:
         raise ShotReadError(f"{path.name}: image does not decode ({e})") from None
 
 
 def read_image(path: str | Path) -> np.ndarray:
-    with Image.open(path) as im:
-        return np.asarray(im.convert("RGB"))
+    return _open_rgb(path)
