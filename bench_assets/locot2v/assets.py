@@ -9,7 +9,7 @@ from dagster import AssetExecutionContext, AutomationCondition, Failure, Metadat
 
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.manifest import build_manifest, protocol_digest
-from bench_assets.core.media import ClipCache, DecodeError
+from bench_assets.core.media import DecodeError, VideoSource
 from bench_assets.core.partitions import BenchmarkPartitions
 from bench_assets.core.tables import metric_frame
 from bench_assets.locot2v import constants as K
@@ -17,6 +17,7 @@ from bench_assets.locot2v import dataset as D
 from bench_assets.locot2v import metrics as M
 from bench_assets.locot2v import pipeline as PL
 from bench_assets.locot2v.rrub import RRUB_FILE, load_rrub
+from bench_assets.locot2v.stream import DoverClips, TemporalStream
 from bench_resources.device import Device
 from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry
@@ -26,9 +27,9 @@ from bench_resources.store import Store
 BENCH = K.BENCH
 P = BenchmarkPartitions(BENCH)
 GROUP = "locot2v"
-CLIPS = ClipCache(max_clips=8)
 SLOTS = ("aesthetic_v25", "dover", "flow", "siglip2", "image_embedder", "subject_segmenter", "open_vocab_detector",
-         "long_text_embedder")
+         "clip_b32", "long_text_embedder")
+CHUNK = 32   # native frames per streamed chunk
 
 
 def samples_dir(paths: BenchPaths):
@@ -43,7 +44,7 @@ def manifest(models: ModelRegistry, judge: Judge, paths: BenchPaths) -> dict[str
     value, source = rrub_value(paths)
     return build_manifest(benchmark=BENCH, protocol=K.PROTOCOL, models=models.manifest(SLOTS),
                           judge=judge.fingerprint(), constants={**K.CONSTANTS, "rrub": value, "rrub_source": source},
-                          extra={"profile": models.profile})
+                          extra={"profile": models.profile, "cc_sampling": PL.clarity_sampling(judge)[1]})
 
 
 def _protocol(models: ModelRegistry, judge: Judge, paths: BenchPaths) -> str:
@@ -54,14 +55,63 @@ def _sample(df: pd.DataFrame) -> D.Sample:
     return D.parse_sample(json.loads(df["sample_json"].iloc[0]), "table")
 
 
-def _video(paths: BenchPaths, generator: str, sample_id: str):
+def _video(paths: BenchPaths, generator: str, sample_id: str) -> VideoSource:
+    """The output video, probed (nothing decoded yet): one VideoSource = one decode pass."""
     path = paths.generator_dir(generator) / f"{sample_id}.mp4"
     if not path.is_file():
         raise Failure(f"generator {generator!r}, sample {sample_id}: no output video {path}")
     try:
-        return CLIPS.get(str(path))
+        return VideoSource(path)
     except DecodeError as e:
         raise Failure(f"generator {generator!r}, sample {sample_id}: {e}") from None
+
+
+def _run(src: VideoSource, generator: str, sample_id: str) -> None:
+    try:
+        src.run()
+    except DecodeError as e:
+        raise Failure(f"generator {generator!r}, sample {sample_id}: {e}") from None
+
+
+def visual_values(src: VideoSource, slot: dict, events, events_why, rrub: float) -> list[PL.Value]:
+    """Every model-based sub-dimension of one video from ONE streamed decode pass: needs stated first (AQ's 1 fps
+    frames, the event frames, every native frame in chunks for flows / scene cuts / transition windows / DOVER
+    clips), then the pass, then the reductions. Memory: the gathered frames (bounded by duration at 1 fps and by
+    the event count) plus one chunk and the reducers' small state."""
+    n, fps = src.n_frames, src.fps
+    aesthetic, aesthetic_why = slot["aesthetic_v25"]
+    dover, dover_why = slot["dover"]
+    seg, seg_why = slot["subject_segmenter"]
+    det, det_why = slot["open_vocab_detector"]
+    emb, emb_why = slot["image_embedder"]
+    aq_idx = M.analysis_indices(n, fps, K.AQ_FPS)
+    aq = src.take(aq_idx, name="aesthetic 1 fps") if aesthetic is not None else None
+    ev = (src.take(PL.event_frame_indices(n, len(events)), name="event frames")
+          if events and emb is not None and det is not None else None)
+    ts = TemporalStream(n, fps, (src.size[1], src.size[0]), *slot["flow"], *slot["siglip2"])
+    bounds = M.clip_bounds(n, fps)
+    dc = DoverClips(dover, bounds) if dover is not None else None
+
+    def on_chunk(idx, frames):
+        ts.push(idx, frames)
+        if dc is not None:
+            dc.push(idx, frames)
+
+    src.chunks(on_chunk, chunk=CHUNK, name="temporal")
+    return _after_pass(src, ts, aq_idx, aq, aesthetic, aesthetic_why, rrub, bounds, dc, dover_why, ev, events,
+                       events_why, seg, det, f"{seg_why}; {det_why}", emb, emb_why, slot["clip_b32"][0])
+
+
+def _after_pass(src, ts, aq_idx, aq, aesthetic, aesthetic_why, rrub, bounds, dc, dover_why, ev, events, events_why,
+                seg, det, locate_why, emb, emb_why, clip_model) -> list[PL.Value]:
+    src.run()
+    values = [PL.aq_value(aq_idx, list(aq.frames) if aq is not None else [], aesthetic, aesthetic_why, rrub),
+              PL.tq_value(bounds, dc.scores if dc is not None else None, dover_why)]
+    values += ts.finish()
+    frames = dict(zip(ev.indices, ev.frames)) if ev is not None else {}
+    values += PL.event_consistency(src.n_frames, ts.cuts, frames, events, events_why, seg, det, locate_why, emb,
+                                   emb_why, clip_model)
+    return values
 
 
 def _derived(df: pd.DataFrame) -> dict[str, Any]:
@@ -117,7 +167,7 @@ def locot2v_derived(context: AssetExecutionContext, locot2v_sample: pd.DataFrame
     return Output(pd.DataFrame([row]), metadata=meta)
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
 def locot2v_visual(context: AssetExecutionContext, paths: BenchPaths, locot2v_sample: pd.DataFrame,
                    locot2v_derived: pd.DataFrame, models: ModelRegistry, device: Device,
                    judge: Judge) -> Output[pd.DataFrame]:
@@ -125,19 +175,20 @@ def locot2v_visual(context: AssetExecutionContext, paths: BenchPaths, locot2v_sa
     flows over the <= 8 fps analysis frames are shared by dynamic degree, motion smoothness, warping error and
     flickering; transitions by PySceneDetect on the same frames; event-level consistency on the prompt's events."""
     generator, sample_id = P.split(context.partition_key)
-    clip = _video(paths, generator, sample_id)
-    frames, fps = clip.frames, clip.fps
+    src = _video(paths, generator, sample_id)
     slot = {n: models.slot_or_reason(n, device) for n in SLOTS if n not in ("long_text_embedder",)}
     bound, _ = rrub_value(paths)
-    values = PL.static_quality(frames, fps, *slot["aesthetic_v25"], *slot["dover"], bound)
-    values += PL.frame_level_temporal(frames, fps, *slot["flow"], *slot["siglip2"])
     derived = _derived(locot2v_derived)
-    seg, seg_why = slot["subject_segmenter"]
-    det, det_why = slot["open_vocab_detector"]
-    values += PL.event_consistency(frames, derived["events"], derived["events_reason"], seg, det,
-                                   f"{seg_why}; {det_why}", *slot["image_embedder"])
-    df = _rows(values, generator, sample_id, clip.sha256, _protocol(models, judge, paths))
-    return Output(df, metadata={**_meta(values), "frames": int(clip.n_frames), "fps": float(fps)})
+    try:
+        values = visual_values(src, slot, derived["events"], derived["events_reason"], bound)
+    except DecodeError as e:
+        raise Failure(f"generator {generator!r}, sample {sample_id}: {e}") from None
+    df = _rows(values, generator, sample_id, src.sha256, _protocol(models, judge, paths))
+    st = src.stats
+    return Output(df, metadata={**_meta(values), "frames": int(src.n_frames), "fps": float(src.fps),
+                                "frames_converted": int(st.frames_converted), "frames_needed": int(st.frames_needed),
+                                "peak_chunk_frames": int(st.peak_chunk_frames),
+                                "gathered_frames": int(st.gathered_frames)})
 
 
 @asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1")
@@ -149,15 +200,19 @@ def locot2v_judged(context: AssetExecutionContext, paths: BenchPaths, locot2v_sa
     generator, sample_id = P.split(context.partition_key)
     s = _sample(locot2v_sample)
     derived = _derived(locot2v_derived)
-    clip = _video(paths, generator, sample_id)
-    frames = PL.judge_frames(clip.frames)
+    src = _video(paths, generator, sample_id)
+    frames: list = []
+    if judge.available()[0]:  # the judge sees 16 frames; with it off nothing is decoded
+        req = src.take(PL.judge_indices(src.n_frames), name="judge frames")
+        _run(src, generator, sample_id)
+        frames = list(req.frames)
     text, text_why = models.slot_or_reason("long_text_embedder", device)
     values, extra = PL.alignment(judge, frames, s.prompt_base, derived["events"], derived["events_reason"], text,
                                  text_why)
     values.append(PL.human_action(judge, frames, derived["human_actions"], derived["human_actions_reason"]))
     values += PL.content_clarity(judge, frames)
     values += PL.herd(judge, frames, derived["herd_questions"], derived["herd_questions_reason"])
-    df = _rows(values, generator, sample_id, clip.sha256, _protocol(models, judge, paths))
+    df = _rows(values, generator, sample_id, src.sha256, _protocol(models, judge, paths))
     meta = _meta(values)
     if extra.get("description"):
         meta["description"] = MetadataValue.text(extra["description"])
@@ -166,11 +221,15 @@ def locot2v_judged(context: AssetExecutionContext, paths: BenchPaths, locot2v_sa
 
 def leaderboard_table(records: pd.DataFrame, sample_ids: list[str], generators: list[str]) -> pd.DataFrame:
     """Per generator: each of the 26 sub-dimensions = mean over the samples where it is not None (coverage shown);
-    a dimension = unweighted mean of its available sub-dimensions; overall = mean of the five dimensions."""
+    a dimension = unweighted mean of its available sub-dimensions; overall = mean of the five dimensions.
+
+    ``coverage`` is on every row: a sub-dimension's share of samples scored; a dimension's = the mean of its
+    sub-dimensions' coverage (a sub-dimension without any value counts 0); overall's = the mean of the five
+    dimensions' coverage. So an overall computed from one dimension of five shows coverage <= 0.2 beside it."""
     rows = []
     for g in generators:
         part = records[(records["generator"] == g) & records["item"].isin(sample_ids)]
-        subs = {}
+        subs, sub_cov = {}, {}
         for dim, ids in K.DIMENSIONS.items():
             for mid in ids:
                 m = part[part["metric_id"] == mid]
@@ -181,6 +240,7 @@ def leaderboard_table(records: pd.DataFrame, sample_ids: list[str], generators: 
                     reasons.append(f"samples not evaluated: {missing}")
                 value = float(have["value"].astype(float).mean()) if len(have) else None
                 subs[mid] = value
+                sub_cov[mid] = len(have) / len(sample_ids) if sample_ids else 0.0
                 rows.append({"generator": g, "level": "sub_dimension", "dimension": dim, "metric_id": mid,
                              "value": value, "samples": len(sample_ids), "samples_scored": len(have),
                              "coverage": len(have) / len(sample_ids) if sample_ids else None,
@@ -189,24 +249,34 @@ def leaderboard_table(records: pd.DataFrame, sample_ids: list[str], generators: 
                              "reason": "; ".join(reasons)[:800] or None,
                              "protocol": ",".join(sorted(set(m["protocol"].dropna().astype(str)))) or None})
         dims = M.dimension_values(subs)
+        dim_cov = {}
         for dim, ids in K.DIMENSIONS.items():
             have = [m for m in ids if subs[m] is not None]
+            dim_cov[dim] = M.aggregate_coverage([sub_cov[m] for m in ids])
             rows.append({"generator": g, "level": "dimension", "dimension": dim, "metric_id": dim,
                          "value": dims[dim], "samples": len(sample_ids), "samples_scored": None,
-                         "coverage": len(have) / len(ids), "n_eval": len(have), "n_failed": 0,
+                         "coverage": dim_cov[dim], "n_eval": len(have), "n_failed": 0,
                          "n_skipped": len(ids) - len(have),
                          "reason": None if len(have) == len(ids) else
                          f"mean over {len(have)} of {len(ids)} sub-dimensions with a value", "protocol": None})
         have = [d for d in K.DIMENSIONS if dims[d] is not None]
         rows.append({"generator": g, "level": "overall", "dimension": None, "metric_id": "overall",
                      "value": dims["overall"], "samples": len(sample_ids), "samples_scored": None,
-                     "coverage": len(have) / len(K.DIMENSIONS), "n_eval": len(have), "n_failed": 0,
+                     "coverage": M.aggregate_coverage(list(dim_cov.values())), "n_eval": len(have), "n_failed": 0,
                      "n_skipped": len(K.DIMENSIONS) - len(have),
                      "reason": None if len(have) == len(K.DIMENSIONS) else
                      f"mean over {len(have)} of {len(K.DIMENSIONS)} dimensions with a value", "protocol": None})
     board = pd.DataFrame(rows)
     board["value"] = board["value"].astype("Float64")
     return board
+
+
+def headline_markdown(board: pd.DataFrame) -> str:
+    """Dimensions and overall per generator as 'value (coverage %)' cells: no aggregate without its coverage."""
+    head = board[board.level != "sub_dimension"].copy()
+    head["cell"] = [("None" if pd.isna(v) else f"{float(v):.2f}") + f" ({100 * float(c):.0f}% covered)"
+                    for v, c in zip(head["value"], head["coverage"].fillna(0.0))]
+    return head.pivot(index="metric_id", columns="generator", values="cell").to_markdown()
 
 
 @asset(group_name=GROUP, code_version="1", deps=[locot2v_visual, locot2v_judged, locot2v_sample],
@@ -225,8 +295,7 @@ def locot2v_leaderboard(context: AssetExecutionContext, store: Store, paths: Ben
                     if "locot2v_sample" in tables else set()))
     board = leaderboard_table(records, ids, sorted(records["generator"].unique()))
     man = manifest(models, judge, paths)
-    table = board[board.level != "sub_dimension"].pivot(index="metric_id", columns="generator", values="value")
-    return Output(board, metadata={"table": MetadataValue.md(table.astype(float).round(2).to_markdown()),
+    return Output(board, metadata={"table": MetadataValue.md(headline_markdown(board)),
                                    "manifest": MetadataValue.json(man), "protocol_digest": protocol_digest(man)})
 
 

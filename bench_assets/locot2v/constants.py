@@ -49,7 +49,11 @@ SCENE_DETECTOR = "ContentDetector"
 SCENE_THRESHOLD = 27.0            # PySceneDetect's default
 SCENE_MIN_LEN_FRAMES = 4
 EVENT_FRAMES = 8                  # frames per event for subject / background embeddings
-EVENT_SEGMENTATION = "uniform split into the prompt's events (no temporal grounding model)"
+EVENT_OVERSAMPLE = 3              # frames decoded per event frame used: event boundaries are known after the pass
+EVENT_SEGMENTATION = ("event boundaries at PySceneDetect shot cuts (Hungarian-matched to the uniform boundaries "
+                      "within half an event; exactly n_events - 1 cuts are the boundaries), else the uniform split")
+GROUND_WEAK_CONF = 0.5            # offline grounding status rule (as EntityBench): confidence stands in for a_clip
+SAME_SUBJECT_IOU = 0.5            # two descriptions ground the same subject when their boxes overlap this much
 
 # judge
 JUDGE_FRAMES = 16                 # frames sampled uniformly for every video question
@@ -68,7 +72,9 @@ CONSTANTS = {
     "warp_fb_tolerance_px": WARP_FB_TOLERANCE_PX, "transition_k": TRANSITION_K, "transition_b": TRANSITION_B,
     "transition_c": TRANSITION_C, "transition_weights": list(TRANSITION_WEIGHTS),
     "motion_consistency": "1 / (1 + |m_j - median m| / max(median m, floor px))", "motion_floor_px": MOTION_FLOOR_PX, "scene_detector": SCENE_DETECTOR,
-    "scene_threshold": SCENE_THRESHOLD, "scene_min_len_frames": SCENE_MIN_LEN_FRAMES, "event_frames": EVENT_FRAMES,
+    "scene_threshold": SCENE_THRESHOLD, "scene_min_len_frames": SCENE_MIN_LEN_FRAMES, "event_frames": EVENT_FRAMES, "event_oversample": EVENT_OVERSAMPLE,
+    "ground_weak_conf": GROUND_WEAK_CONF, "same_subject_iou": SAME_SUBJECT_IOU,
+    "subject_grounding": "core/grounding.py candidates: a = a_clip x a_sharp x a_area, best present box per frame",
     "event_segmentation": EVENT_SEGMENTATION, "judge_frames": JUDGE_FRAMES, "cc_rounds": CC_ROUNDS,
     "cc_temperature": CC_TEMPERATURE, "herd_questions_per_dimension": HERD_QUESTIONS_PER_DIMENSION,
     "scale": "percent; cosine similarities clipped at 0 and x100",

@@ -176,29 +176,44 @@ def top_mean(flow: np.ndarray, fraction: float) -> float:
     return float(np.mean(np.partition(mag, -k)[-k:]))
 
 
-def dynamic_degree(flows: Sequence[np.ndarray], shape: tuple[int, int]) -> tuple[Optional[float], dict]:
-    """VBench rule on consecutive ~8 fps pairs: a pair moves when the mean of its top-5 % flow magnitudes exceeds
-    6 * min(H, W) / 256; the video is dynamic (100) when at least round(4 * pairs / 16) pairs move, else 0."""
-    if not len(flows):
+def is_moving(flow: np.ndarray, shape: tuple[int, int]) -> bool:
+    """VBench: the mean of a pair's top-5 % flow magnitudes exceeds 6 * min(H, W) / 256."""
+    return top_mean(flow, K.DYNAMIC_TOP_FRACTION) > K.DYNAMIC_THRESHOLD_PER_256 * min(shape) / 256.0
+
+
+def is_static(flow: np.ndarray, shape: tuple[int, int]) -> bool:
+    """VBench's static rule: top-2 % flow magnitude below 3 * min(H, W) / 256."""
+    return top_mean(flow, K.STATIC_TOP_FRACTION) < K.STATIC_FLOW_PER_256 * min(shape) / 256.0
+
+
+def dynamic_verdict(moving: int, pairs: int) -> tuple[Optional[float], dict]:
+    """The video is dynamic (100) when at least round(4 * pairs / 16) pairs move, else 0; no pair -> None."""
+    if not pairs:
         return None, {"pairs": 0}
-    thr = K.DYNAMIC_THRESHOLD_PER_256 * min(shape) / 256.0
-    moving = sum(top_mean(f, K.DYNAMIC_TOP_FRACTION) > thr for f in flows)
-    need = max(1, round(K.DYNAMIC_COUNT_PER_16 * len(flows) / 16.0))
-    return (100.0 if moving >= need else 0.0), {"pairs": len(flows), "moving": int(moving), "needed": int(need)}
+    need = max(1, round(K.DYNAMIC_COUNT_PER_16 * pairs / 16.0))
+    return (100.0 if moving >= need else 0.0), {"pairs": int(pairs), "moving": int(moving), "needed": int(need)}
+
+
+def dynamic_degree(flows: Sequence[np.ndarray], shape: tuple[int, int]) -> tuple[Optional[float], dict]:
+    """VBench rule on consecutive ~8 fps pairs (``is_moving`` per pair, ``dynamic_verdict`` over the video)."""
+    return dynamic_verdict(sum(is_moving(f, shape) for f in flows), len(flows))
 
 
 def static_pairs(flows: Sequence[np.ndarray], shape: tuple[int, int]) -> list[int]:
     """Pairs whose top-2 % flow magnitude is below 3 * min(H, W) / 256 (VBench's static rule)."""
-    thr = K.STATIC_FLOW_PER_256 * min(shape) / 256.0
-    return [i for i, f in enumerate(flows) if top_mean(f, K.STATIC_TOP_FRACTION) < thr]
+    return [i for i, f in enumerate(flows) if is_static(f, shape)]
 
 
 def temporal_flickering(frames: Sequence[np.ndarray], pairs: Sequence[int]) -> Optional[float]:
     """100 * (255 - MAE) / 255 over the static pairs (i, i + 1); None without one."""
     if not len(pairs):
         return None
-    maes = [np.abs(frames[i + 1].astype(np.float32) - frames[i].astype(np.float32)).mean() for i in pairs]
-    return float(100.0 * (255.0 - np.mean(maes)) / 255.0)
+    return mae_score([pair_mae(frames[i], frames[i + 1]) for i in pairs])
+
+
+def pair_mae(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean absolute pixel difference (0-255)."""
+    return float(np.abs(b.astype(np.float32) - a.astype(np.float32)).mean())
 
 
 def warp(img: np.ndarray, flow: np.ndarray, t: float = 1.0) -> np.ndarray:
@@ -209,25 +224,33 @@ def warp(img: np.ndarray, flow: np.ndarray, t: float = 1.0) -> np.ndarray:
                      interpolation=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
 
 
-def warping_error(frames: Sequence[np.ndarray], fwd: Sequence[np.ndarray], bwd: Sequence[np.ndarray],
-                  tol: float = K.WARP_FB_TOLERANCE_PX) -> tuple[Optional[float], Optional[float], dict]:
-    """(100 * (1 - WE), -log WE, detail). For each pair (t, t+1): the previous frame warped onto the current one
-    (sampled at x + B(x), B = flow t+1 -> t), mean |difference| in [0,1] over non-occluded pixels
-    (|B(x) + F(x + B(x))| < tol, F = flow t -> t+1); WE = mean over pairs."""
-    errs = []
-    for i in range(len(frames) - 1):
-        f, b = fwd[i].astype(np.float32), bwd[i].astype(np.float32)
-        f_at = warp(f, b)
-        ok = np.linalg.norm(b + f_at, axis=-1) < tol
-        if not ok.any():
-            continue
-        warped = warp(frames[i].astype(np.float32), b)
-        diff = np.abs(warped - frames[i + 1].astype(np.float32)).mean(axis=-1) / 255.0
-        errs.append(float(diff[ok].mean()))
-    if not errs:
+def warp_pair_error(prev: np.ndarray, cur: np.ndarray, fwd: np.ndarray, bwd: np.ndarray,
+                    tol: float = K.WARP_FB_TOLERANCE_PX) -> Optional[float]:
+    """One pair (t, t+1): the previous frame warped onto the current one (sampled at x + B(x), B = flow t+1 -> t),
+    mean |difference| in [0,1] over non-occluded pixels (|B(x) + F(x + B(x))| < tol, F = flow t -> t+1); None when
+    every pixel is occluded."""
+    f, b = fwd.astype(np.float32), bwd.astype(np.float32)
+    ok = np.linalg.norm(b + warp(f, b), axis=-1) < tol
+    if not ok.any():
+        return None
+    warped = warp(prev.astype(np.float32), b)
+    diff = np.abs(warped - cur.astype(np.float32)).mean(axis=-1) / 255.0
+    return float(diff[ok].mean())
+
+
+def warping_from_errors(errs: Sequence[float]) -> tuple[Optional[float], Optional[float], dict]:
+    """(100 * (1 - WE), -log WE, detail) from the per-pair errors; WE = their mean."""
+    if not len(errs):
         return None, None, {"pairs": 0}
     we = float(np.mean(errs))
     return 100.0 * (1.0 - we), float(-np.log(max(we, 1e-12))), {"pairs": len(errs), "we": we}
+
+
+def warping_error(frames: Sequence[np.ndarray], fwd: Sequence[np.ndarray], bwd: Sequence[np.ndarray],
+                  tol: float = K.WARP_FB_TOLERANCE_PX) -> tuple[Optional[float], Optional[float], dict]:
+    """(100 * (1 - WE), -log WE, detail) over consecutive pairs (``warp_pair_error`` each); WE = mean over pairs."""
+    errs = [warp_pair_error(frames[i], frames[i + 1], fwd[i], bwd[i], tol) for i in range(len(frames) - 1)]
+    return warping_from_errors([e for e in errs if e is not None])
 
 
 def interpolate_midpoint(a: np.ndarray, b: np.ndarray, flow_ab: np.ndarray, flow_ba: np.ndarray) -> np.ndarray:
@@ -235,16 +258,22 @@ def interpolate_midpoint(a: np.ndarray, b: np.ndarray, flow_ab: np.ndarray, flow
     return 0.5 * (warp(a.astype(np.float32), flow_ab, -0.5) + warp(b.astype(np.float32), flow_ba, -0.5))
 
 
+def interpolation_error(a: np.ndarray, mid: np.ndarray, b: np.ndarray, fab: np.ndarray, fba: np.ndarray) -> float:
+    """Mean absolute error (0-255) of ``mid`` rebuilt from its neighbours a and b by the flow interpolator."""
+    return float(np.mean(np.abs(interpolate_midpoint(a, b, fab, fba) - mid.astype(np.float32))))
+
+
+def mae_score(errs: Sequence[float]) -> Optional[float]:
+    """100 * (255 - mean MAE) / 255 (VBench's scale for flickering and motion smoothness); None without errors."""
+    return float(100.0 * (255.0 - np.mean(errs)) / 255.0) if len(errs) else None
+
+
 def motion_smoothness(frames: Sequence[np.ndarray], skip_flows: Sequence[tuple[np.ndarray, np.ndarray]]
                       ) -> Optional[float]:
     """VBench's protocol with a flow interpolator: every odd frame rebuilt from its two neighbours
     (``skip_flows[j]`` = flows f[2j] -> f[2j+2] and back); 100 * (255 - MAE) / 255."""
-    errs = []
-    for j, (fab, fba) in enumerate(skip_flows):
-        p, m, n = 2 * j, 2 * j + 1, 2 * j + 2
-        mid = interpolate_midpoint(frames[p], frames[n], fab, fba)
-        errs.append(float(np.mean(np.abs(mid - frames[m].astype(np.float32)))))
-    return float(100.0 * (255.0 - np.mean(errs)) / 255.0) if errs else None
+    return mae_score([interpolation_error(frames[2 * j], frames[2 * j + 1], frames[2 * j + 2], fab, fba)
+                      for j, (fab, fba) in enumerate(skip_flows)])
 
 
 def semantic_consistency(embeddings: np.ndarray) -> Optional[float]:
@@ -343,6 +372,35 @@ def event_ranges(n_frames: int, n_events: int) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(edges, edges[1:])]
 
 
+def event_ranges_at_cuts(n_frames: int, n_events: int, cuts: Sequence[int]) -> tuple[list[tuple[int, int]], list]:
+    """Event segmentation at detected shot boundaries where they exist, else the uniform split.
+
+    Each of the n_events - 1 uniform boundaries moves to a detected cut, the cuts assigned to boundaries by a
+    minimum-distance matching (Hungarian on |boundary - cut|) within half an event length; a boundary with no cut
+    in reach stays where the uniform split put it. So a video with exactly one cut per event change is split at its
+    cuts, extra cuts (shots inside an event) are left inside events, and a video without cuts splits uniformly.
+    Returns ([start, end) per event, per boundary 'cut' | 'uniform')."""
+    uniform = [b for _, b in event_ranges(n_frames, n_events)[:-1]]
+    cuts = sorted({int(c) for c in cuts if 0 < int(c) < n_frames})
+    how = ["uniform"] * len(uniform)
+    bounds = list(uniform)
+    if cuts and len(cuts) == len(uniform):  # one shot per event: the shots are the events
+        bounds, how = list(cuts), ["cut"] * len(cuts)
+    elif uniform and cuts:
+        reach = n_frames / max(n_events, 1) / 2.0
+        cost = np.abs(np.subtract.outer(np.asarray(uniform, float), np.asarray(cuts, float)))
+        rows, cols = linear_sum_assignment(np.where(cost <= reach, cost, 1e9))
+        for r, c in zip(rows, cols):
+            if cost[r, c] <= reach:
+                bounds[r], how[r] = cuts[c], "cut"
+    order = np.argsort(bounds, kind="stable")  # a matching may cross; boundaries stay in time order
+    bounds, how = [bounds[i] for i in order], [how[i] for i in order]
+    edges = [0, *bounds, n_frames]
+    if any(b <= a for a, b in zip(edges, edges[1:])):  # a degenerate matching: the uniform split is safe
+        return event_ranges(n_frames, n_events), ["uniform"] * len(uniform)
+    return [(int(a), int(b)) for a, b in zip(edges, edges[1:])], how
+
+
 def intra_event_consistency(per_event: Sequence[dict[str, np.ndarray]], weights: Sequence[float]
                             ) -> tuple[Optional[float], dict]:
     """B.7 eqs. 10-12: per event and element, mean cosine of consecutive appearances (>= 2 needed); event score =
@@ -380,6 +438,11 @@ def inter_event_consistency(per_event: Sequence[dict[str, np.ndarray]]) -> tuple
 
 
 # ----------------------------------------------------------------------------------------- aggregation
+
+def aggregate_coverage(parts: Sequence[float]) -> float:
+    """Coverage of an unweighted mean: the mean of its parts' coverage (a part without any value counts 0)."""
+    return float(np.mean([float(p or 0.0) for p in parts])) if len(parts) else 0.0
+
 
 def dimension_values(sub: dict[str, Optional[float]]) -> dict[str, Optional[float]]:
     """Dimension = unweighted mean of its available sub-dimensions; overall = mean of the available dimensions."""

@@ -11,6 +11,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from bench_assets.core import grounding as G
 from bench_assets.locot2v import constants as K
 from bench_assets.locot2v import judging as J
 from bench_assets.locot2v import metrics as M
@@ -47,120 +48,47 @@ def none(metric_id: str, reason: str, failed: bool = False, **detail: Any) -> Va
 
 def static_quality(frames: np.ndarray, fps: float, aesthetic, aesthetic_why: Optional[str], dover,
                    dover_why: Optional[str], rrub_value: float) -> list[Value]:
-    out = []
+    """AQ and TQ of frames in memory (the asset streams the same: ``aq_value`` on the 1 fps frames it gathered,
+    ``tq_value`` on the scores of its ``stream.DoverClips``)."""
+    idx = M.analysis_indices(len(frames), fps, K.AQ_FPS)
+    bounds = M.clip_bounds(len(frames), fps)
+    return [aq_value(idx, [frames[i] for i in idx], aesthetic, aesthetic_why, rrub_value),
+            tq_value(bounds, [float(dover.score(frames[a:b])) for a, b in bounds] if dover is not None else None,
+                     dover_why)]
+
+
+def aq_value(idx: Sequence[int], frames: Sequence[np.ndarray], aesthetic, aesthetic_why: Optional[str],
+             rrub_value: float) -> Value:
     if aesthetic is None:
-        out.append(none("aesthetic_quality", aesthetic_why or "aesthetic slot unavailable"))
-    else:
-        idx = M.analysis_indices(len(frames), fps, K.AQ_FPS)
-        scores = [float(s) for s in aesthetic.score([frames[i] for i in idx])]
-        out.append(Value("aesthetic_quality", M.aesthetic_quality(scores, rrub_value), len(scores),
-                         detail={"frames": idx, "scores": [round(s, 4) for s in scores], "rrub": rrub_value}))
-    if dover is None:
-        out.append(none("technical_quality", dover_why or "dover slot unavailable"))
-    else:
-        bounds = M.clip_bounds(len(frames), fps)
-        scores = [float(dover.score(frames[a:b])) for a, b in bounds]
-        out.append(Value("technical_quality", 100.0 * float(np.mean(scores)), len(scores),
-                         detail={"clips": bounds, "scores": [round(s, 5) for s in scores]}))
-    return out
+        return none("aesthetic_quality", aesthetic_why or "aesthetic slot unavailable")
+    scores = [float(s) for s in aesthetic.score(list(frames))]
+    return Value("aesthetic_quality", M.aesthetic_quality(scores, rrub_value), len(scores),
+                 detail={"frames": list(idx), "scores": [round(s, 4) for s in scores], "rrub": rrub_value})
+
+
+def tq_value(bounds, scores: Optional[Sequence[float]], dover_why: Optional[str]) -> Value:
+    if scores is None:
+        return none("technical_quality", dover_why or "dover slot unavailable")
+    return Value("technical_quality", 100.0 * float(np.mean(scores)), len(scores),
+                 detail={"clips": list(bounds), "scores": [round(s, 5) for s in scores]})
 
 
 # ------------------------------------------------------------------------------------------ temporal quality
 
-def _pairs_flow(flow, frames: Sequence[np.ndarray], pairs: Sequence[tuple[int, int]]) -> list[np.ndarray]:
-    return flow.flow([(frames[a], frames[b]) for a, b in pairs]) if pairs else []
-
-
-class FrameEmbeddings:
-    """Image features per frame index, computed once and shared (semantic consistency, transition windows); frames
-    with identical pixels (a held frame, a static stretch the codec repeats exactly) are embedded once."""
-
-    def __init__(self, frames: np.ndarray, embedder):
-        self.frames, self.embedder, self.by_hash, self.hash_of = frames, embedder, {}, {}
-
-    def _hash(self, i: int) -> str:
-        if i not in self.hash_of:
-            self.hash_of[i] = hashlib.sha1(np.ascontiguousarray(self.frames[i]).tobytes()).hexdigest()
-        return self.hash_of[i]
-
-    def get(self, indices: Sequence[int]) -> np.ndarray:
-        indices = [int(i) for i in indices]
-        todo: dict[str, int] = {}
-        for i in indices:
-            h = self._hash(i)
-            if h not in self.by_hash:
-                todo.setdefault(h, i)
-        if todo:
-            for h, e in zip(todo, self.embedder.embed([self.frames[i] for i in todo.values()])):
-                self.by_hash[h] = e
-        return np.stack([self.by_hash[self._hash(i)] for i in indices])
-
-
 def frame_level_temporal(frames: np.ndarray, fps: float, flow, flow_why: Optional[str], embedder,
                          embedder_why: Optional[str]) -> list[Value]:
     """Dynamic degree, motion smoothness, warping error, semantic consistency, temporal flickering and transition
-    smoothness from one set of flows over the analysis frames (<= 8 fps) and the native frames around transitions."""
-    idx = M.analysis_indices(len(frames), fps)
-    A = [frames[i] for i in idx]
-    shape = frames.shape[1:3]
-    out: list[Value] = []
-    if flow is None:
-        why = flow_why or "flow slot unavailable"
-        out += [none(m, why) for m in ("dynamic_degree", "motion_smoothness", "warping_error", "temporal_flickering")]
-    elif len(A) < 2:
-        out += [none(m, "fewer than 2 analysis frames") for m in
-                ("dynamic_degree", "motion_smoothness", "warping_error", "temporal_flickering")]
-    else:
-        consecutive = list(zip(range(len(A) - 1), range(1, len(A))))
-        fwd = _pairs_flow(flow, A, consecutive)
-        bwd = _pairs_flow(flow, A, [(b, a) for a, b in consecutive])
-        dd, d = M.dynamic_degree(fwd, shape)
-        out.append(Value("dynamic_degree", dd, 1, detail=d))
-        skips = [(2 * j, 2 * j + 2) for j in range((len(A) - 1) // 2)]
-        sf = _pairs_flow(flow, A, [p for a, b in skips for p in ((a, b), (b, a))])
-        ms = M.motion_smoothness(A, list(zip(sf[0::2], sf[1::2])))
-        out.append(Value("motion_smoothness", ms, len(skips)) if ms is not None else
-                   none("motion_smoothness", "fewer than 3 analysis frames"))
-        we, neglog, d = M.warping_error(A, fwd, bwd)
-        out.append(Value("warping_error", we, d["pairs"], detail={**d, "neg_log_we": neglog}) if we is not None else
-                   none("warping_error", "no pair with non-occluded pixels"))
-        static = M.static_pairs(fwd, shape)
-        tf = M.temporal_flickering(A, static)
-        out.append(Value("temporal_flickering", tf, len(static), detail={"static_pairs": len(static),
-                                                                        "pairs": len(fwd)}) if tf is not None else
-                   none("temporal_flickering", "no static frame pair (VBench static rule)"))
-    feats = FrameEmbeddings(frames, embedder) if embedder is not None else None
-    if embedder is None:
-        out.append(none("semantic_consistency", embedder_why or "siglip2 slot unavailable"))
-    elif len(A) < 2:
-        out.append(none("semantic_consistency", "fewer than 2 analysis frames"))
-    else:
-        out.append(Value("semantic_consistency", M.semantic_consistency(feats.get(idx)), len(A) - 1))
-    out.append(transition_smoothness(frames, fps, flow, flow_why, feats, embedder_why))
-    return out
+    smoothness of frames already in memory, through the same streamed reducer the asset feeds from its one decode
+    pass (stream.TemporalStream); returns the Values (its cuts are on ``frame_level_temporal_stream``)."""
+    return frame_level_temporal_stream(frames, fps, flow, flow_why, embedder, embedder_why).finish()
 
 
-def transition_smoothness(frames: np.ndarray, fps: float, flow, flow_why, feats: Optional[FrameEmbeddings],
-                          embedder_why) -> Value:
-    embedder = feats
-    if flow is None or embedder is None:
-        return none("transition_smoothness", flow_why if flow is None else embedder_why)
-    if len(frames) < 2 * K.TRANSITION_K + 1:
-        return none("transition_smoothness", f"fewer than {2 * K.TRANSITION_K + 1} frames")
-    cuts = M.detect_transitions(frames, fps)
-    how = f"PySceneDetect {K.SCENE_DETECTOR}"
-    if not cuts:
-        cuts, how = [M.most_abrupt_pair(frames) + 1], "no transition detected: the most abrupt adjacent pair"
-    scores, windows = [], []
-    for t in cuts:
-        a, b = M.window_bounds(t, len(frames))
-        w = [frames[i] for i in range(a, b + 1)]
-        s, d = M.transition_window_score(w, feats.get(range(a, b + 1)),
-                                         _pairs_flow(flow, w, [(i, i + 1) for i in range(len(w) - 1)]))
-        scores.append(s)
-        windows.append({"t": t, "window": [a, b], "score": round(s, 5), **d})
-    return Value("transition_smoothness", 100.0 * float(np.mean(scores)), len(scores),
-                 detail={"transitions": cuts, "how": how, "windows": windows})
+def frame_level_temporal_stream(frames: np.ndarray, fps: float, flow, flow_why, embedder, embedder_why):
+    from bench_assets.locot2v.stream import TemporalStream
+    ts = TemporalStream(len(frames), fps, frames.shape[1:3], flow, flow_why, embedder, embedder_why)
+    for a in range(0, len(frames), 32):
+        ts.push(list(range(a, min(a + 32, len(frames)))), frames[a:a + 32])
+    return ts
 
 
 # ------------------------------------------------------------------------------------------ event consistency
@@ -171,12 +99,12 @@ EVENT_IDS = ("intra_event_subject_consistency", "intra_event_background_consiste
 
 
 def subject_key(text: str) -> str:
-    """A subject's identity across events: its text, lower-case, whitespace collapsed."""
+    """A subject's text, lower-case, whitespace collapsed (identical texts ground identically)."""
     return _WS.sub(" ", str(text).strip().lower())
 
 
 def embed_unique(embedder, images: Sequence[np.ndarray]) -> np.ndarray:
-    """Embed images, each distinct pixel array once."""
+    """Embed images, each distinct pixel array once (held frames, repeated backgrounds)."""
     keys = [hashlib.sha1(np.ascontiguousarray(im).tobytes() + str(im.shape).encode()).hexdigest() for im in images]
     first: dict[str, int] = {}
     for i, k in enumerate(keys):
@@ -187,9 +115,83 @@ def embed_unique(embedder, images: Sequence[np.ndarray]) -> np.ndarray:
     return np.stack([emb[k] for k in keys])
 
 
+_PERSON = re.compile(r"\b(man|men|woman|women|person|people|boy|boys|girl|girls|child|children|kid|kids|baby|"
+                     r"cyclist|rider|player|pedestrian|walker|runner|dancer|driver|chef|worker|lady|gentleman|guy|"
+                     r"crowd|couple|family|he|she|diner|actor|actress|astronaut|soldier|student|teacher)\b")
+
+
+def subject_kind(text: str) -> Optional[str]:
+    """'character' when the subject names a person (so a closed-vocabulary detector maps it to people rather than
+    to an object word in the description, e.g. 'tie'); otherwise the detector's own text matching decides."""
+    return "character" if _PERSON.search(str(text).lower()) else None
+
+
+def iou(a, b) -> float:
+    ax1, ay1, ax2, ay2 = (float(v) for v in a)
+    bx1, by1, bx2, by2 = (float(v) for v in b)
+    iw, ih = max(0.0, min(ax2, bx2) - max(ax1, bx1)), max(0.0, min(ay2, by2) - max(ay1, by1))
+    inter = iw * ih
+    union = (ax2 - ax1) * (ay2 - ay1) + (bx2 - bx1) * (by2 - by1) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def ground_subject(detector, clip_model, frames: Sequence[tuple[int, np.ndarray]], query: str
+                   ) -> tuple[dict[int, Optional[G.Candidate]], Optional[str]]:
+    """The described subject in each frame, by the grounding pass EntityBench uses (core/grounding.py): every
+    detection for the description is a candidate scored a = a_clip x a_sharp x a_area (detector confidence in
+    place of a_clip without CLIP); the best candidate of a frame is the subject when its status is 'present'.
+    A large, sharp, well-matching box wins over the most confident one (a diner behind the described woman is
+    smaller and out of focus). Returns ({frame index: candidate or None}, why nothing could be grounded)."""
+    if not frames:
+        return {}, None
+    dets = detector.detect([f for _, f in frames], query, kind=subject_kind(query))
+    reason = getattr(detector, "last_reason", None)
+    if reason and all(len(d) == 0 for d in dets):
+        return {i: None for i, _ in frames}, reason
+    per: dict[int, list[G.Candidate]] = {}
+    crops, owners = [], []
+    for (i, f), d in zip(frames, dets):
+        per[i] = []
+        labels = d.data.get("label") if hasattr(d, "data") else None
+        for j in range(len(d)):
+            box = d.xyxy[j]
+            try:
+                crop = G.crop_box(f, box)
+            except ValueError:
+                continue
+            per[i].append(G.Candidate(int(i), tuple(float(v) for v in box), float(d.confidence[j]),
+                                      str(labels[j]) if labels is not None else None, None, G.a_sharp(crop),
+                                      G.a_area(box, f.shape)))
+            crops.append(crop)
+            owners.append((i, len(per[i]) - 1))
+    if crops and clip_model is not None:
+        sims = np.asarray(clip_model.similarity(crops, [query])).reshape(-1)
+        for (i, k), sim in zip(owners, sims):
+            c = per[i][k]
+            per[i][k] = G.Candidate(c.frame_index, c.box, c.confidence, c.label, float(sim), c.a_sharp, c.a_area)
+    out: dict[int, Optional[G.Candidate]] = {}
+    for i, cands in per.items():
+        k = G.best_index(cands)
+        best = cands[k] if k is not None else None
+        ok = best is not None and G.decide_status(best, clip_model is not None, K.GROUND_WEAK_CONF) == "present"
+        out[i] = best if ok else None
+    return out, None
+
+
+def same_subject_by_grounding(own: dict[int, Optional[G.Candidate]], other: dict[int, Optional[G.Candidate]]
+                              ) -> bool:
+    """Two descriptions name the same subject in an event when grounding either one on the event's frames lands
+    on the same box (IoU >= 0.5) in at least half of the frames where both found something."""
+    both = [(own[i], other[i]) for i in own if own.get(i) is not None and other.get(i) is not None]
+    if not both:
+        return False
+    agree = sum(iou(a.box, b.box) >= K.SAME_SUBJECT_IOU for a, b in both)
+    return agree * 2 >= len(both)
+
+
 def subject_masks(segmenter, detector, frame: np.ndarray, query: str) -> tuple[list[np.ndarray], list[tuple], str]:
-    """(masks, boxes, how) of one subject in one frame: segmentation masks when the segmentation slot is loaded,
-    else detector boxes as rectangular masks (the spec's fallback), best first."""
+    """(masks, boxes, how) of every detection of a subject in one frame: segmentation masks when the segmentation
+    slot is loaded, else detector boxes as rectangular masks (the spec's fallback), most confident first."""
     h, w = frame.shape[:2]
     if segmenter is not None:
         masks, boxes = [], []
@@ -199,7 +201,7 @@ def subject_masks(segmenter, detector, frame: np.ndarray, query: str) -> tuple[l
                 masks.append(m)
                 boxes.append((int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1))
         return masks, boxes, "mask"
-    det = detector.detect([frame], query, kind="character")[0]
+    det = detector.detect([frame], query, kind=subject_kind(query))[0]
     order = np.argsort(-np.asarray(det.confidence)) if len(det) else []
     masks, boxes = [], []
     for j in order:
@@ -214,49 +216,115 @@ def subject_masks(segmenter, detector, frame: np.ndarray, query: str) -> tuple[l
     return masks, boxes, "box"
 
 
-def event_consistency(frames: np.ndarray, events: Optional[Sequence[dict]], events_why: Optional[str], segmenter,
-                      detector, locate_why: Optional[str], embedder, embedder_why: Optional[str]) -> list[Value]:
-    """Intra- and inter-event subject / background consistency (B.7) over the prompt's events, the video split
-    uniformly into them; subject crops from masks (or boxes), background = frame with the subject masks zeroed."""
+def _subject_mask(segmenter, frame: np.ndarray, query: str, box) -> tuple[np.ndarray, tuple[int, int, int, int]]:
+    """The grounded subject's mask: the segmentation mask that best overlaps its box (segmentation slot), else the
+    box itself."""
+    h, w = frame.shape[:2]
+    x1, y1, x2, y2 = (int(round(v)) for v in box)
+    x1, y1, x2, y2 = max(0, x1), max(0, y1), min(w, x2), min(h, y2)
+    rect = np.zeros((h, w), bool)
+    rect[y1:y2, x1:x2] = True
+    if segmenter is not None:
+        masks, boxes, _ = subject_masks(segmenter, None, frame, query)
+        if masks:
+            k = int(np.argmax([iou(b, (x1, y1, x2, y2)) for b in boxes]))
+            if iou(boxes[k], (x1, y1, x2, y2)) > 0:
+                return masks[k], boxes[k]
+    return rect, (x1, y1, x2, y2)
+
+
+class _Groups:
+    """Union-find over events: which events' subjects are one subject."""
+
+    def __init__(self, n: int):
+        self.parent = list(range(n))
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def union(self, a: int, b: int) -> None:
+        self.parent[self.find(b)] = self.find(a)
+
+
+def event_frame_indices(n_frames: int, n_events: int) -> list[int]:
+    """Frames decoded for event-level consistency, stated before the decode pass (the event boundaries are only
+    known after it, from the detected cuts): EVENT_OVERSAMPLE x EVENT_FRAMES per event, evenly over the video, so
+    every event, wherever its boundaries land, has frames to choose from. Bounded by the event count, not length."""
+    k = min(n_frames, max(1, n_events) * K.EVENT_FRAMES * K.EVENT_OVERSAMPLE)
+    return sorted({int(round(x)) for x in np.linspace(0, n_frames - 1, k)}) if n_frames > 0 else []
+
+
+def event_consistency(n_frames: int, cuts: Sequence[int], frames: dict[int, np.ndarray],
+                      events: Optional[Sequence[dict]], events_why: Optional[str], segmenter, detector,
+                      locate_why: Optional[str], embedder, embedder_why: Optional[str], clip_model=None
+                      ) -> list[Value]:
+    """Intra- and inter-event subject / background consistency (B.7). Events are split at the detected shot
+    boundaries where they exist (``M.event_ranges_at_cuts``), else uniformly; each event's subject is grounded by
+    its description (``ground_subject``); subjects of different events are one subject when grounding says so
+    (``same_subject_by_grounding``), not when their texts happen to be equal. Subject crops are masked (segmentation
+    slot) or boxes; the background is the frame with the grounded subject removed. ``frames``: decoded frames by
+    native index (``event_frame_indices``)."""
     if not events:
         why = events_why or "the sample has no events"
         return [none(m, f"needs the prompt's events: {why}") for m in EVENT_IDS]
     if embedder is None:
         return [none(m, embedder_why or "image_embedder unavailable") for m in EVENT_IDS]
-    if segmenter is None and detector is None:
-        return [none(m, f"no subject segmentation or detection: {locate_why}") for m in EVENT_IDS]
-    ranges = M.event_ranges(len(frames), len(events))
+    if detector is None:
+        return [none(m, f"no subject detection to ground the subjects: {locate_why}") for m in EVENT_IDS]
+    ranges, split = M.event_ranges_at_cuts(n_frames, len(events), cuts)
+    have = sorted(frames)
+    picks = []
+    for a, b in ranges:
+        inside = [i for i in have if a <= i < b]
+        sel = sorted({inside[int(round(x))] for x in np.linspace(0, len(inside) - 1, K.EVENT_FRAMES)}) \
+            if len(inside) > K.EVENT_FRAMES else inside
+        picks.append([(i, frames[i]) for i in sel])
+    texts = [str(e.get("subject") or "").strip() for e in events]
+    grounded, reasons = [], []
+    for e, text in enumerate(texts):
+        g, why = ground_subject(detector, clip_model, picks[e], text) if text else ({}, "event has no subject")
+        grounded.append(g)
+        reasons.append(why)
+    groups = _Groups(len(events))
+    closed = bool(getattr(detector, "closed_vocabulary", False))
+    for e1 in range(len(events)):
+        for e2 in range(e1 + 1, len(events)):
+            if not texts[e1] or not texts[e2] or groups.find(e1) == groups.find(e2):
+                continue
+            if subject_key(texts[e1]) == subject_key(texts[e2]):
+                same = True   # one description grounds identically wherever it is asked
+            elif closed:
+                same = False  # a closed-vocabulary detector grounds every person description to the same box
+            else:
+                same = any(same_subject_by_grounding(grounded[y], ground_subject(detector, clip_model, picks[y],
+                                                                                 texts[x])[0])
+                           for x, y in ((e1, e2), (e2, e1)) if picks[y])
+            if same:
+                groups.union(e1, e2)
     subj_crops: list[dict[str, list]] = []
     backgrounds: list[list[np.ndarray]] = []
     found = []
-    located: dict[tuple, tuple] = {}
     how = "mask" if segmenter is not None else "box"
-    for e, (a, b) in zip(events, ranges):
-        idx = sorted({int(round(x)) for x in np.linspace(a, b - 1, min(K.EVENT_FRAMES, b - a))}) if b > a else []
-        key = subject_key(e.get("subject", ""))
+    for e, ((a, b), sel) in enumerate(zip(ranges, picks)):
+        name = f"subject{groups.find(e)}" if texts[e] else None
         crops, bgs = [], []
-        for i in idx:
-            f = frames[i]
-            if key:
-                ck = (hashlib.sha1(np.ascontiguousarray(f).tobytes()).hexdigest(), key)
-                if ck not in located:   # a held frame is segmented once
-                    located[ck] = subject_masks(segmenter, detector, f, str(e.get("subject")))[:2]
-                masks, boxes = located[ck]
-            else:
-                masks, boxes = [], []
-            union = np.zeros(f.shape[:2], bool)
-            for m in masks:
-                union |= m
-            if masks:
-                x1, y1, x2, y2 = boxes[0]
-                crop = f[y1:y2, x1:x2].copy()
-                crop[~masks[0][y1:y2, x1:x2]] = 0
-                crops.append(crop)
-                found.append({"frame": int(i), "subject": key, "box": [int(v) for v in boxes[0]]})
+        for i, f in sel:
             bg = f.copy()
-            bg[union] = 0
+            cand = grounded[e].get(i)
+            if cand is not None:
+                mask, (x1, y1, x2, y2) = _subject_mask(segmenter, f, texts[e], cand.box)
+                if x2 - x1 >= 4 and y2 - y1 >= 4:
+                    crop = f[y1:y2, x1:x2].copy()
+                    crop[~mask[y1:y2, x1:x2]] = 0
+                    crops.append(crop)
+                    bg[mask] = 0
+                    found.append({"event": e, "frame": int(i), "subject": name, "text": texts[e],
+                                  "box": [int(x1), int(y1), int(x2), int(y2)], "a": round(cand.score, 4)})
             bgs.append(bg)
-        subj_crops.append({key: crops} if key and crops else {})
+        subj_crops.append({name: crops} if name and crops else {})
         backgrounds.append(bgs)
     weights = [b - a for a, b in ranges]
     flat = [c for d in subj_crops for cs in d.values() for c in cs]
@@ -272,16 +340,24 @@ def event_consistency(frames: np.ndarray, events: Optional[Sequence[dict]], even
     for bgs in backgrounds:
         per_bg.append({"background": emb[k:k + len(bgs)]})
         k += len(bgs)
-    common = {"events": len(events), "ranges": ranges, "crops": how}
+    subjects = {f"subject{groups.find(e)}": sorted({texts[x] for x in range(len(events))
+                                                   if texts[x] and groups.find(x) == groups.find(e)})
+                for e in range(len(events)) if texts[e]}
+    common = {"events": len(events), "ranges": ranges, "boundaries": split, "cuts": sorted(int(c) for c in cuts),
+              "crops": how, "subjects": subjects,
+              "closed_vocabulary": closed,
+              "subject_matching": ("identical text only: the closed-vocabulary detector cannot tell descriptions "
+                                   "of one class apart" if closed else
+                                   f"grounding: same box (IoU >= {K.SAME_SUBJECT_IOU}) in each other's events"),
+              "grounding": "a = a_clip x a_sharp x a_area" if clip_model is not None else
+              f"a = confidence x a_sharp x a_area (no CLIP); present iff confidence >= {K.GROUND_WEAK_CONF}"}
+    why_none = "; ".join(sorted({r for r in reasons if r}))
     out = []
     v, d = M.intra_event_consistency(per_subject, weights)
     out.append(Value("intra_event_subject_consistency", v, len(flat), detail={**common, **d, "found": found})
                if v is not None else none("intra_event_subject_consistency",
-                                          "no event with >= 2 appearances of its subject "
-                                          f"({'segmentation' if how == 'mask' else 'detector'} found "
-                                          f"{len(found)} crops"
-                                          + (f"; {detector.last_reason}" if how == "box"
-                                             and getattr(detector, "last_reason", None) else "") + ")",
+                                          f"no event with >= 2 grounded appearances of its subject (grounding "
+                                          f"found {len(found)} crops" + (f"; {why_none}" if why_none else "") + ")",
                                           **common))
     v, d = M.intra_event_consistency(per_bg, weights)
     out.append(Value("intra_event_background_consistency", v, len(backgrounds), detail={**common, **d})
@@ -289,7 +365,7 @@ def event_consistency(frames: np.ndarray, events: Optional[Sequence[dict]], even
     v, d = M.inter_event_consistency(per_subject)
     out.append(Value("inter_event_subject_consistency", v, len(d["elements"]), detail={**common, **d})
                if v is not None else none("inter_event_subject_consistency",
-                                          "no subject seen in >= 2 events", **common))
+                                          "no subject grounded in >= 2 events", **common))
     v, d = M.inter_event_consistency(per_bg)
     out.append(Value("inter_event_background_consistency", v, 1, detail={**common, **d})
                if v is not None else none("inter_event_background_consistency", "fewer than 2 events"))
@@ -298,9 +374,12 @@ def event_consistency(frames: np.ndarray, events: Optional[Sequence[dict]], even
 
 # ------------------------------------------------------------------------------------------ judged
 
+def judge_indices(n_frames: int) -> list[int]:
+    return [int(round(x)) for x in np.linspace(0, n_frames - 1, min(K.JUDGE_FRAMES, n_frames))] if n_frames else []
+
+
 def judge_frames(frames: np.ndarray) -> list[np.ndarray]:
-    idx = [int(round(x)) for x in np.linspace(0, len(frames) - 1, min(K.JUDGE_FRAMES, len(frames)))]
-    return [frames[i] for i in idx]
+    return [frames[i] for i in judge_indices(len(frames))]
 
 
 def _failed(res) -> str:
@@ -369,20 +448,42 @@ def human_action(judge, frames, actions: Optional[Sequence[dict]], actions_why: 
                  detail={"occurs": occurs, "smooth": smooth})
 
 
+# backends that take sampling parameters per request; Anthropic's current API version answers 400 to any of them
+SAMPLING_BACKENDS = ("openai",)
+
+
+def clarity_sampling(judge) -> tuple[Any, dict]:
+    """(the judge to ask the CC rounds with, what is sent). The protocol samples R rounds at temperature 0.7: sent
+    where the backend accepts sampling (a copy of the judge with that temperature, so the cache key carries it);
+    elsewhere the judge's own setting is what goes out (None: nothing sent, the backend's default sampling), and
+    that is recorded instead of the protocol's value."""
+    backend = getattr(judge, "backend", "anthropic")
+    if backend in SAMPLING_BACKENDS and hasattr(judge, "for_endpoint"):
+        return (judge.for_endpoint(model=judge.model, temperature=K.CC_TEMPERATURE),
+                {"backend": backend, "temperature_protocol": K.CC_TEMPERATURE, "temperature_sent": K.CC_TEMPERATURE})
+    sent = getattr(judge, "temperature", None)
+    return judge, {"backend": backend, "temperature_protocol": K.CC_TEMPERATURE, "temperature_sent": sent,
+                   "note": ("the backend takes no sampling parameters: none sent, its default sampling used"
+                            if sent is None else "the judge's configured temperature was sent, not the protocol's")}
+
+
 def content_clarity(judge, frames) -> list[Value]:
     ok, why = judge.available()
     if not ok:
         return [none(m, why) for m in K.CLARITY_IDS]
-    res = judge.ask_many([J.clarity_request(frames, r) for r in range(K.CC_ROUNDS)])
+    cc_judge, sampling = clarity_sampling(judge)
+    res = cc_judge.ask_many([J.clarity_request(frames, r) for r in range(K.CC_ROUNDS)])
     good = [r for r in res if r.status == "ok"]
     failed = len(res) - len(good)
     out = []
     for m in K.CLARITY_IDS:
         rounds = [int(r.answer[m]["score"]) for r in good]
         v = M.clarity_score(rounds)
-        out.append(Value(m, v, len(rounds), n_failed=failed, reason=_failed(res[0]) if failed else None,
-                         detail={"rounds": rounds}) if v is not None else
-                   Value(m, None, 0, failed, 0, "; ".join(sorted({_failed(r) for r in res}))))
+        out.append(Value(m, v, len(rounds), n_failed=failed,
+                         reason=_failed(next(r for r in res if r.status != "ok")) if failed else None,
+                         detail={"rounds": rounds, "sampling": sampling}) if v is not None else
+                   Value(m, None, 0, failed, 0, "; ".join(sorted({_failed(r) for r in res})),
+                         detail={"sampling": sampling}))
     return out
 
 
