@@ -142,7 +142,7 @@ def test_timeout_bounds_the_whole_request_not_each_read(judge_for):
         r = j.ask(request())
         elapsed = time.perf_counter() - t0
         assert (r.status, r.reason, r.attempts) == ("failed", "timeout after 0 retries", 1)
-        assert elapsed < 1.5, elapsed
+        assert elapsed < 4.0, elapsed  # ~16 s with a per-read timeout; slack for a loaded CI machine
 
 
 def test_a_dripping_server_fast_enough_still_answers(judge_for):
@@ -153,14 +153,14 @@ def test_a_dripping_server_fast_enough_still_answers(judge_for):
 
 def test_deadline_bounds_a_question_across_retries(judge_for):
     """A hanging endpoint with 10 retries allowed: the question's deadline ends it, not 11 timeouts."""
-    with FakeAnthropic([hang()] * 20) as srv:
-        j = judge_for(srv, timeout_s=0.4, max_retries=10, deadline_s=1.0, breaker_threshold=0)
+    with FakeAnthropic([hang()] * 30) as srv:
+        j = judge_for(srv, timeout_s=0.4, max_retries=20, deadline_s=1.0, breaker_threshold=0)
         t0 = time.perf_counter()
         r = j.ask(request())
         elapsed = time.perf_counter() - t0
         assert r.status == "failed" and r.reason.startswith("deadline 1s passed after ")
         assert r.reason.endswith("(last: timeout)") and 2 <= r.attempts <= 4
-        assert 0.9 <= elapsed < 1.8, elapsed
+        assert 0.9 <= elapsed < 4.0, elapsed  # 21 timeouts (8.4 s) without the deadline
 
 
 def test_breaker_makes_a_dead_endpoint_cost_one_deadline_not_one_per_question(judge_for):
@@ -169,13 +169,13 @@ def test_breaker_makes_a_dead_endpoint_cost_one_deadline_not_one_per_question(ju
         j = judge_for(srv, timeout_s=0.3, max_retries=0, deadline_s=1.0, breaker_threshold=2,
                       breaker_cooldown_s=0.5, max_concurrency=1)
         t0 = time.perf_counter()
-        res = j.ask_many([request(f"q{i}") for i in range(8)])
+        res = j.ask_many([request(f"q{i}") for i in range(16)])
         elapsed = time.perf_counter() - t0
         assert [r.reason for r in res[:2]] == ["timeout after 0 retries"] * 2
         assert all(r.status == "failed" and r.reason.startswith("judge endpoint unavailable: 2 consecutive "
                                                                 "questions failed (last: timeout") for r in res[2:])
-        assert len(srv.requests) == 2 and elapsed < 1.5, elapsed
-        assert j.stats()["failures"] == 8
+        assert len(srv.requests) == 2 and elapsed < 3.0, elapsed  # 16 x 0.3 s = 4.8 s without the breaker
+        assert j.stats()["failures"] == 16
         # after the cooldown one question probes the endpoint; a failed probe reopens the breaker at once
         for probe in ("later 1", "later 3"):
             time.sleep(0.6)
