@@ -94,12 +94,24 @@ def _deadline_backend(core: ModuleType) -> Any:
     return Backend()
 
 
+_SSL: dict[str, Any] = {}
+_SSL_LOCK = threading.Lock()
+
+
+def _ssl_context(httpx_mod: ModuleType) -> Any:
+    """One default TLS context per process (loading the CA bundle costs ~0.1-1 s; an SSLContext is shareable)."""
+    with _SSL_LOCK:
+        ctx = _SSL.get(httpx_mod.__name__)
+        if ctx is None:
+            ctx = _SSL[httpx_mod.__name__] = httpx_mod.create_ssl_context()
+        return ctx
+
+
 def _bounded_transport(httpx_mod: ModuleType, core: ModuleType) -> Any:
-    transport = httpx_mod.HTTPTransport()
+    transport = httpx_mod.HTTPTransport(verify=_ssl_context(httpx_mod))
     # httpx builds its httpcore pool privately and offers no network_backend argument; swap in an equivalent pool
     # (same TLS defaults) whose backend honours the deadline. tests/test_judge_faults.py fails if this stops working.
-    transport._pool = core.ConnectionPool(ssl_context=httpx_mod.create_ssl_context(),
-                                          network_backend=_deadline_backend(core))
+    transport._pool = core.ConnectionPool(ssl_context=_ssl_context(httpx_mod), network_backend=_deadline_backend(core))
     return transport
 
 

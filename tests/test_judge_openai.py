@@ -202,7 +202,8 @@ def test_whole_request_timeout_and_deadline(judge_for):
         t0 = time.perf_counter()
         r = judge_for(srv, timeout_s=0.3, max_retries=20, deadline_s=0.8, breaker_threshold=0).ask(request())
         # 21 timeouts (6.3 s) without the deadline
-        assert r.status == "failed" and r.reason.startswith("deadline 0.8s passed") and time.perf_counter() - t0 < 3.0
+        assert r.status == "failed" and r.reason.startswith("deadline 0.8s passed") and r.attempts <= 4
+        assert time.perf_counter() - t0 < 5.0
 
 
 def test_connection_refused_is_retried_then_counted(tmp_path):
