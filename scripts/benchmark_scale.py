@@ -407,9 +407,10 @@ def _daemon_env(tmp: Path, data: Path, executor: str) -> dict:
             "BENCH_JUDGE_MODE": "off", "BENCH_EXECUTOR": executor}
 
 
-def _launch(env: dict, workspace: Path, job: str, tags: dict) -> str:
+def _launch(env: dict, workspace: Path, job: str, tags: dict, timeout: float) -> str:
     r = subprocess.run([str(BIN / "dagster"), "job", "launch", "-w", str(workspace), "-j", job,
-                        "--tags", json.dumps(tags)], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+                        "--tags", json.dumps(tags)], env=env, cwd=ROOT, capture_output=True, text=True,
+                       timeout=timeout)
     if r.returncode:
         raise SystemExit(f"dagster job launch {job}: {r.stderr[-2000:]}")
     return job
@@ -447,6 +448,7 @@ def daemon_path(args) -> list[dict]:
         inproc = run_child("entitybench", "shots", args)
         rows.append({"path": "in-process (bench evaluate)", "wall_s": inproc.get("wall_s"), "runs": 1,
                      "ok": not inproc.get("error") and not inproc.get("failed")})
+        print(f"  in-process: {rows[-1]}", flush=True)  # printed now: the daemon runs below can take long
         for executor in args.executors.split(","):
             run_tmp = tmp / executor
             env = _daemon_env(run_tmp, data, executor)
@@ -465,7 +467,7 @@ def daemon_path(args) -> list[dict]:
                                       [(e, {"dagster/partition": f"{e}|{GEN}", "dagster/partition/episode": e,
                                             "dagster/partition/generator": GEN}) for e in episodes])):
                 for _, tags in keys:  # queued before the daemon starts: launching is the UI's click, not timed
-                    _launch(env, workspace, job, tags)
+                    _launch(env, workspace, job, tags, args.timeout)
                 n += len(keys)
                 t0 = time.perf_counter()
                 log = open(run_tmp / f"daemon_{phase}.log", "w")
@@ -484,6 +486,7 @@ def daemon_path(args) -> list[dict]:
                     log.close()
             rows.append({"path": f"daemon + queued runs, executor={executor}", "wall_s": wall, "runs": n,
                          "ok": n_bad == 0 and n_ok == n})
+            print(f"  {rows[-1]}", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     base = rows[0]["wall_s"] or float("nan")
