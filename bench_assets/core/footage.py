@@ -55,6 +55,8 @@ SOURCES: dict[str, Source] = {s.name: s for s in [
            "f25b31f155970c46300934bda4a76cd2f581acab45c49762832ffdfddbcf9fdd", "video"),
     Source("vtest.avi", "opencv-doc", _CV + "vtest.avi",
            "45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf", "video"),
+    Source("Megamind.avi", "opencv-doc", _CV + "Megamind.avi",
+           "0057387cb7e75c8fd1663b62cfdc51fa53f527795d0fe3c1fea2fd159d3130b5", "video"),
     Source("messi5.jpg", "opencv-doc", _CV + "messi5.jpg",
            "1d570e49654e84c7a943918537bd9e5e1ef82920152e147c834006e235be97c9", "image"),
     Source("basketball1.png", "opencv-doc", _CV + "basketball1.png",

@@ -1,9 +1,10 @@
 """EntityBench validity cases on real footage (``bench validate --benchmark entitybench``).
 
 Episodes are cut from package-shipped clips with hand-checked ground truth (``data/footage/*.yaml``): a real man
-talking (carphone), a man in a suit cycling (bikes, shot 2), a helmeted cyclist (bikes, shot 3) and an animated
-rabbit (bigbuckbunny). Each is split into consecutive shots of the same person, so the reference generator is
-consistent by construction; each perturbation is applied to every episode.
+talking (carphone), a man in a suit cycling (bikes, shot 2), a helmeted cyclist (bikes, shot 3), an animated
+rabbit (bigbuckbunny), each split into consecutive shots of the same person, and an animated dialogue cut at its
+real cuts (Megamind: the woman in shots 1 and 3, the man in 2 and 4). The reference generator is consistent by
+construction; each perturbation is applied to every episode.
 """
 from __future__ import annotations
 
@@ -20,20 +21,26 @@ from bench_assets.core import validity as V
 BENCH = "entitybench"
 REFERENCE = "reference"
 
-# (episode id, clip, native [start, end) split into shots, output size (W, H), entity type, description)
+# (episode id, clip, native [start, end) of each shot, output size (W, H), entities: (description, 1-based shots))
 EPISODES = [
     ("vcarphone", "carphone_pristine.mp4", [(0, 40), (40, 80), (80, 120)], (352, 288),
-     "a young man with short brown hair in a dark suit, white shirt and red bow tie"),
+     [("a young man with short brown hair in a dark suit, white shirt and red bow tie", [1, 2, 3])]),
     ("vsuit", "bikes.mp4", [(30, 38), (38, 46)], (640, 272),
-     "a man in a dark suit and tie riding a bicycle"),
+     [("a man in a dark suit and tie riding a bicycle", [1, 2])]),
     ("vcyclist", "bikes.mp4", [(106, 121), (121, 137)], (640, 272),
-     "a cyclist in a black helmet and dark jersey"),
+     [("a cyclist in a black helmet and dark jersey", [1, 2])]),
     ("vrabbit", "bigbuckbunny.mp4", [(0, 44), (44, 88), (88, 132)], (640, 360),
-     "a large grey cartoon rabbit with long ears"),
+     [("a large grey cartoon rabbit with long ears", [1, 2, 3])]),
+    # the issue's own case: an animated dialogue, the woman in shots 1 and 3, the man in 2 and 4 (real cuts)
+    ("vdialogue", "Megamind.avi", [(1, 98), (98, 154), (154, 200), (200, 270)], (480, 352),
+     [("a dark-haired cartoon woman in a purple dress holding a glass", [1, 3]),
+      ("a cartoon man with glasses and a blue turtleneck", [2, 4])]),
 ]
-# whose footage replaces shot 2 in the identity swap (another person, or another character for the rabbit)
-DONOR = {"vcarphone": ("bikes.mp4", 30, 46), "vsuit": ("carphone_pristine.mp4", 0, 40),
-         "vcyclist": ("carphone_pristine.mp4", 40, 80), "vrabbit": ("carphone_pristine.mp4", 80, 120)}
+# the identity swap: which shot (0-based) is replaced, and by what: another clip's frames, or another shot of the
+# episode (the dialogue's shot 3 shows the man where the woman should be)
+SWAP = {"vcarphone": (1, ("bikes.mp4", 30, 46)), "vsuit": (1, ("carphone_pristine.mp4", 0, 40)),
+        "vcyclist": (1, ("carphone_pristine.mp4", 40, 80)), "vrabbit": (1, ("carphone_pristine.mp4", 80, 120)),
+        "vdialogue": (2, 1)}
 
 IDENTITY = ["cs_face", "cs_face_identity"]
 CASES = [
@@ -55,12 +62,15 @@ CASES = [
 ]
 
 
-def episode_json(eid: str, description: str, n_shots: int) -> dict:
+def episode_json(eid: str, entities: list[tuple[str, list[int]]], n_shots: int) -> dict:
+    ids = [f"c{k}" for k in range(1, len(entities) + 1)]
     return {
         "episode_id": eid, "title": f"Validity episode {eid} (real footage)", "summary": "cut from a real clip",
-        "entities": [{"id": "c1", "type": "character", "name": "the Person", "description": description}],
-        "shots": [{"index": i, "cut": True, "entities": ["c1"], "action": "the Person moves."}
-                  for i in range(1, n_shots + 1)],
+        "entities": [{"id": i, "type": "character", "name": f"Person {i}", "description": d}
+                     for i, (d, _) in zip(ids, entities)],
+        "shots": [{"index": n, "cut": True, "entities": [i for i, (_, sh) in zip(ids, entities) if n in sh],
+                   "action": " and ".join(f"Person {i}" for i, (_, sh) in zip(ids, entities) if n in sh) + " moves."}
+                  for n in range(1, n_shots + 1)],
     }
 
 
@@ -73,8 +83,9 @@ def variants(eid: str, shots: list[np.ndarray], wanted: set[str]) -> dict[str, l
     """Pure given the footage: the reference shots and the wanted perturbed generators' shots for one episode."""
     out = {REFERENCE: shots}
     if "p_identity_swap" in wanted:
-        clip, a, b = DONOR[eid]
-        out["p_identity_swap"] = V.identity_swap(shots, 1, V.read_segment(F.footage_path(clip), a, b))
+        target, donor = SWAP[eid]
+        frames = shots[donor] if isinstance(donor, int) else V.read_segment(F.footage_path(donor[0]), *donor[1:])
+        out["p_identity_swap"] = V.identity_swap(shots, target, frames)
     if "p_shot_duplication" in wanted:
         out["p_shot_duplication"] = V.duplicate_shot(shots, 0, 1)
     for name, fn in V.PERTURBATIONS.items():
@@ -91,11 +102,11 @@ def build_suite(work_dir: Path, episodes: Optional[list[str]] = None, cases: Opt
     names = [REFERENCE] + [c.generator for c in chosen]
     for n in names:
         V.write_generator_yaml(gens / n, n, BENCH, f"validity generator {n}")
-    for eid, clip, spans, size, desc in EPISODES:
+    for eid, clip, spans, size, entities in EPISODES:
         if episodes is not None and eid not in episodes:
             continue
         fps = float(F.ground_truth(clip)["fps"])
-        (data / BENCH / "episodes" / f"{eid}.json").write_text(json.dumps(episode_json(eid, desc, len(spans)),
+        (data / BENCH / "episodes" / f"{eid}.json").write_text(json.dumps(episode_json(eid, entities, len(spans)),
                                                                         indent=2))
         for gname, shots in variants(eid, _shots(clip, spans, size), set(names)).items():
             for i, frames in enumerate(shots, 1):
