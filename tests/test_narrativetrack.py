@@ -457,7 +457,7 @@ def test_qa_over_generated_episodes(world, monkeypatch, tmp_path):
         shutil.copy(DATA / "generators" / g / "generator.yaml", root / g / "generator.yaml")
     for a in ("narrativetrack_a", "narrativetrack_b"):
         (root / a).mkdir()
-        (root / a / "generator.yaml").write_text(f"name: {a}\nbenchmark: narrativetrack\nmodel: m-{a}\nframes: 6\n")
+        (root / a / "generator.yaml").write_text(f"name: {a}\nbenchmark: narrativetrack\nmodel: m-{a}\nframes: 24\n")
     resources = {**resources, "paths": BenchPaths(data_root=str(DATA), generators_root=str(root))}
     instance.add_dynamic_partitions(ENTITYBENCH.items.name, [eid])
     instance.add_dynamic_partitions(ENTITYBENCH.generators.name, gens)
@@ -479,8 +479,17 @@ def test_qa_over_generated_episodes(world, monkeypatch, tmp_path):
         assert r.track_type == tt[r.entity_id]
     assert {"EE", "EA"} <= set(qa.dimension) and "OC" not in set(qa.dimension)  # scripts change no outfit
 
+    def moving(images) -> str:
+        """What the frames show: "yes" when most consecutive frames differ (things move), "no" when most are
+        the same up to codec noise (< 2 grey levels: a frozen shot). An answerer that looks at pixels, so the two generators get different answers."""
+        same = [float(np.abs(a.astype(int) - b.astype(int)).mean()) < 2.0 for a, b in zip(images, images[1:])]
+        return "no" if sum(same) >= len(same) / 2 else "yes"
+
     def responder(body):
-        return tool_answer({"answer": "yes", "justification": "always yes"})
+        from tests.fake_openai_nt import decode_image
+        imgs = [decode_image("data:;base64," + b["source"]["data"]) for b in body["messages"][0]["content"]
+                if b["type"] == "image"]
+        return tool_answer({"answer": moving(imgs), "justification": "looked at consecutive frames"})
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-real")
     with FakeAnthropic(responder=responder) as srv:
@@ -498,7 +507,13 @@ def test_qa_over_generated_episodes(world, monkeypatch, tmp_path):
     rnd = rep[rep.generator == "random"]
     assert set(rnd["mode"]) == {"strict", "lenient"} and rnd.reason.str.contains("random baseline").all()
     assert set(head.answerer) == {"narrativetrack_a", "narrativetrack_b"}
-    assert {sum(b["type"] == "image" for b in r["body"]["messages"][0]["content"]) for r in srv.requests} == {6}
-    # an always-"yes" answerer gets every binary yes right and nothing else: accuracy = share of yes answers
-    share = 100 * float((qa.answer == "yes").sum()) / len(qa)
-    assert head[head.generator == "faithful"].value.tolist() == pytest.approx([share, share])
+    assert {sum(b["type"] == "image" for b in r["body"]["messages"][0]["content"]) for r in srv.requests} == {24}
+    # the answer follows the pixels of each generator's video: the moving video gets "yes", the frozen one "no"
+    expect = {g: moving([np.asarray(f) for f in E.episode_frames(resources["paths"], g, ep, 24)[0]]) for g in gens}
+    assert expect == {"faithful": "yes", "static": "no"}
+    for g, said in expect.items():
+        share = 100 * float((qa.answer == said).sum()) / len(qa)  # binary items whose gold is what it said
+        assert head[head.generator == g].value.tolist() == pytest.approx([share, share]), g
+    # binary gold answers are balanced, so the averages tie: the answers themselves show what each video showed
+    said = resources["store"].query("SELECT generator, raw_answer FROM narrativetrack_episode_answers")
+    assert {g: set(v) for g, v in said.groupby("generator")["raw_answer"]} == {"faithful": {"yes"}, "static": {"no"}}

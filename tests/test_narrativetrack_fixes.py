@@ -130,3 +130,15 @@ def test_face_calibration_file_recomputes_and_separates_the_dialogue():
     cos = float(mean["man"] @ mean["woman"] / np.linalg.norm(mean["man"]) / np.linalg.norm(mean["woman"]))
     assert 0.45 <= cos < doc["threshold"], cos
     assert CAL.choose_threshold([0.9, 0.8, 0.3], [0.1, 0.5])["threshold"] == pytest.approx(0.65)
+
+
+def test_reappear_existence_needs_the_beginning_and_the_end():
+    """Every reappear template says "... at the beginning ... reappear at the end": a person who comes back in the
+    middle (the Megamind woman: shots 1 and 3 of 4) gets no such question."""
+    segs = [seg("staying in place", "red clothes", "a place", STILL, RED, start=0),
+            seg("staying in place", "red clothes", "a place", STILL, RED, start=6)]
+    mid = dict(_entity(segs), runs=[[0, 2], [6, 8]], duration=12.0)
+    assert not [q for q in Q.generate("v", [mid], [], style="heuristic") if q["dimension"] == "EE"]
+    end = dict(_entity(segs), runs=[[0, 2], [6, 11.5]], duration=12.0)
+    ee = [q for q in Q.generate("v", [end], [], style="heuristic") if q["dimension"] == "EE"]
+    assert {q["answer"] for q in ee if q["format"] == "binary"} == {"yes", "no"}

@@ -461,7 +461,7 @@ def narrativetrack_entity_registry(context: AssetExecutionContext, narrativetrac
                                      "action_changes", "outfit_changes", "scene_changes", "n_usable_segments",
                                      "flags", "flag_source",
                                      "reason", "cache_key", "crop_id", "crop_frame", "crop_box", "attribute_style"])
-    df["video_id"], df["source_sha256"] = video["video_id"], video["sha256"]
+    df["video_id"], df["source_sha256"], df["duration"] = video["video_id"], video["sha256"], duration
     _strings(df, "reason", "cache_key")
     return Output(df, metadata={"entities": len(df), "track_types": MetadataValue.json(
         dict(Counter(df["track_type"])) if len(df) else {})})
@@ -469,7 +469,9 @@ def narrativetrack_entity_registry(context: AssetExecutionContext, narrativetrac
 
 def registry_records(reg: pd.DataFrame) -> list[dict]:
     return [{"entity_id": r.entity_id, "track_type": r.track_type, "segments": json.loads(r.segments),
-             "flags": json.loads(r.flags)} for r in reg.itertuples()]
+             "flags": json.loads(r.flags), "runs": json.loads(r.runs),
+             "duration": float(r.duration) if "duration" in reg and pd.notna(r.duration) else None}
+            for r in reg.itertuples()]
 
 
 @asset(partitions_def=P.items, group_name=GROUP, code_version="1")
@@ -652,6 +654,11 @@ def narrativetrack_answers(context: AssetExecutionContext, paths: BenchPaths, na
     df = answer_frame(answer_rows(judge, answerer, narrativetrack_qa, list(frames)))
     df["source_sha256"] = video["sha256"]
     df["protocol"] = _protocol(models, judge)
+    try:  # the answerer's own fingerprint (backend, model, sampling): two endpoints never read as one answerer
+        df["answerer_fingerprint"] = json.dumps(J.answerer_judge(judge, answerer.model, answerer.endpoint())
+                                                .fingerprint(), sort_keys=True)
+    except ValueError as e:
+        df["answerer_fingerprint"] = json.dumps({"error": str(e)})
     st = Counter(df["status"])
     why = Counter(df.loc[df.status != "ok", "reason"].dropna().astype(str).str[:120])
     return Output(df, metadata={"answered": int(st.get("ok", 0)), "skipped": int(st.get("skipped", 0)),

@@ -17,8 +17,8 @@ Rule (``choose_threshold``): merging two people corrupts every question about bo
 clusters only costs questions. So the threshold is the midpoint between the highest different-pair cosine and the
 lowest same-pair cosine above it (no false merge on the calibration pairs), and ``leave_one_out`` reports, for each
 source, the threshold calibrated without it and the false merges / same-pair recall on that source's pairs (a check
-on data the threshold did not see). ``python -m bench_assets.narrativetrack.calibration`` recomputes
-``bench_assets/narrativetrack/face_calibration.json`` (group embeddings, the threshold, the checks); the pipeline reads the
+on data the threshold did not see). ``python -m bench_assets.narrativetrack.calibration --megamind PATH`` recomputes
+``face_calibration.json`` beside this file (group embeddings, the threshold, the checks); the pipeline reads the
 threshold from there and the manifest records it.
 """
 from __future__ import annotations

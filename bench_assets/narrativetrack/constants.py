@@ -20,7 +20,8 @@ FACE_UPSCALE_HEIGHT = 320         # person crops are upscaled to this height bef
 FACE_MERGE_COSINE = 0.45          # fallback only: the pipeline uses the calibrated value (face_calibration.json,
                                   # calibration.py), recorded in the manifest
 FACE_SPLIT_COSINE = 0.15          # a tracklet whose face disagrees with its identity's face is split off
-GAP_TOLERANCE_S = 1.5             # presence runs closer than this are one run
+GAP_TOLERANCE_S = 2.5             # presence runs closer than this are one run: one missed sample at 1 fps (a 2 s
+                                  # hole) is not a disappearance (vtest: a missed detection made a "reappear")
 EDGE_TOLERANCE_S = 1.5            # "at the start" / "at the end" of the video
 CUT_CHANGED_FRACTION = 0.4        # a shot cut: this fraction of pixels changes between consecutive sampled frames
 TRACKLET_SPLIT_COSINE = 0.75      # consecutive boxes of one track below this ReID cosine: two tracklets

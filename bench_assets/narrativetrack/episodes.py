@@ -90,6 +90,7 @@ def script_entities(ep: ED.Episode) -> list[dict]:
         tt = PL.track_type(runs, float(n), edge=0.5)
         others = [x for x in ep.entities if x.type == "character" and x.id != e.id]
         out.append({"entity_id": e.id, "name": e.name, "track_type": tt, "segments": segs, "runs": runs,
+                    "duration": float(n), "edge": 0.5,  # time in shots
                     "flags": {"similar_looking_existence": False, "other_entities": [o.name for o in others]}})
     return out
 

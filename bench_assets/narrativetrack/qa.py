@@ -112,6 +112,16 @@ class Generator:
         return {a: seg.get("source", "script") for a in ST.ATTRS}
 
     @staticmethod
+    def _spans_video(ent: dict) -> bool:
+        """A reappearing person seen at the very beginning and again at the very end (runs within the edge
+        tolerance of both ends); without runs and duration the templates' "at the end" cannot be checked."""
+        runs, dur = ent.get("runs"), ent.get("duration")
+        if not runs or dur is None:
+            return False
+        edge = ent.get("edge", K.EDGE_TOLERANCE_S)
+        return runs[0][0] <= edge and runs[-1][1] >= dur - edge
+
+    @staticmethod
     def _at_edge(ent: dict, seg: dict, direction: str) -> bool:
         """"At the beginning" / "at the end" must be the person's first / last segment, usable or not."""
         if direction == "start_to_later":
@@ -135,6 +145,8 @@ class Generator:
             st = segs[anchor]
             if not ST.usable(st, self.style) or not self._anchor_ok(ent, st):
                 continue  # the description would rest on another source, or fit someone else too
+            if tt == "reappear" and not self._spans_video(ent):
+                continue  # every reappear template says "at the beginning" ... "at the end"
             src = {"anchor": self._src(st)}
             rng = _rng(self.seed, self.video_id, ent["entity_id"], "EE", direction)
             for g, ans in ((group, "yes"), (T.EE_NEGATIVE[group], "no")):

@@ -7,7 +7,6 @@ import json
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, Output, asset
 
