@@ -120,3 +120,12 @@ def test_bikes_ground_truth_cuts_are_the_clip_cuts():
     top = sorted(int(i) + 1 for i in np.argsort(diffs)[-len(gt["cuts"]):])
     assert top == gt["cuts"]
     assert [s["start"] for s in gt["shots"][1:]] == gt["cuts"]
+
+
+def test_identity_pair_agreement_fails_on_one_merge_or_one_lost_person():
+    from bench_assets.narrativetrack.validity import pair_agreement
+    assert pair_agreement([("w", 1), ("w", 1), ("m", 2), ("m", 2)]) == (1.0, 6)
+    merged, _ = pair_agreement([("w", 1), ("w", 1), ("m", 1), ("m", 1)])   # the two people share an identity
+    assert merged == pytest.approx(2 / 6)
+    lost, _ = pair_agreement([("w", 1), ("w", None), ("m", 2)])             # one appearance not found
+    assert lost == pytest.approx(1 / 3)
