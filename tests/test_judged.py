@@ -73,6 +73,12 @@ def test_all_51_metrics_with_recorded_judge(small_world, tmp_path, monkeypatch):
         for m in ALL_51:
             r = by_id[m]
             assert pd.notna(r.value) or (isinstance(r.reason, str) and r.reason), m
+        # where the fake judge answers, a value (not just "None with some reason")
+        answered = [m for m in ALL_JUDGED_IDS if m.startswith(("intra_face_", "llm_face_", "llm_scene_"))
+                    or (m.startswith("intra_action_") and m != "intra_action_object_interaction")]
+        assert all(pd.notna(by_id[m].value) for m in answered), [m for m in answered if pd.isna(by_id[m].value)]
+        assert all(by_id[m].raw_mean == pytest.approx(0.8) for m in answered
+                   if m.startswith("intra_face_") or m in ("llm_face_face", "llm_scene_layout"))
         assert by_id["intra_face_fidelity"].value == pytest.approx(0.8)
         assert by_id["intra_action_depicted"].value == pytest.approx(1.0)
         # LLM consistency: skipped (gated-out, absent or unattributable) appearances lower coverage, not the raw mean
