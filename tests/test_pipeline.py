@@ -46,6 +46,16 @@ def test_slice_values_and_incrementality(small_world, tmp_path):
         nones = board[board.value.isna()]
         assert nones["reason"].notna().all()
         assert {"aesthetic_quality", "imaging_quality"} <= set(nones.metric_id)  # no offline weights: None
+        # ... the evaluator's failure, one per shot, never the generator's skip
+        aes = board[board.metric_id == "aesthetic_quality"]
+        assert (aes.n_failed_evaluator == 16).all() and (aes.n_skipped == 0).all()
+        # offline substitutes are named where the numbers are read; diagnostics stay off the board
+        subs = board.set_index(["metric_id", "generator"])["substitute"]
+        assert "efficientnet-lite0" in subs[("cs_face", "faithful")]
+        assert "efficientnet-lite0" in subs[("subject_consistency", "faithful")]
+        assert pd.isna(subs[("temporal_flickering", "faithful")])
+        assert "_meta_cross_shot_gate" not in set(board.metric_id)
+        assert (board[board.metric_id == "cs_face"].coverage_policy.str.startswith("fixed")).all()
         for m in CONSISTENCY:
             # drift may lose an entity altogether (not detected: None), which is worse still
             assert pd.notna(v.loc[m, "faithful"]), m
@@ -85,7 +95,9 @@ def test_slice_values_and_incrementality(small_world, tmp_path):
         with_instances = judged[judged.metric_id.isin(["intra_face_fidelity", "intra_action_overall",
                                                        "llm_face_accuracy", "llm_scene_accuracy"])]
         assert with_instances.reason.str.contains("judge off").all(), with_instances.reason.tolist()
-        gap = resources["store"].query("SELECT * FROM entitybench_gap_decay WHERE signal = 'dino_cosine'")
+        gap = resources["store"].query("SELECT * FROM entitybench_gap_decay WHERE signal = 'embedding_cosine' "
+                                       "AND entity_type = 'character' AND tier = 'all'")
+        assert gap.embedder.str.contains("EfficientNet-Lite0").all()  # named for what produced it
         assert set(gap.generator) == {"faithful", "drift", "static", "swap"} and (gap.pairs > 0).all()
         curve = {g: dict(zip(part.gap_bin, part["mean"])) for g, part in gap.groupby("generator")}
         far = max(b for b in curve["drift"] if b in curve["faithful"])
@@ -106,7 +118,9 @@ def test_slice_values_and_incrementality(small_world, tmp_path):
         # decode once per shot per process
         n_shots = sum(len(json.loads((data / "entitybench/episodes" / f"{e}.json").read_text())["shots"])
                       for e in episodes)
-        assert stats.decodes == 4 * n_shots  # one decode per shot file (4 generators), shared by every metric
+        # per shot file (4 generators): one streamed pass for Pillar 1 (every frame, never all held) and one
+        # decode shared by every sampled-frame metric
+        assert stats.decodes == 2 * 4 * n_shots
         # a second run materialises nothing: zero forwards, zero judge calls
         again, _, _ = run_eval(instance, data, tmp_path / "store")
         assert again.materialized == [] and again.forwards == 0 and again.judge_calls == 0 and again.decodes == 0
