@@ -17,6 +17,7 @@ def _suite():
     spec = importlib.util.spec_from_file_location("fault_suite", ROOT / "scripts" / "fault_suite.py")
     mod = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(ROOT / "scripts"))
+    sys.modules["fault_suite"] = mod  # dataclasses look their module up there; bad_inputs imports it too
     spec.loader.exec_module(mod)
     return mod
 
