@@ -79,10 +79,10 @@ SPECS: dict[str, PageSpec] = {
         "triggered cases / cases); MBench-A and MBench-T are separate leaderboards.",
         "mbench_leaderboard", "mode", "A", ("m_score.entity", "m_score.environment", "m_score.causal"),
         ("mbench_scores",), "case",
-        (("entity", r"^(identity|appearance|geometry|texture)$"),
-         ("environment", r"^(epipolar|reprojection|lighting|style)$"),
-         ("causal", r"^(state_evolution|evolution_correctness|text_instruction|action_instruction)$"),
-         ("dimension M-Scores", r"^m_score\.")),
+        (("dimension M-Scores", r"^m_score\.(entity|environment|causal)$"),
+         ("entity", r"^(m_score\.)?(identity|appearance|geometry|texture)$"),
+         ("environment", r"^(m_score\.)?(epipolar|reprojection|lighting|style)$"),
+         ("causal", r"^(m_score\.)?(state_evolution|evolution_correctness|text_instruction|action_instruction)$")),
         ("mbench_tracks",), "M-Score", (0.0, 100.0)),
     "locot2v": PageSpec(
         "locot2v", "LoCoT2V-Bench",
@@ -648,11 +648,12 @@ def sections_vistorybench(reader: Reader, board: pd.DataFrame, order: list[str],
 def sections_mbench(reader: Reader, board: pd.DataFrame, order: list[str]) -> list[dict]:
     dims, subs = [], []
     for mode, part in board.groupby("slice"):
-        d = part[part["metric_id"].str.startswith("m_score.")]
+        is_dim = part["family"] == "dimension M-Scores"
+        d = part[is_dim]
         dims.append(chart_or_note(_bar_rows(d), order, title=f"MBench-{mode}: dimension M-Scores",
                                   scale=(0.0, 100.0), width=520))
         if mode != "A":
-            s = part[~part["metric_id"].str.startswith("m_score.")]
+            s = part[~is_dim]
             subs.append(chart_or_note(_bar_rows(s), order, title=f"MBench-{mode}: sub-dimensions",
                                       scale=(0.0, 100.0)))
     return [{"title": "Per-dimension M-Scores", "note": "Entity, environment and causal M-Scores per mode.",
@@ -772,6 +773,8 @@ class RowIndex:
             if len(parts) == 3:
                 return mine[(mine["dimension"] == parts[1]) & (mine["format"] == parts[2])]
             return mine.iloc[0:0]
+        if self.spec.name == "mbench" and metric_id.startswith("m_score."):
+            metric_id = metric_id[len("m_score."):]  # the board names a sub-dimension's M-Score, rows its scores
         keys = [m for m in self.metrics.get(generator, []) if m == metric_id or str(m).startswith(f"{metric_id}.")]
         if not keys:
             return mine.iloc[0:0]
