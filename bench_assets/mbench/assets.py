@@ -67,7 +67,9 @@ def _case(df: pd.DataFrame) -> D.Case:
 
 
 def _video(paths: BenchPaths, generator: str, case_id: str):
-    path = paths.generator_dir(generator) / f"{case_id}.mp4"
+    path = D.output_video(paths.generator_dir(generator), case_id)
+    if path.is_dir():
+        raise Failure(f"generator {generator!r}, case {case_id}: {path} is a directory, not a video")
     if not path.is_file():
         raise Failure(f"generator {generator!r}, case {case_id}: no output video {path}")
     try:

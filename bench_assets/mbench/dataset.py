@@ -78,12 +78,31 @@ def parse_case(raw: Any, where: str) -> Case:
                 str(raw.get("causal_event", "")))
 
 
+VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".mkv", ".webm", ".m4v", ".gif")
+
+
+def output_video(folder: Path, case_id: str) -> Path:
+    """The generator's output for a case: ``<case_id>.mp4`` or the first other video container present (a .gif
+    is a video too); the .mp4 path when none exists, so the error names what was expected."""
+    for suffix in VIDEO_SUFFIXES:
+        p = Path(folder) / f"{case_id}{suffix}"
+        if p.exists():
+            return p
+    return Path(folder) / f"{case_id}.mp4"
+
+
 def load_case(path: str | Path) -> Case:
     path = Path(path)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise CaseError(f"case {path.stem}: {path.name} is not valid JSON ({e})") from None
+    except UnicodeDecodeError:
+        head = path.read_bytes()[:2]
+        enc = "UTF-16" if head in (b"\xff\xfe", b"\xfe\xff") else "not UTF-8"
+        raise CaseError(f"case {path.stem}: {path.name} is {enc}; save it as UTF-8") from None
+    except OSError as e:
+        raise CaseError(f"case {path.stem}: cannot read {path.name} ({e.strerror})") from None
     case = parse_case(raw, path.stem)
     if case.case_id != path.stem:
         raise CaseError(f"case {path.stem}: case_id {case.case_id!r} differs from the file name")
