@@ -46,7 +46,7 @@ def case_json(case_id: str, subset: str, box_xyxy) -> dict:
     x1, y1, x2, y2 = (float(v) for v in box_xyxy)
     target = {"name": "the middle of the photograph", "attributes": "a region of a real photograph"}
     if subset == "object":
-        target["bbox"] = [x1, y1, x2 - x1, y2 - y1]
+        target["bbox"] = [(x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1]   # the canonical format: cx, cy, w, h
     return {"case_id": case_id, "mode": "A", "subset": subset, "init_frame": f"{case_id}.png",
             "caption": "A real photograph; the camera trucks and pans right, waits, and comes back.",
             "causal_event": "", "segments": [], "actions": PR.ACTIONS, "target": target}
