@@ -8,6 +8,7 @@ from bench_assets.benchmarks import BENCHMARKS
 from bench_assets.core.automation import generator_sensor_factory, nightly_stale_schedule
 from bench_assets.core.deploy import executor_from_env
 from bench_assets.core.partitions import ENTITYBENCH  # noqa: F401  (re-exported for scripts and tests)
+from bench_assets.core.validity import validity_table
 from bench_resources.config import build_resources
 from bench_resources.paths import BenchPaths
 
@@ -48,7 +49,8 @@ SCHEDULES = {name: _nightly(b) for name, b in BENCHMARKS.items()}
 entitybench_nightly = SCHEDULES["entitybench"]
 
 defs = Definitions(
-    assets=ALL_ASSETS,
+    # the validity table evaluates every registered suite from scratch: materialised on demand, never automated
+    assets=[*ALL_ASSETS, validity_table],
     sensors=[*SENSORS.values(), automation_sensor],
     schedules=list(SCHEDULES.values()),
     jobs=list(JOBS.values()),
