@@ -341,9 +341,9 @@ def most_abrupt_pair(frames: Sequence[np.ndarray]) -> int:
     return int(np.argmax(d))
 
 
-def detect_transitions(frames: Sequence[np.ndarray], fps: float) -> list[int]:
-    """PySceneDetect's ContentDetector over the decoded RGB frames (no second decode): the first frame of each new
-    scene. Works with PySceneDetect 0.7 (frame timecodes) and 0.6 (frame numbers)."""
+def scene_detector(fps: float):
+    """PySceneDetect's ContentDetector with the spec's constants and the frame stamp its version expects
+    (0.7: frame timecodes, 0.6: frame numbers)."""
     from scenedetect.detectors import ContentDetector
     rate = float(fps or K.ANALYSIS_FPS)
     try:
@@ -354,8 +354,12 @@ def detect_transitions(frames: Sequence[np.ndarray], fps: float) -> list[int]:
     except ImportError:  # 0.6: process_frame takes the frame number
         def stamp(i: int):
             return i
+    return ContentDetector(threshold=K.SCENE_THRESHOLD, min_scene_len=K.SCENE_MIN_LEN_FRAMES), stamp
 
-    det = ContentDetector(threshold=K.SCENE_THRESHOLD, min_scene_len=K.SCENE_MIN_LEN_FRAMES)
+
+def detect_transitions(frames: Sequence[np.ndarray], fps: float) -> list[int]:
+    """PySceneDetect over the decoded RGB frames (no second decode): the first frame of each new scene."""
+    det, stamp = scene_detector(fps)
     cuts = []
     for i, f in enumerate(frames):
         cuts += det.process_frame(stamp(i), cv2.cvtColor(f, cv2.COLOR_RGB2BGR))

@@ -24,18 +24,7 @@ from bench_assets.locot2v import metrics as M
 RING_FRAMES = 2 * (2 * K.TRANSITION_K + 1) + K.SCENE_MIN_LEN_FRAMES
 
 
-def _scene_detector(fps: float):
-    from scenedetect.detectors import ContentDetector
-    rate = float(fps or K.ANALYSIS_FPS)
-    try:
-        from scenedetect.common import FrameTimecode  # 0.7
-
-        def stamp(i: int):
-            return FrameTimecode(i, fps=rate)
-    except ImportError:  # 0.6: process_frame takes the frame number
-        def stamp(i: int):
-            return i
-    return ContentDetector(threshold=K.SCENE_THRESHOLD, min_scene_len=K.SCENE_MIN_LEN_FRAMES), stamp
+_scene_detector = M.scene_detector  # one definition, shared with the whole-clip path
 
 
 class TemporalStream:
