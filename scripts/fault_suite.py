@@ -115,7 +115,12 @@ def gpu_slot_claimed(home: Path) -> bool:
         return False
     from dagster import DagsterInstance
     os.environ["DAGSTER_HOME"] = str(home)
-    inst = DagsterInstance.get()
+    try:
+        # opening the instance may race the evaluating process creating the same SQLite schema
+        # ("table runs already exists"): the probe only reads, so a failed open is "not yet"
+        inst = DagsterInstance.get()
+    except Exception:
+        return False
     try:
         return bool(inst.event_log_storage.get_concurrency_info("gpu").claimed_slots)
     except Exception:  # schema not created yet, or locked for a moment
