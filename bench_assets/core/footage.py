@@ -14,7 +14,6 @@ command line. Tests that need footage call ``require_footage`` which skips with 
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -73,11 +72,8 @@ def cache_dir() -> Path:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    from bench_assets.core.media import sha256_file  # the project's one file hasher
+    return sha256_file(path)
 
 
 def footage_path(name: str) -> Path:

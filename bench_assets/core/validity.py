@@ -115,23 +115,17 @@ PERTURBATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 
 def read_segment(path: str | Path, start: int, end: int, size: Optional[tuple[int, int]] = None,
                  step: int = 1) -> np.ndarray:
-    """Native frames [start, end) (every ``step``-th), RGB, optionally resized to (W, H); one sequential read."""
-    cap = cv2.VideoCapture(str(path))
-    out, i = [], 0
-    try:
-        while i < end:
-            ok, bgr = cap.read()
-            if not ok:
-                break
-            if i >= start and (i - start) % step == 0:
-                rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
-                out.append(cv2.resize(rgb, size, interpolation=cv2.INTER_AREA) if size else rgb)
-            i += 1
-    finally:
-        cap.release()
-    if not out:
+    """Native frames [start, end) (every ``step``-th, cut at the video's end), RGB, optionally resized to (W, H):
+    one pass of the project's frame source (core/media.py), converting only these frames."""
+    from bench_assets.core.media import VideoSource
+
+    src = VideoSource(path)
+    idx = list(range(start, min(end, src.n_frames), step))
+    if not idx:
         raise ValueError(f"{path}: no frame in [{start}, {end})")
-    return np.stack(out)
+    req = src.take(idx, size=size, name="validity segment")
+    src.run()
+    return req.frames
 
 
 def write_video(frames: np.ndarray, path: str | Path, fps: float) -> Path:
