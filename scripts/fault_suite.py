@@ -111,16 +111,18 @@ def run_evaluate(env: dict, generator_dir: Path, log: Path, timeout_s: float,
 
 def gpu_slot_claimed(home: Path) -> bool:
     """True while a step holds a slot of the "gpu" pool in this home's instance (read from its own storage)."""
-    if not (home / "storage" / "index.db").exists() and not (home / "history").exists():
+    if not (home / "dagster.yaml").exists() or not (home / "history" / "runs" / "index.db").exists():
         return False
     from dagster import DagsterInstance
+    from bench_assets.core.runner import home_lock
     os.environ["DAGSTER_HOME"] = str(home)
-    try:
-        # opening the instance may race the evaluating process creating the same SQLite schema
-        # ("table runs already exists"): the probe only reads, so a failed open is "not yet"
-        inst = DagsterInstance.get()
-    except Exception:
-        return False
+    # Under the home lock the evaluating process takes while it creates the schema: an unlocked open could
+    # create the same tables at the same moment and make *that* process fail ("table runs already exists").
+    with home_lock(home):
+        try:
+            inst = DagsterInstance.get()
+        except Exception:  # the probe only reads: a failed open is "not yet"
+            return False
     try:
         return bool(inst.event_log_storage.get_concurrency_info("gpu").claimed_slots)
     except Exception:  # schema not created yet, or locked for a moment
@@ -387,6 +389,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="bench-faults-"))
     work.mkdir(parents=True, exist_ok=True)
     figs = Figures()
+    # the sections set DAGSTER_HOME and a canary API key in this process; a caller (the test suite) must
+    # not inherit them: with the canary key set, later tests would try to reach a live judge
+    saved_env = dict(os.environ)
     try:
         if "crash" in only:
             section_crash(work, kills, figs, args.seed, args.timeout)
@@ -406,6 +411,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             Path(args.json).write_text(json.dumps(figs.data, indent=2, default=str))
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
+        os.environ.clear()
+        os.environ.update(saved_env)
     return 0 if figs.ok else 1
 
 

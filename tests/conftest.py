@@ -7,6 +7,20 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
 
+# Variables that switch the judge live. A developer's shell must not turn the offline suite into calls to a
+# real endpoint; tests that want a judge set their own with monkeypatch. Session scope, so module-scoped
+# fixtures (which run before function-scoped ones) see the cleared environment too.
+_JUDGE_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_ambient_judge():
+    with pytest.MonkeyPatch.context() as mp:
+        for var in list(os.environ):
+            if var in _JUDGE_KEYS or var.startswith("BENCH_JUDGE_"):
+                mp.delenv(var)
+        yield
+
 
 @pytest.fixture
 def small_world(tmp_path):

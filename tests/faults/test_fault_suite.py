@@ -25,9 +25,13 @@ def _suite():
 @pytest.mark.slow
 def test_bounded_fault_suite_then_sensor_requests_nothing(tmp_path, monkeypatch):
     suite = _suite()
+    home_before = os.environ.get("DAGSTER_HOME")
     figures = tmp_path / "figures.json"
     rc = suite.main(["--bounded", "--workdir", str(tmp_path / "work"), "--json", str(figures), "--timeout", "900"])
     data = json.loads(figures.read_text())
+    # the suite sets a canary key and DAGSTER_HOME while it runs; later tests must not inherit them
+    assert os.environ.get("ANTHROPIC_API_KEY") != suite.CANARY
+    assert os.environ.get("DAGSTER_HOME") == home_before
     assert data["crash"]["survived"] == data["crash"]["kills"] == 1, data["crash"]
     assert "pool=gpu" in data["crash"]["trials"][0]["killed"]
     assert data["concurrent"]["finished"] == data["concurrent"]["started"] == 3, data["concurrent"]
