@@ -14,8 +14,10 @@ from typing import Any
 LIBRARIES = ("dagster", "torch", "torchvision", "timm", "open_clip_torch", "transformers", "ultralytics",
              "supervision", "opencv-python", "numpy", "scipy", "scikit-image", "duckdb", "pandas", "anthropic")
 
-# Fields that do not change what a number means: ignored by the comparability check.
-TRIVIAL_FIELDS = ("created_at", "code_revision", "libraries", "run_id", "host", "device")
+# Fields that do not change what a number means: ignored by the comparability check. The decoder is recorded
+# (which one and its FFmpeg build) but, like the libraries, does not by itself make results incomparable:
+# H.264/HEVC decoding is bit-exact by specification, and RGB conversion is fixed (swscale rgb24).
+TRIVIAL_FIELDS = ("created_at", "code_revision", "libraries", "decoder", "run_id", "host", "device")
 
 
 def library_versions() -> dict[str, str]:
@@ -26,6 +28,15 @@ def library_versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             out[name] = "absent"
     return out
+
+
+def decoder_info() -> dict[str, Any]:
+    """The video decoder every benchmark reads frames with (core/media.py) and its versions."""
+    from bench_assets.core import media
+    try:
+        return media.decoder_info()
+    except Exception as e:  # noqa: BLE001 - a manifest is still written; the reason says what is missing
+        return {"decoder": "unknown", "reason": f"{type(e).__name__}: {e}"[:200]}
 
 
 def code_revision(repo: Path | None = None) -> str:
@@ -52,6 +63,7 @@ def build_manifest(*, benchmark: str, protocol: str, models: dict[str, Any], jud
         "judge": judge,
         "constants": constants,
         "libraries": library_versions(),
+        "decoder": decoder_info(),
         "code_revision": code_revision(),
     }
     if extra:
