@@ -28,11 +28,28 @@ def test_cohens_d_by_hand():
     assert V.cohens_d([3, 3], [2, 2]) == math.inf
 
 
+def test_paired_d_uses_the_spread_of_the_changes():
+    # every unit rises by about .01 while the units themselves differ a lot: pooled d is small, d_z large
+    r = [0.60, 0.95, 0.80, 0.70]
+    p = [0.61, 0.962, 0.809, 0.711]
+    assert abs(V.cohens_d(p, r)) < 0.2
+    assert V.paired_d(p, r) == pytest.approx(0.0105 / np.std([0.01, 0.012, 0.009, 0.011], ddof=1))
+    assert V.paired_d(p, r) > 5
+    # changes of both signs: no effect however far the means are apart in pooled units
+    assert abs(V.paired_d([0.7, 0.5, 0.9, 0.3], [0.6, 0.6, 0.8, 0.4])) < 0.1
+    assert V.paired_d([3, 4], [2, 3]) == math.inf and V.paired_d([2, 3], [2, 3]) == 0.0
+    # the verdict of paired units uses d_z: a consistent small rise passes, a mixed one does not
+    assert V.judge_expectation(V.Expect("m", +1), r, p, paired=True)["passed"]
+    assert not V.judge_expectation(V.Expect("m", +1), r, p, paired=False)["passed"]
+    assert not V.judge_expectation(V.Expect("m", +1), [0.6, 0.6, 0.8, 0.4], [0.7, 0.5, 0.9, 0.3],
+                                   paired=True)["passed"]
+
+
 def test_bootstrap_interval_contains_the_estimate_and_is_ordered():
     rng = np.random.default_rng(1)
     r = rng.normal(0, 1, 30)
     p = r - 1.5 + rng.normal(0, 0.3, 30)
-    d = V.cohens_d(p, r)
+    d = V.paired_d(p, r)
     lo, hi = V.bootstrap_d(p, r, paired=True, resamples=500)
     assert lo <= d <= hi and hi < 0
 

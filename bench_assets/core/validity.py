@@ -166,6 +166,20 @@ def cohens_d(perturbed: Sequence[float], reference: Sequence[float]) -> float:
     return float(diff / pooled)
 
 
+def paired_d(perturbed: Sequence[float], reference: Sequence[float]) -> float:
+    """Cohen's d for paired units (d_z): mean(p - r) / sd(p - r). The units of a case are the same shots, entities
+    or pairs before and after the perturbation, so the spread that matters is that of their changes, not the
+    spread between units (a rabbit's and a talking man's consistency differ for reasons the perturbation does not
+    touch: the pooled d counted that against a duplicated shot that raised every unit). Zero spread with a non-zero
+    mean change is an unbounded effect (+-inf)."""
+    delta = np.asarray(perturbed, float) - np.asarray(reference, float)
+    mean = float(delta.mean())
+    sd = float(delta.std(ddof=1)) if len(delta) > 1 else 0.0
+    if sd < 1e-12:
+        return 0.0 if abs(mean) < 1e-12 else math.copysign(math.inf, mean)
+    return mean / sd
+
+
 def bootstrap_d(perturbed: Sequence[float], reference: Sequence[float], paired: bool,
                 resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
     """Percentile interval of Cohen's d over resampled units (pairs kept together when the units are paired)."""
@@ -175,7 +189,7 @@ def bootstrap_d(perturbed: Sequence[float], reference: Sequence[float], paired: 
     for _ in range(resamples):
         if paired:
             idx = rng.integers(0, len(p), len(p))
-            ds.append(cohens_d(p[idx], r[idx]))
+            ds.append(paired_d(p[idx], r[idx]))
         else:
             ds.append(cohens_d(p[rng.integers(0, len(p), len(p))], r[rng.integers(0, len(r), len(r))]))
     ds = np.clip(np.asarray(ds), -1e6, 1e6)  # an infinite resample is a huge one for the percentile
@@ -196,7 +210,7 @@ def judge_expectation(exp: Expect, reference: Sequence[float], perturbed: Sequen
     """One validity row's numbers and verdict from the unit values of the two generators."""
     r, p = np.asarray(reference, float), np.asarray(perturbed, float)
     diff = float(p.mean() - r.mean())
-    d = cohens_d(p, r)
+    d = paired_d(p, r) if paired else cohens_d(p, r)
     lo, hi = bootstrap_d(p, r, paired) if min(len(p), len(r)) > 1 else (d, d)
     if exp.direction == 0:
         tol = exp.margin if exp.margin is not None else 0.0
