@@ -178,3 +178,61 @@ def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):
     assert cli.main(["evaluate", "--benchmark", "mbench", "--generator", str(gen)]) == 2
     err = capsys.readouterr().err
     assert "has outputs for none of the 1 mbench cases (e.g. c1)" in err and err.count("\n") == 1
+
+
+def _board_rows():
+    import pandas as pd
+    sub = "image_embedder: efficientnet-lite0"
+    both = "image_embedder: efficientnet-lite0; flow: opencv-dis-flow"
+    rows = [
+        dict(generator="faithful", metric_id="cs_face", tier="all", value=0.8123, coverage=1.0,
+             n_failed_evaluator=0, substitute=sub, comparable=True),
+        dict(generator="drift", metric_id="cs_face", tier="all", value=0.41, coverage=0.5,
+             n_failed_evaluator=0, substitute=sub, comparable=False),
+        dict(generator="faithful", metric_id="aesthetic_quality", tier="all", value=None, coverage=None,
+             n_failed_evaluator=16, substitute="aesthetic: none", comparable=True),
+        dict(generator="drift", metric_id="aesthetic_quality", tier="all", value=None, coverage=None,
+             n_failed_evaluator=16, substitute=None, comparable=True),
+        dict(generator="faithful", metric_id="temporal_flickering", tier="all", value=0.97, coverage=1.0,
+             n_failed_evaluator=0, substitute=both, comparable=True),
+        # another tier: not the headline, must not show
+        dict(generator="faithful", metric_id="temporal_flickering", tier="easy", value=0.123, coverage=1.0,
+             n_failed_evaluator=0, substitute=None, comparable=True),
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_format_board_marks_substitutes_coverage_and_evaluator_failures():
+    text = cli.format_board(_board_rows(), {"tier": "all"})
+    lines = text.splitlines()
+    row = {ln.split()[0]: ln.split()[1:] for ln in lines[2:5]}
+    # columns sorted: drift, faithful
+    assert row["cs_face"] == ["0.410*![50%]", "0.812*"]
+    assert row["aesthetic_quality"] == ["None(ef16)", "None(ef16)"]
+    assert row["temporal_flickering"] == ["-", "0.970*"]  # drift has no cell
+    assert "0.123" not in text
+    # one mark, the legend names each substitute model once with the metrics it stands behind (a board's cell
+    # joins several models with ';'; a None cell is not marked and not counted)
+    i = lines.index("* an offline substitute produced the value:")
+    assert lines[i + 1:i + 3] == ["    image_embedder: efficientnet-lite0 (2 metrics: cs_face, temporal_flickering)",
+                                  "    flow: opencv-dis-flow (1 metric: temporal_flickering)"]
+    assert "! not comparable: partitions scored under different protocols" in lines
+    assert "[NN%] coverage below 100% (items scored / items)" in lines
+    assert ("drift: 1/2 metrics with a value, coverage mean 50% (lowest cs_face 50%); evaluator failures 16 in "
+            "1 metric (aesthetic_quality)") in lines
+    assert "faithful: 2/3 metrics with a value, coverage mean 100%; evaluator failures 16 in 1 metric " \
+           "(aesthetic_quality)" in lines
+
+
+def test_format_board_without_marks_and_with_scored_counts():
+    import pandas as pd
+    # a board with no substitute / evaluator columns (ViStoryBench's shape: stories_scored / stories)
+    board = pd.DataFrame([dict(generator="g1", metric_id="cids_self", split="full", value=55.0, stories=4,
+                               stories_scored=3),
+                          dict(generator="g2", metric_id="cids_self", split="full", value=60.0, stories=4,
+                               stories_scored=4)])
+    text = cli.format_board(board, {"split": "full"}, "vistorybench")
+    assert text.splitlines()[2].split() == ["cids_self", "55.000[75%]", "60.000"]
+    assert "*" not in text and "(ef" not in text and "!" not in text and "substitute" not in text
+    assert "g1: 1/1 metrics with a value, coverage mean 75% (lowest cids_self 75%)" in text
+    assert cli.format_board(board.iloc[0:0], {"split": "full"}, "vistorybench") == "(vistorybench leaderboard is empty)"

@@ -99,6 +99,8 @@ def render_report(*, benchmark: str, board: pd.DataFrame, manifest: dict[str, An
                 c[k] = None
         if is_none(c.get("comparable")):
             c["comparable"] = None
+    # the metric's name links the audit page of the first generator that has a cell (each cell has its page)
+    first = {m: next(g for g in generators if (m, g) in cells) for m in metrics}
     out = Path(out_path)
     copy_stylesheet(out.parent)
     html = env.get_template("report.html.j2").render(
@@ -106,7 +108,7 @@ def render_report(*, benchmark: str, board: pd.DataFrame, manifest: dict[str, An
         n_items=int(board["n_items"].max()) if len(board) and "n_items" in board.columns else 0,
         dataset=dataset.to_dict("records") if dataset is not None and len(dataset) else None, crops=crops,
         gap_decay=gap_decay.to_dict("records") if gap_decay is not None and len(gap_decay) else None,
-        gap_plot=gap_plot, audit_link=audit_link, css="site.css")
+        gap_plot=gap_plot, audit_link=audit_link, first=first, css="site.css")
     return write_atomic(out, html)
 
 

@@ -897,6 +897,25 @@ def default_out_dir(store) -> Path:
     return Path(store.root) / "reports" / "site"
 
 
+def report_metadata(store, benchmark: str) -> dict:
+    """Materialization metadata linking the store's report site: this benchmark's page and the overview, as
+    path and file:// URL (the pages ``build_site`` writes: ``<store>/reports/site/<benchmark>.html`` and
+    ``index.html``). The site is written by `bench report`, `bench demo` and `bench evaluate`, so a leaderboard
+    materialised from the UI says whether the page is there yet. A remote store has no local site: {}."""
+    from dagster import MetadataValue
+    if benchmark not in SPECS:
+        raise ValueError(f"unknown benchmark {benchmark!r}; the site has pages for {', '.join(BENCH_ORDER)}")
+    if not getattr(store, "is_local", True):
+        return {}
+    out = default_out_dir(store).resolve()
+    page, index = out / f"{benchmark}.html", out / "index.html"
+    return {"report_page": MetadataValue.path(str(page)), "report_url": MetadataValue.url(page.as_uri()),
+            "report_index": MetadataValue.path(str(index)), "report_index_url": MetadataValue.url(index.as_uri()),
+            "report_status": MetadataValue.text(
+                "written" if page.is_file() else "not written when this materialised: `bench report` writes it (demo and "
+                "evaluate do at their end)")}
+
+
 def build_site(store, out_dir: Path | None = None) -> Path:
     """Write the whole site (index.html, <benchmark>.html, audit/<benchmark>/*.html, validity.html, site.css)
     and return the index.html path. Needs a local store (the pages link its artifacts by relative path)."""

@@ -33,7 +33,7 @@ from bench_assets.entitybench import judging as J
 from bench_assets.entitybench.constants import (BENCH, CONSTANTS, GROUNDING_FRAMES, OFFLINE_WEAK_CONF,
                                                   PILLAR1_CHUNK, PROTOCOL, substitute_map,
                                                   substitutes)
-from bench_assets.entitybench.report import entitybench_manifest, write_entitybench_report
+from bench_assets.entitybench.report import entitybench_manifest, write_audit_pages, write_entitybench_report
 from bench_resources.device import Device
 from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry
@@ -866,6 +866,7 @@ def comparability_table(records: pd.DataFrame) -> pd.DataFrame:
        automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
 def entitybench_leaderboard(context: AssetExecutionContext, store: Store) -> Output[pd.DataFrame]:
     """Headline table: every metric for every generator (value or None with reason), per tier and overall."""
+    from bench_assets.core.site import report_metadata  # the report site's page for this benchmark
     con = store.duckdb()
     present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     parts = []
@@ -890,7 +891,7 @@ def entitybench_leaderboard(context: AssetExecutionContext, store: Store) -> Out
                                    "table": MetadataValue.md(overall.to_markdown() if len(overall) else "empty"),
                                    "gate_diagnostics": MetadataValue.md(gate.to_markdown(index=False)
                                                                         if len(gate) else "none"),
-                                   "evaluator_failures": n_eval_fail})
+                                   "evaluator_failures": n_eval_fail} | report_metadata(store, BENCH))
 
 
 ASSETS = [entitybench_episode, entitybench_entity_registry, entitybench_dataset_statistics, entitybench_outputs,
@@ -924,7 +925,7 @@ def entitybench_gap_decay(context: AssetExecutionContext, store: Store) -> Outpu
     return Output(table, metadata=meta)
 
 
-@asset(group_name=METRIC_GROUP, code_version="3",
+@asset(group_name=METRIC_GROUP, code_version="4",
        deps=[entitybench_leaderboard, entitybench_dataset_statistics, entitybench_gap_decay],
        automation_condition=AutomationCondition.eager())
 def entitybench_report(context: AssetExecutionContext, store: Store, models: ModelRegistry,
@@ -937,27 +938,15 @@ def entitybench_report(context: AssetExecutionContext, store: Store, models: Mod
     board = store.query("SELECT * FROM entitybench_leaderboard")
     out = Path(store.root) / "reports" / "entitybench.html"
     tables = set(store.asset_tables())
-    union = " UNION ALL ".join(
-        f"SELECT generator, item, level, metric_id, shot, entity_id, value, n_eval, n_failed, n_skipped, reason, "
-        f"crop_id, frame_index, source_sha256, detail FROM {t}" for t in METRIC_TABLES if t in tables)
-    rows = store.query(union)
-    tiers = store.query("SELECT episode_id AS item, tier FROM entitybench_episode")
-    items = rows[rows.level == "item"].merge(tiers, on="item", how="left")
-    inst = rows[rows.level != "item"]
-    overall = board[board.tier == "all"].set_index(["metric_id", "generator"])
-    audit_dir = out.parent / "audit"
-    for (mid, gen), head in overall.iterrows():
-        AU.render_audit(metric_id=mid, generator=gen, headline=head.to_dict(),
-                        episodes=items[(items.metric_id == mid) & (items.generator == gen)].sort_values("item"),
-                        instances=inst[(inst.metric_id == mid) & (inst.generator == gen)],
-                        artifact_path=store.artifact_path, out_dir=audit_dir)
+    # the shared audit pages (core/audit.py): a reason shared by many rows is shown once with its count
+    n_pages = write_audit_pages(store, board, out.parent / "audit", METRIC_TABLES)
     gap = store.query("SELECT * FROM entitybench_gap_decay") if "entitybench_gap_decay" in tables else None
     path = write_entitybench_report(store, manifest, board, out, gap_decay=gap)
     df = pd.DataFrame([{"path": str(path), "protocol_digest": protocol_digest(manifest),
                         "manifest_json": json.dumps(manifest, sort_keys=True, default=str)}])
     return Output(df, metadata={"report": MetadataValue.path(str(path)),
                                 "open": MetadataValue.url(path.resolve().as_uri()),
-                                "audit_pages": len(overall), "protocol_digest": protocol_digest(manifest),
+                                "audit_pages": n_pages, "protocol_digest": protocol_digest(manifest),
                                 "profile": manifest["profile"], "judge_mode": manifest["judge_mode"]})
 
 

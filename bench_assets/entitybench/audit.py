@@ -1,50 +1,14 @@
-"""Audit pages (headline -> per episode -> per instance -> crops, frames, judge answers) and the gap-decay plot."""
+"""EntityBench's gap-decay table and plot. (Its audit pages are rendered by the shared core/audit.py through
+entitybench/report.py's write_audit_pages.)"""
 from __future__ import annotations
 
 import io
 import json
-import os
-from pathlib import Path
 from typing import Optional
 
 import pandas as pd
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from bench_assets.core.report import TEMPLATES
 from bench_assets.entitybench import judging as J
-
-
-def audit_filename(metric_id: str, generator: str) -> str:
-    return f"{metric_id}__{generator}.html"
-
-
-def _none(v):
-    return None if v is None or (isinstance(v, float) and pd.isna(v)) or v is pd.NA else v
-
-
-def render_audit(*, metric_id: str, generator: str, headline: dict, episodes: pd.DataFrame,
-                 instances: pd.DataFrame, artifact_path, out_dir: Path, back: str = "../entitybench.html",
-                 item_label: str = "episode") -> Path:
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    by_item: dict[str, list[dict]] = {}
-    for r in instances.sort_values(["item", "shot", "entity_id"], na_position="first").to_dict("records"):
-        r = {k: _none(v) for k, v in r.items()}
-        r["crop_src"] = os.path.relpath(artifact_path(r["crop_id"]), out_dir) if r.get("crop_id") else None
-        if r.get("detail"):
-            r["detail"] = json.dumps(json.loads(r["detail"]), indent=1, sort_keys=True)
-        by_item.setdefault(r["item"], []).append(r)
-    fmt = lambda v: "None" if _none(v) is None else f"{v:.3f}"  # noqa: E731
-    html = env.get_template("audit.html.j2").render(
-        metric=metric_id, generator=generator, back=back, item_label=item_label,
-        headline=fmt(headline.get("value")), raw=fmt(headline.get("raw_mean")), coverage=fmt(headline.get("coverage")),
-        n_eval=headline.get("n_eval"), n_failed=headline.get("n_failed"), n_skipped=headline.get("n_skipped"),
-        episodes=[{k: _none(v) for k, v in r.items()} for r in episodes.to_dict("records")], instances=by_item)
-    path = out_dir / audit_filename(metric_id, generator)
-    tmp = path.with_suffix(f".tmp-{os.getpid()}")
-    tmp.write_text(html, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
 
 
 SIGNALS = {"gap_decay_embedding": "embedding_cosine", "gap_decay_embedding_allpairs": "embedding_cosine_allpairs",

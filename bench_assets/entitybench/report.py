@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from bench_assets.core.audit import audit_filename, render_audit
 from bench_assets.core.manifest import build_manifest
 from bench_assets.core.report import render_report
 from bench_assets.entitybench.constants import CONSTANTS, PROTOCOL
@@ -49,20 +50,21 @@ def write_entitybench_report(store, manifest: dict[str, Any], board: pd.DataFram
     audit = (Path(out).parent / "audit").is_dir()
     return render_report(benchmark="entitybench", board=board, manifest=manifest, out_path=out,
                          dataset=dataset, crops=crops, gap_decay=gap_decay, gap_plot=plot,
-                         audit_link=(lambda m, g: f"audit/{m}__{g}.html") if audit else None)
+                         audit_link=(lambda m, g: f"audit/{audit_filename(m, g)}") if audit else None)
+
+
+AUDIT_COLUMNS = ["generator", "item", "level", "metric_id", "shot", "entity_id", "value", "n_eval", "n_failed",
+                 "n_skipped", "reason", "crop_id", "frame_index", "source_sha256", "detail"]
 
 
 def write_audit_pages(store, board: pd.DataFrame, audit_dir: Path, metric_tables: tuple[str, ...]) -> int:
     """One audit page per (metric, generator) of the overall board, rendered by the shared core/audit.py (None
-    rows grouped by reason with their count). Returns the number of pages; the report links ``audit/<page>``."""
-    from bench_assets.core.audit import render_audit
+    rows grouped by reason with their count). Returns the number of pages; the report links ``audit/<page>``,
+    so every cell of the overall board gets its page, even one whose metric table is absent."""
     tables = set(store.asset_tables())
     present = [t for t in metric_tables if t in tables]
-    if not present:
-        return 0
-    rows = store.query(" UNION ALL ".join(
-        f"SELECT generator, item, level, metric_id, shot, entity_id, value, n_eval, n_failed, n_skipped, reason, "
-        f"crop_id, frame_index, source_sha256, detail FROM {t}" for t in present))
+    rows = store.query(" UNION ALL ".join(f"SELECT {', '.join(AUDIT_COLUMNS)} FROM {t}" for t in present)) \
+        if present else pd.DataFrame(columns=AUDIT_COLUMNS)
     tiers = store.query("SELECT episode_id AS item, tier FROM entitybench_episode") \
         if "entitybench_episode" in tables else pd.DataFrame(columns=["item", "tier"])
     items = rows[rows.level == "item"].merge(tiers, on="item", how="left")
@@ -70,13 +72,17 @@ def write_audit_pages(store, board: pd.DataFrame, audit_dir: Path, metric_tables
     overall = board[board.tier == "all"] if "tier" in board.columns else board
     by_item = {k: g for k, g in items.groupby(["metric_id", "generator"])}
     by_inst = {k: g for k, g in inst.groupby(["metric_id", "generator"])}
-    empty = rows.iloc[0:0]
-    n = 0
+    written = set()
     for head in overall.to_dict("records"):
         key = (head["metric_id"], head["generator"])
-        render_audit(metric_id=key[0], generator=key[1], headline=head,
-                     episodes=by_item.get(key, empty).sort_values("item"), instances=by_inst.get(key, empty),
-                     artifact_path=store.artifact_path, out_dir=Path(audit_dir), back="../entitybench.html",
-                     item_label="episode", benchmark="EntityBench", extra_columns=("tier",))
-        n += 1
-    return n
+        page = render_audit(metric_id=key[0], generator=key[1], headline=head,
+                            episodes=by_item.get(key, items.iloc[0:0]).sort_values("item"),
+                            instances=by_inst.get(key, inst.iloc[0:0]), artifact_path=store.artifact_path,
+                            out_dir=Path(audit_dir), back="../entitybench.html", item_label="episode",
+                            benchmark="EntityBench", extra_columns=("tier",))
+        written.add(page.name)
+    # a page left from an earlier board (a generator or metric since removed) would be linked by nothing
+    for old in Path(audit_dir).glob("*__*.html"):
+        if old.name not in written:
+            old.unlink(missing_ok=True)
+    return len(written)

@@ -284,6 +284,7 @@ def headline_markdown(board: pd.DataFrame) -> str:
 def locot2v_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths, models: ModelRegistry,
                         judge: Judge) -> Output[pd.DataFrame]:
     """All 26 sub-dimensions, the five dimensions and overall per generator, in % (value or None with reason)."""
+    from bench_assets.core.site import report_metadata  # the report site's page for this benchmark
     tables = set(store.asset_tables())
     parts = [t for t in ("locot2v_visual", "locot2v_judged") if t in tables]
     if not parts:
@@ -296,7 +297,8 @@ def locot2v_leaderboard(context: AssetExecutionContext, store: Store, paths: Ben
     board = leaderboard_table(records, ids, sorted(records["generator"].unique()))
     man = manifest(models, judge, paths)
     return Output(board, metadata={"table": MetadataValue.md(headline_markdown(board)),
-                                   "manifest": MetadataValue.json(man), "protocol_digest": protocol_digest(man)})
+                                   "manifest": MetadataValue.json(man), "protocol_digest": protocol_digest(man)}
+                  | report_metadata(store, BENCH))
 
 
 ASSETS = [locot2v_sample, locot2v_derived, locot2v_visual, locot2v_judged, locot2v_leaderboard]

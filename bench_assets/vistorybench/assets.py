@@ -676,6 +676,7 @@ def vistorybench_leaderboard(context: AssetExecutionContext, store: Store, paths
                              judge: Judge) -> Output[pd.DataFrame]:
     """Every metric for every generator, full set and Lite: mean over stories (value or None with reason), and the
     leaderboard rank (mean rank over the eight quality columns; copy-paste baseline shown, not ranked)."""
+    from bench_assets.core.site import report_metadata  # the report site's page for this benchmark
     tables = set(store.asset_tables())
     cols = "generator, item, metric_id, value, n_eval, n_failed, n_skipped, reason, protocol"
     parts = [f"SELECT {cols} FROM {t} WHERE level = 'item'" for t in ("vistorybench_scores", "vistorybench_alignment")
@@ -702,7 +703,7 @@ def vistorybench_leaderboard(context: AssetExecutionContext, store: Store, paths
     return Output(board, metadata={"generators": MetadataValue.json(sorted(board["generator"].unique().tolist())),
                                    "table": MetadataValue.md(full.round(3).to_markdown() if len(full) else "empty"),
                                    "manifest": MetadataValue.json(manifest),
-                                   "protocol_digest": protocol_digest(manifest)})
+                                   "protocol_digest": protocol_digest(manifest)} | report_metadata(store, BENCH))
 
 
 @asset(group_name=GROUP, code_version="2", deps=[vistorybench_leaderboard],
