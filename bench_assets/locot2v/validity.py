@@ -55,9 +55,10 @@ CASES = [
            [V.Expect("inter_event_subject_consistency", -1, 5.0)]),
     V.Case("frozen", "every frame is the first", "p_frozen",
            [V.Expect("dynamic_degree", -1, 20.0), V.Expect("motion_smoothness", +1, 0.5)]),
+    # not temporal_flickering: under the spec's static-pair rule shuffling leaves (almost) no static pair, so the
+    # metric is undefined there rather than lower; the flicker case is the one that concerns it
     V.Case("shuffle", "frames shuffled within the video", "p_shuffle",
-           [V.Expect("motion_smoothness", -1, 2.0), V.Expect("temporal_flickering", -1, 2.0),
-            V.Expect("warping_error", -1, 2.0)]),
+           [V.Expect("motion_smoothness", -1, 2.0), V.Expect("warping_error", -1, 2.0)]),
     V.Case("flicker", "alternate frames +-35 % brightness", "p_flicker",
            [V.Expect("temporal_flickering", -1, 2.0)]),
     V.Case("blur", "Gaussian blur sigma 4", "p_blur",

@@ -209,8 +209,9 @@ SLOTS: dict[str, SlotSpec] = {
     "flow": SlotSpec(
         "optical flow: motion_smoothness, dynamic_degree",
         paper=Checkpoint("RAFT large (torchvision raft_large C_T_SKHT_V2)", files=("raft_large.pth",), load=_raft),
-        offline=Checkpoint("OpenCV DIS optical flow (preset medium)",
-                           weightless=f"opencv-{cv2.__version__}-dis-medium", load=_dis)),
+        offline=Checkpoint("OpenCV DIS optical flow (preset medium) on grey frames, each pair aligned in global gain "
+                           "and offset first", weightless=f"opencv-{cv2.__version__}-dis-medium-gain-aligned",
+                           load=_dis)),
     "aesthetic": SlotSpec(
         "aesthetic_quality: LAION aesthetic head on CLIP ViT-L/14 embeddings",
         paper=Checkpoint("LAION aesthetic predictor linear head (sa_0_4_vit_l_14_linear.pth) on CLIP ViT-L/14",
