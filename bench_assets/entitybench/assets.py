@@ -20,7 +20,7 @@ from bench_assets.core import grounding as G
 from bench_assets.core.aggregate import cohens_d, corrected_mean, paired_dz
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.manifest import protocol_digest
-from bench_assets.core.media import ClipCache, DecodeError, VideoSource
+from bench_assets.core.media import DecodeError, VideoSource
 from bench_assets.core.partitions import ENTITYBENCH as P
 from bench_assets.core.records import MetricRecord, record_from_values
 from bench_assets.core.tables import instance_row, metric_frame, record_row
@@ -29,6 +29,7 @@ from bench_assets.entitybench import metrics as M
 from bench_assets.entitybench import judged as JD
 from bench_assets.entitybench import audit as AU
 from bench_assets.entitybench import counts as C
+from bench_assets.entitybench import frames as FR
 from bench_assets.entitybench import judging as J
 from bench_assets.entitybench.constants import (BENCH, CONSTANTS, GROUNDING_FRAMES, OFFLINE_WEAK_CONF,
                                                   PILLAR1_CHUNK, PROTOCOL, substitute_map,
@@ -42,8 +43,11 @@ from bench_resources.store import Store
 
 TYPE_METRIC = {"character": "cs_face", "object": "cs_object"}
 
-# One decode per shot per process: every metric asset of a run asks this cache.
-CLIPS = ClipCache(max_clips=128)
+# The sampled frames of each shot, decoded once per process (one pass, only the sampled frames converted) and
+# shared by every sampling asset of a run; Pillar 1's full walk fills it (frames.py).
+SHOTS = FR.SHOTS
+# Pillar 1 runs first among a run's steps: its pass fills SHOTS, so the sampling assets decode nothing more.
+PILLAR1_OP_TAGS = {**GPU_OP_TAGS, "dagster/priority": "1"}
 
 METRIC_GROUP = "entitybench"
 
@@ -247,7 +251,7 @@ def _episode_and_clips(outputs: pd.DataFrame, episode_df: pd.DataFrame):
             errors[int(r.shot)] = r.error
             continue
         try:
-            clips[int(r.shot)] = CLIPS.get(r.path)
+            clips[int(r.shot)] = SHOTS.get(r.path)
         except DecodeError as e:
             errors[int(r.shot)] = str(e)
     return ep, clips, errors
@@ -364,11 +368,13 @@ PILLAR1_SLOTS = sorted({m.slot for m in M.PILLAR1 if m.slot})
 
 
 class ShotStream:
-    """One shot's native frames, streamed in consecutive chunks by one PyAV pass (memory flat in length)."""
+    """One shot's native frames, streamed in consecutive chunks by one PyAV pass (memory flat in length). The
+    same pass gathers the frames the sampling metrics read and leaves them in ``SHOTS`` (no second decode)."""
 
     def __init__(self, path: str, chunk: int = PILLAR1_CHUNK):
         self.src = VideoSource(path)
         self.fps, self.n_frames, self.chunk = self.src.fps, self.src.n_frames, chunk
+        self._samples = FR.request(self.src) if SHOTS.cached(path) is None else None
 
     @property
     def sha256(self) -> str:
@@ -377,6 +383,8 @@ class ShotStream:
     def chunks(self):
         for _, frames in self.src.iter_chunks(chunk=self.chunk, overlap=0, name="pillar1"):
             yield frames
+        if self._samples is not None and self.src.done:
+            SHOTS.put(self.src.path, FR.collect(self.src, self._samples))
 
 
 class ArrayStream:
@@ -452,7 +460,8 @@ def pillar1_rows(generator: str, ep: D.Episode, open_shot, errors: dict, slots: 
     return rows
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="3", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="3", pool="gpu",
+       op_tags=PILLAR1_OP_TAGS)
 def entitybench_pillar1(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                         entitybench_episode: pd.DataFrame, models: ModelRegistry,
                         device: Device) -> Output[pd.DataFrame]:

@@ -9,6 +9,8 @@ from bench_assets.entitybench import metrics as M
 BENCH = "entitybench"
 PROTOCOL = "entitybench-1.1"   # 1.1: Pillar 1 on every consecutive native frame; gated locations
 GROUNDING_FRAMES = 5
+ACTION_FRAMES = 6          # even frames of a shot in the action grid
+LOCATION_FRAMES = 8        # even frames of a shot the location judge picks its 2 sharpest from
 PILLAR1_CHUNK = 32        # frames per streamed chunk (memory bound only; values do not depend on it)
 OFFLINE_WEAK_CONF = 0.5   # offline status rule: detector confidence stands in for a_clip
 CONSTANTS = {

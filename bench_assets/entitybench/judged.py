@@ -19,11 +19,11 @@ from bench_assets.core.tables import instance_row, record_row
 from bench_assets.entitybench import counts as C
 from bench_assets.entitybench import dataset as D
 from bench_assets.entitybench import judging as J
+from bench_assets.entitybench.constants import ACTION_FRAMES, LOCATION_FRAMES
 from bench_assets.entitybench.metrics import centroid_scores
 from bench_resources.judge import JudgeResult
 
 FIDELITY_GATE_TAU = 0.5
-ACTION_FRAMES = 6
 SHOT_ERROR = "shot_error"      # grounding status of a missing or undecodable shot (the generator's failure)
 UNAVAILABLE = "unavailable"    # grounding status when the evaluator cannot ground (no class, no detector)
 
@@ -377,7 +377,7 @@ def llm_location_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, cl
         anchor = ok[int(np.argmax(scores))]
 
         def pick(k: int) -> list[np.ndarray]:
-            _, frames = clips[k].even(8)
+            _, frames = clips[k].even(LOCATION_FRAMES)
             return [frames[i] for i in J.sharpest(list(frames), 2)]
 
         for k in ok:
