@@ -20,6 +20,7 @@ from bench_assets.narrativetrack import calibration as CAL
 from bench_assets.narrativetrack import constants as K
 from bench_assets.narrativetrack import dataset as D
 from bench_assets.narrativetrack import judging as J
+from bench_assets.narrativetrack import measured as MQ
 from bench_assets.narrativetrack import metrics as M
 from bench_assets.narrativetrack import pipeline as PL
 from bench_assets.narrativetrack import qa as Q
@@ -293,11 +294,14 @@ def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_vid
     emb = list(narrativetrack_reid.sort_values("det")["embedding"])
     emb = [None if e is None or (isinstance(e, float) and np.isnan(e)) else list(e) for e in emb]
     faces = narrativetrack_faces.sort_values("det")
-    face_rows = [{"face_embedding": (list(f) if f is not None and not isinstance(f, float) else None)}
-                 for f in faces["face_embedding"]]
+    _box = lambda b: None if b is None or isinstance(b, float) or b is pd.NA else list(b)  # noqa: E731
+    face_rows = [{"face_embedding": _box(f), "face_box": _box(b)} for f, b in zip(faces["face_embedding"],
+                                                                                   faces["face_box"])]
     threshold = K.REID_THRESHOLD[models.profile]
-    ids, info = S.identities(dets, tids, emb, face_rows, threshold, FACE_MERGE)
     frames, _, _ = _samples(video, narrativetrack_frames)
+    shots = [int(s) for s in narrativetrack_frames.sort_values("sample")["shot"]]
+    ids, info = S.identities(dets, tids, emb, face_rows, threshold, FACE_MERGE, shots=shots,
+                             sample_fps=float(video["sample_fps"]), colours=S.torso_colours(frames, dets))
     faces_df = faces.assign(face_box=[None if b is None or isinstance(b, float) else list(b) for b in faces["face_box"]])
     seconds = time.perf_counter() - t0  # the judge's latency is not the pipeline's speed
     judged, vlog = _verify(judge, frames, dets, ids, info["tracklet_ids"], faces_df)
@@ -309,10 +313,15 @@ def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_vid
         verified.append(v)
     df = pd.DataFrame({"det": [d for d in sorted(narrativetrack_detections["det"])],
                        "sample": [d["sample"] for d in dets], "tracklet": info["tracklet_ids"],
-                       "entity": pd.array(ids, dtype="Int64"), "verified": pd.array(verified, dtype="boolean")})
+                       "entity": pd.array(ids, dtype="Int64"), "verified": pd.array(verified, dtype="boolean"),
+                       # every identity, main character or not (the validity check compares people with it)
+                       "identity": pd.array([info["cluster_of"].get(i) for i in range(len(dets))], dtype="Int64")})
     df["video_id"], df["seconds"] = video["video_id"], seconds
     df["protocol"] = _protocol(models, judge)
-    meta = {k: v for k, v in info.items() if k not in ("tracklet_ids", "face_log")}
+    meta = {k: v for k, v in info.items() if k not in ("tracklet_ids", "face_log", "cluster_of", "link_calibration",
+                                                       "colour_calibration")}
+    meta["calibration"] = MetadataValue.json({"link": info["link_calibration"],
+                                              "colour": info["colour_calibration"]})
     meta["voted_out_tracklets"] = sum(v is False for v in judged.values())
     return Output(df, metadata={**meta, "face_decisions": MetadataValue.json(info["face_log"]),
                                 "verification": MetadataValue.json(vlog[:20])})
@@ -542,20 +551,49 @@ def _filters(judge: Judge):
     return grammar, similar, judge.model
 
 
+def measured_inputs(frames: pd.DataFrame, dets: pd.DataFrame, tracklets: pd.DataFrame, faces: pd.DataFrame,
+                    idents: pd.DataFrame) -> tuple[list[dict], list[dict]]:
+    """The per-sample facts measured.py asks about: every box with its main-character identity, its face box and
+    whether its face was looked at (the faces stage looks at up to FACE_BOXES_PER_TRACK boxes per track)."""
+    tr = tracklets.sort_values("det")
+    examined = {int(tr["det"].iloc[i]) for i in S.face_subset([int(t) for t in tr["track_id"]],
+                                                                [int(x) for x in tr["sample"]])}
+    fb = {int(d): (None if b is None or isinstance(b, float) or b is pd.NA else [float(v) for v in b])
+          for d, b in zip(faces["det"], faces["face_box"])}
+    ent = {int(d): (None if pd.isna(e) else int(e)) for d, e in zip(idents["det"], idents["entity"])}
+    rows = [{"sample": int(r.sample), "box": [float(v) for v in r.box], "entity": ent.get(int(r.det)),
+             "face_box": fb.get(int(r.det)), "examined": int(r.det) in examined} for r in dets.itertuples()]
+    fr = [{"sample": int(r.sample), "t": float(r.t)} for r in frames.itertuples()]
+    return fr, rows
+
+
 @asset(partitions_def=P.items, group_name=GROUP, code_version="1")
 def narrativetrack_qa(context: AssetExecutionContext, paths: BenchPaths, narrativetrack_video: pd.DataFrame,
+                      narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
+                      narrativetrack_tracklets: pd.DataFrame, narrativetrack_faces: pd.DataFrame,
+                      narrativetrack_identities: pd.DataFrame,
                       narrativetrack_entity_registry: pd.DataFrame, judge: Judge) -> Output[pd.DataFrame]:
     """The QA pairs of this video: CRP templates over the entity registry, real and synthetic distractors
-    (labelled), lexical and LLM filters, options permuted and balanced with the seed. Dropped pairs are kept with
-    ``kept = False`` and the reason."""
-    vid = _video_row(narrativetrack_video)["video_id"]
+    (labelled), plus the measured questions (measured.py: face-anchored existence and identity questions whose
+    answers rest only on detections, faces and identities), lexical and LLM filters, options permuted and balanced
+    with the seed. Dropped pairs are kept with ``kept = False`` and the reason."""
+    video = _video_row(narrativetrack_video)
+    vid = video["video_id"]
     entities = registry_records(narrativetrack_entity_registry)
     styles = set(narrativetrack_entity_registry["attribute_style"]) if len(narrativetrack_entity_registry) else set()
     style = "free_text" if "free_text" in styles else "heuristic"
     raw = Q.generate(vid, entities, D.load_pool(data_dir(paths)), K.QA_SEED, style)
+    fr, rows_m = measured_inputs(narrativetrack_frames, narrativetrack_detections, narrativetrack_tracklets,
+                                 narrativetrack_faces, narrativetrack_identities)
+    names = {e: f"P{e + 1}" for e in {r["entity"] for r in rows_m if r["entity"] is not None}}
+    measured = MQ.generate(vid, fr, rows_m, float(video["duration"]), 1.0 / float(video["sample_fps"]), names,
+                           Q._rng(K.QA_SEED, vid, "measured"))
     grammar, similar, model = _filters(judge)
     kept, dropped = Q.apply_filters(raw, grammar, similar)
-    kept = Q.balance(kept, K.QA_SEED, vid)
+    kept_m, dropped_m = Q.apply_filters(measured, grammar, similar)
+    # balanced apart: the template questions' options do not depend on whether measured questions exist
+    kept = Q.balance(kept, K.QA_SEED, vid) + Q.balance(kept_m, K.QA_SEED, vid)
+    dropped += dropped_m
     rows = [{**q, "kept": True, "drop_reason": None} for q in kept] + [{**q, "kept": False} for q in dropped]
     df = pd.DataFrame(rows)
     if df.empty:

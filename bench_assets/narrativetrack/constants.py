@@ -25,6 +25,17 @@ GAP_TOLERANCE_S = 2.5             # presence runs closer than this are one run: 
 EDGE_TOLERANCE_S = 1.5            # "at the start" / "at the end" of the video
 CUT_CHANGED_FRACTION = 0.4        # a shot cut: this fraction of pixels changes between consecutive sampled frames
 TRACKLET_SPLIT_COSINE = 0.75      # consecutive boxes of one track below this ReID cosine: two tracklets
+# Stitching tracklets that IoU tracking broke (a walker moves about a box width between 1 fps samples): the ReID link
+# threshold is calibrated per video on its own pairs (pipeline.link_threshold; the REID_THRESHOLD of the profile where
+# a video has too few pairs); a link also needs the box within LINK_SPEED box heights per second of the last one
+# (people walk about one body height per second) and heights within LINK_HEIGHT_RATIO, at most LINK_MAX_GAP_S apart
+LINK_SPEED = 1.5
+LINK_HEIGHT_RATIO = 1.5
+LINK_MAX_GAP_S = 2.0
+LINK_MIN_PAIRS = 10
+LINK_POSITIVE_IOU = 0.5           # torso-colour calibration: consecutive boxes overlapping this much are one person
+COLOUR_FALLBACK = 0.0             # torso-colour agreement where a video has too few pairs to calibrate it: no check
+FACE_MIN_HEIGHT = 15              # a face under this many native pixels carries no identity (the campus walkers: 5-12 px)
 VERIFY_FACE_CROPS = 6             # face crops per identity sent to the judge for verification
 VERIFY_MODELS: tuple[str, ...] = ()   # judge model ids for the majority vote; () = the configured judge model
 CONTEXT_FRAMES = 4                # frames per segment shown to the judge with the green box

@@ -1,4 +1,5 @@
-"""The entity-centric pipeline's pure parts: sampling, cuts, detector merging, ByteTrack, tracklet clustering with
+"""The entity-centric pipeline's pure parts: sampling, cuts, detector merging, ByteTrack, tracklet stitching (ReID and
+torso-colour thresholds calibrated per video on its own pairs, distance gating), tracklet clustering with
 cannot-link constraints, face refinement, segments and track types, offline contextual descriptors, change lists and
 flags, canonical crops, and identity purity/recall against a ground-truth sidecar. No Dagster here."""
 from __future__ import annotations
@@ -58,6 +59,129 @@ def split_tracklets(track_ids: Sequence[int], samples: Sequence[int], emb: Seque
                 cur, nxt = nxt, nxt + 1
             out[b] = cur
     return out
+
+
+def link_threshold(track_ids: Sequence[int], samples: Sequence[int], emb: Sequence,
+                   fallback: float, sim=None, boxes: Optional[Sequence] = None) -> tuple[float, dict]:
+    """The ReID cosine above which two boxes are taken for one person, calibrated on the video itself without labels:
+    positives are consecutive boxes of one IoU track (the same person by construction; with ``boxes``, only pairs
+    overlapping at IoU >= ``K.LINK_POSITIVE_IOU``, which a track cannot have jumped between), negatives two boxes of one
+    frame (two people by construction). The threshold maximises Youden's J (TPR - FPR) between the two; ``fallback``
+    where either side is missing (one person alone: nothing to confuse). Returns (threshold, the numbers behind it)."""
+    sim = sim or cosine
+    unit = {i: e for i, e in enumerate(emb) if e is not None}
+    by = defaultdict(list)
+    for i, t in enumerate(track_ids):
+        if t >= 0 and i in unit:
+            by[t].append(i)
+    pos = []
+    for idx in by.values():
+        idx.sort(key=lambda i: samples[i])
+        pos += [sim(unit[a], unit[b]) for a, b in zip(idx, idx[1:]) if boxes is None or
+                iou_matrix([boxes[a]], [boxes[b]])[0, 0] >= K.LINK_POSITIVE_IOU]
+    per = defaultdict(list)
+    for i in unit:
+        per[samples[i]].append(i)
+    neg = [sim(unit[a], unit[b]) for ii in per.values() for k, a in enumerate(ii) for b in ii[k + 1:]]
+    info = {"positives": len(pos), "negatives": len(neg)}
+    if len(pos) < K.LINK_MIN_PAIRS or len(neg) < K.LINK_MIN_PAIRS:
+        return fallback, {**info, "source": "fallback (too few positive or negative pairs)"}
+    p, n = np.sort(pos), np.sort(neg)
+    cands = np.unique(np.r_[p, n])
+    tpr = 1 - np.searchsorted(p, cands, side="left") / len(p)
+    fpr = 1 - np.searchsorted(n, cands, side="left") / len(n)
+    k = int(np.argmax(tpr - fpr))
+    # half-way to the next lower observed value: a clean separation is not decided at its very edge
+    thr = float(cands[k] + cands[k - 1]) / 2 if k > 0 else float(cands[k])
+    return thr, {**info, "source": "Youden J on the video's own pairs", "tpr": round(float(tpr[k]), 3),
+                             "fpr": round(float(fpr[k]), 3)}
+
+
+def cosine(a, b) -> float:
+    return float(_unit(a) @ _unit(b))
+
+
+def bhattacharyya(a, b) -> float:
+    """Similarity of two normalised histograms (1: identical, 0: disjoint)."""
+    return float(np.sqrt(np.asarray(a, float)) @ np.sqrt(np.asarray(b, float)))
+
+
+def torso_colour(crop_rgb: np.ndarray) -> Optional[list[float]]:
+    """An HSV histogram (12 hues x 4 saturations x 4 values) of the torso: rows 15-55 % of the person box, central
+    60 %. Clothes colour tells apart two walkers whose whole-box embeddings are dominated by the same lawn (the
+    legs are left out: most walkers wear dark trousers or jeans, which made two walkers side by side look alike)."""
+    h, w = crop_rgb.shape[:2]
+    c = crop_rgb[int(0.15 * h):max(int(0.55 * h), int(0.15 * h) + 1), int(0.2 * w):max(w - int(0.2 * w), int(0.2 * w) + 1)]
+    if c.size == 0:
+        return None
+    hsv = cv2.cvtColor(np.ascontiguousarray(c), cv2.COLOR_RGB2HSV)
+    hist = cv2.calcHist([hsv], [0, 1, 2], None, [12, 4, 4], [0, 180, 0, 256, 0, 256]).ravel()
+    return (hist / max(float(hist.sum()), 1.0)).round(5).tolist()
+
+
+def split_on(track_ids: Sequence[int], samples: Sequence[int], desc: Sequence, threshold: float, sim) -> list[int]:
+    """``split_tracklets`` for any descriptor and similarity: a track is cut where consecutive boxes disagree."""
+    order = defaultdict(list)
+    for i, t in enumerate(track_ids):
+        if t >= 0:
+            order[t].append(i)
+    out = list(track_ids)
+    nxt = max([t for t in track_ids if t >= 0], default=-1) + 1
+    for t, idx in order.items():
+        idx.sort(key=lambda i: samples[i])
+        cur = t
+        for a, b in zip(idx, idx[1:]):
+            if desc[a] is not None and desc[b] is not None and sim(desc[a], desc[b]) < threshold:
+                cur, nxt = nxt, nxt + 1
+            out[b] = cur
+    return out
+
+
+def stitch_tracklets(track_ids: Sequence[int], samples: Sequence[int], boxes: Sequence[Sequence[float]],
+                     shots: Sequence[int], emb: Sequence, threshold: float, max_gap: int, sample_s: float = 1.0,
+                     speed: float = K.LINK_SPEED, colour: Optional[Sequence] = None,
+                     colour_threshold: float = 0.0) -> tuple[list[int], list[dict]]:
+    """IoU tracking at 1 fps cannot follow a walking person (they move about a box width between samples), so their
+    track breaks into one-box tracklets. Tracklet B continues tracklet A when B starts at most ``max_gap`` samples
+    after A ends, in the same shot, its first box lies within ``speed`` box heights per second of A's last box (and
+    has a similar height), the two boxes' ReID cosine is >= ``threshold`` and their torso colours agree
+    (Bhattacharyya >= ``colour_threshold``); the most similar pairs are linked first, each end once. Returns (track id per box, log of links)."""
+    ends: dict[int, tuple[int, int]] = {}
+    for i, t in enumerate(track_ids):
+        if t < 0 or emb[i] is None:
+            continue
+        a, b = ends.get(t, (i, i))
+        ends[t] = (i if samples[i] < samples[a] else a, i if samples[i] > samples[b] else b)
+    cands = []
+    for ta, (_, last) in ends.items():
+        for tb, (first, _) in ends.items():
+            gap = samples[first] - samples[last]
+            if ta == tb or not 0 < gap <= max_gap or shots[first] != shots[last]:
+                continue
+            ba, bb = np.asarray(boxes[last], float), np.asarray(boxes[first], float)
+            ha, hb = ba[3] - ba[1], bb[3] - bb[1]
+            if min(ha, hb) <= 0 or max(ha, hb) / min(ha, hb) > K.LINK_HEIGHT_RATIO:
+                continue
+            dist = float(np.hypot(*((ba[:2] + ba[2:]) / 2 - (bb[:2] + bb[2:]) / 2)))
+            if dist > speed * gap * sample_s * (ha + hb) / 2:
+                continue
+            cos = float(_unit(emb[last]) @ _unit(emb[first]))
+            col = (bhattacharyya(colour[last], colour[first]) if colour is not None and colour[last] is not None
+                   and colour[first] is not None else None)
+            if cos >= threshold and (col is None or col >= colour_threshold):
+                cands.append((cos if col is None else col, ta, tb))
+    nxt, prv = {}, {}
+    for cos, ta, tb in sorted(cands, reverse=True):
+        if ta not in nxt and tb not in prv:
+            nxt[ta], prv[tb] = (tb, cos), ta
+    root = {}
+    for t in ends:
+        r = t
+        while r in prv:
+            r = prv[r]
+        root[t] = r
+    log = [{"from": ta, "to": tb, "reid_cosine": round(c, 3)} for ta, (tb, c) in sorted(nxt.items())]
+    return [root.get(t, t) if t >= 0 else t for t in track_ids], log
 
 
 # ----------------------------------------------------------------------------------------------- detection merge
@@ -260,15 +384,21 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / max(float(np.linalg.norm(x)), 1e-12)
 
 
-def cluster_tracklets(embeddings: dict[int, np.ndarray], frames: dict[int, set], threshold: float) -> dict[int, int]:
+def cluster_tracklets(embeddings: dict[int, np.ndarray], frames: dict[int, set], threshold: float,
+                      colours: Optional[dict[int, np.ndarray]] = None, colour_threshold: float = 0.0) -> dict[int, int]:
     """Average-linkage agglomerative clustering of tracklets by cosine of their mean ReID embeddings; two clusters
-    merge only when their average similarity >= threshold and no two of their tracklets share a frame (a person is
-    not twice in one frame). Returns tracklet -> cluster id (0..n-1, ordered by first tracklet)."""
+    merge only when their average similarity >= threshold, no two of their tracklets share a frame (a person is
+    not twice in one frame), and, with ``colours`` (mean clothes-colour histograms), their average colour similarity
+    is >= ``colour_threshold``. Returns tracklet -> cluster id (0..n-1, ordered by first tracklet)."""
     tids = sorted(embeddings)
     if not tids:
         return {}
     E = np.stack([_unit(embeddings[t]) for t in tids])
     S = E @ E.T
+    C = None
+    if colours is not None and all(t in colours for t in tids):
+        H = np.sqrt(np.clip(np.stack([np.asarray(colours[t], float) for t in tids]), 0, None))
+        C = H @ H.T
     clusters = {i: [i] for i in range(len(tids))}
     fr = {i: set(frames[tids[i]]) for i in range(len(tids))}
     while True:
@@ -279,6 +409,8 @@ def cluster_tracklets(embeddings: dict[int, np.ndarray], frames: dict[int, set],
                 if fr[a] & fr[b]:
                     continue
                 s = float(S[np.ix_(clusters[a], clusters[b])].mean())
+                if C is not None and float(C[np.ix_(clusters[a], clusters[b])].mean()) < colour_threshold:
+                    continue
                 if s > best:
                     best, pair = s, (a, b)
         if pair is None or best < threshold:

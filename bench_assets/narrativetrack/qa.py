@@ -313,6 +313,10 @@ def balance(qas: list[dict], seed: int = K.QA_SEED, key: str = "") -> list[dict]
     for i, p in zip(mc, pos):
         q = out[i]
         opts = list(q["options"])
+        if q["answer"] == "d":  # "None of the above" is the answer: the three options only change places
+            opts = [opts[j] for j in rng.permutation(len(opts))]
+            q["options"] = {**dict(zip(LETTERS, opts)), "d": K.NONE_OPTION}
+            continue
         others = [o for o in opts[1:]]
         others = [others[j] for j in rng.permutation(len(others))]
         new = others[:p] + [opts[0]] + others[p:]

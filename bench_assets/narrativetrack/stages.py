@@ -3,6 +3,7 @@ assets.py wires them; scripts and tests can call them directly."""
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from typing import Any, Optional, Sequence
 
@@ -103,10 +104,34 @@ def face_embeddings(frames: Sequence[np.ndarray], dets: list[dict], face, only: 
 
 
 def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces: Sequence[dict],
-               threshold: float, face_merge: float = K.FACE_MERGE_COSINE) -> tuple[list[Optional[int]], dict]:
-    """Identity per detection (None for untracked / noise): ReID clustering of tracklets (cannot-link in time), then
-    face refinement, then the main characters (4 largest clusters) renumbered 0..3 by size."""
-    track_ids = PL.split_tracklets(track_ids, [d["sample"] for d in dets], reid, K.TRACKLET_SPLIT_COSINE)
+               threshold: float, face_merge: float = K.FACE_MERGE_COSINE, shots: Optional[Sequence[int]] = None,
+               sample_fps: float = K.SAMPLE_FPS, colours: Optional[Sequence] = None) -> tuple[list[Optional[int]], dict]:
+    """Identity per detection (None for untracked / noise): tracklets cut where appearance breaks and stitched where
+    IoU tracking lost a moving person (ReID link threshold calibrated on the video's own pairs), ReID clustering of
+    tracklets (cannot-link in time), then face refinement (faces too small to carry identity ignored), then the main
+    characters (4 largest clusters) renumbered 0..3 by size."""
+    samples = [d["sample"] for d in dets]
+    # a box ByteTrack left untracked (a low score no live track wanted) is still a person: a one-box tracklet that
+    # stitching can join to a track
+    nxt = max(track_ids, default=-1) + 1
+    track_ids = [t if t >= 0 else nxt + i for i, t in enumerate(track_ids)]
+    track_ids = PL.split_tracklets(track_ids, samples, reid, K.TRACKLET_SPLIT_COSINE)
+    col_t, col_info = None, None
+    if colours is not None:
+        # at 1 fps a track link between boxes that barely overlap is a guess (a walker moves a box width between
+        # samples, and two walkers side by side swap): cut it, and let stitching decide on appearance and distance
+        boxes = [d["box"] for d in dets]
+        track_ids = PL.split_on(track_ids, samples, boxes, K.LINK_POSITIVE_IOU,
+                                lambda a, b: float(PL.iou_matrix([a], [b])[0, 0]))
+        col_t, col_info = PL.link_threshold(track_ids, samples, colours, K.COLOUR_FALLBACK, PL.bhattacharyya,
+                                            [d["box"] for d in dets])
+        track_ids = PL.split_on(track_ids, samples, colours, col_t, PL.bhattacharyya)
+    link, link_info = PL.link_threshold(track_ids, samples, reid, threshold)
+    shots = list(shots) if shots is not None else [0] * (max(samples, default=0) + 1)
+    max_gap = max(1, int(math.floor(K.LINK_MAX_GAP_S * sample_fps + 1e-9)))
+    track_ids, links = PL.stitch_tracklets(track_ids, samples, [d["box"] for d in dets], [shots[s] for s in samples],
+                                           reid, link, max_gap, 1.0 / sample_fps, colour=colours,
+                                           colour_threshold=col_t or 0.0)
     members = defaultdict(list)
     for i, t in enumerate(track_ids):
         if t >= 0 and reid[i] is not None:
@@ -114,11 +139,16 @@ def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces
     members = {t: m for t, m in members.items() if len(m) >= K.MIN_TRACKLET_BOXES}
     emb = {t: np.mean([np.asarray(reid[i], float) for i in m], axis=0) for t, m in members.items()}
     frames = {t: {dets[i]["sample"] for i in m} for t, m in members.items()}
-    labels = PL.cluster_tracklets(emb, frames, threshold)
+    col = None
+    if colours is not None:
+        col = {t: np.mean([np.asarray(colours[i], float) for i in m if colours[i] is not None], axis=0)
+               for t, m in members.items() if any(colours[i] is not None for i in m)}
+    labels = PL.cluster_tracklets(emb, frames, threshold, col, col_t or 0.0)
     reid_clusters = len(set(labels.values()))
     face = {}
     for t, m in members.items():
-        fs = [np.asarray(faces[i]["face_embedding"], float) for i in m if faces[i]["face_embedding"] is not None]
+        fs = [np.asarray(faces[i]["face_embedding"], float) for i in m if faces[i]["face_embedding"] is not None
+              and _face_height(faces[i]) >= K.FACE_MIN_HEIGHT]
         if fs:
             face[t] = np.mean(fs, axis=0)
     labels, log = PL.face_refine(labels, face, frames, merge=face_merge)
@@ -134,8 +164,25 @@ def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces
                 out[i] = rank[labels[t]]
     info = {"tracklets": len(members), "reid_clusters": reid_clusters, "clusters": len(counts),
             "main": len(main), "face_log": log, "threshold": threshold, "face_merge_cosine": face_merge,
+            "link_threshold": round(link, 4), "link_calibration": link_info, "links": len(links),
+            "colour_threshold": None if col_t is None else round(col_t, 4), "colour_calibration": col_info,
+            "cluster_of": {i: labels[t] for t, m in members.items() for i in m},
             "tracklet_ids": list(track_ids)}
     return out, info
+
+
+def torso_colours(frames: Sequence[np.ndarray], dets: list[dict]) -> list[Optional[list[float]]]:
+    out = []
+    for r in dets:
+        c = PL.crop(frames[r["sample"]], r["box"])
+        out.append(PL.torso_colour(c) if c is not None else None)
+    return out
+
+
+def _face_height(row: dict) -> float:
+    """Native height of a face box; inf where the row does not say (older tables kept only the embedding)."""
+    b = row.get("face_box")
+    return float(b[3] - b[1]) if b is not None else float("inf")
 
 
 def offline_context(frames: Sequence[np.ndarray], times: Sequence[float], seg: dict, boxes_by_sample: dict,

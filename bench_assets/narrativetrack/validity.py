@@ -85,7 +85,10 @@ def identity_at(frames: pd.DataFrame, dets: pd.DataFrame, idents: pd.DataFrame, 
             best, score = det, s
     if best is None or (kind == "box" and score < 0.3):
         return None
-    hit = idents[(idents["sample"] == sample) & (idents["det"] == best)]["entity"]
+    # the identity of every person (``identity``), not only of the 4 main characters (``entity``): the check is whether
+    # the pipeline tells people apart, not whom it later picks to ask about
+    col = "identity" if "identity" in idents else "entity"
+    hit = idents[(idents["sample"] == sample) & (idents["det"] == best)][col]
     return None if hit.empty or pd.isna(hit.iloc[0]) else int(hit.iloc[0])
 
 
@@ -105,7 +108,10 @@ def unit_values(store, labels_by_video: dict[str, list]) -> pd.DataFrame:
         try:
             frames = q("narrativetrack_frames", "sample, frame_index")
             dets = q("narrativetrack_detections", "sample, det, box")
-            idents = q("narrativetrack_identities", "sample, det, entity")
+            try:
+                idents = q("narrativetrack_identities", "sample, det, entity, identity")
+            except Exception:  # a table written before the identity column existed
+                idents = q("narrativetrack_identities", "sample, det, entity")
         except Exception as e:  # the video's assets did not materialise: say so in the row
             rows.append({"generator": PIPELINE, "unit": vid, "metric_id": METRIC, "value": None,
                          "reason": f"{vid}: no pipeline tables ({type(e).__name__}: {e})"})
