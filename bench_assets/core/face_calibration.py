@@ -1,0 +1,275 @@
+"""Face-identity thresholds calibrated on faces whose identities are known, never picked by hand (shared by the
+benchmarks; each benchmark keeps its own thin module, its own sources and its own JSON beside its code).
+
+Why: a cosine threshold belongs to a face model and to what is compared. SFace's published 0.363 was measured on
+LFW's real photographs; animated and drawn faces of two different people sit far higher (the Megamind dialogue's
+woman and man: .50-.60 as tracklet means), so a threshold must come from labelled data of both kinds.
+
+Data: ``collect_faces`` detects faces on whole frames of labelled sources (upscaled so the short side is >=
+``MIN_SHORT_SIDE``, as person crops are upscaled in the pipelines), assigns each to a hand-labelled person by the face
+centre (``footage_sources``: data/footage/*.yaml sidecars and the Megamind shot labels below; a benchmark may pass
+more sources in), and ``make_groups`` averages up to ``size`` consecutive faces of one person in one shot (size 4: a
+tracklet's mean face, as NarrativeTrack compares them; size 1: single faces, as MBench compares a face with the first
+appearance). Pairs of groups are "same" (one person) or "different" (two people; across sources always different,
+except where ``same_as`` says a person recurs).
+
+Rule (``choose_threshold``): the midpoint between the highest different-pair cosine and the lowest same-pair cosine
+above it (no false merge on the calibration pairs). ``leave_one_out`` reports, for each source, the threshold
+calibrated without it and the false merges / same-pair recall on that source's pairs (data the threshold did not see).
+
+This module imports no benchmark folder: benchmark-specific sources and shot detectors are passed in.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+MIN_SHORT_SIDE = 480
+ANIMATED = ("Megamind.avi", "bigbuckbunny.mp4")
+
+
+def choose_threshold(same: Sequence[float], diff: Sequence[float]) -> dict:
+    """Midpoint between the highest different pair and the lowest same pair above it; with the counts it rests on."""
+    same, diff = sorted(float(x) for x in same), sorted(float(x) for x in diff)
+    if not diff or not same:
+        raise ValueError("calibration needs both same-identity and different-identity pairs")
+    hi = diff[-1]
+    above = [s for s in same if s > hi]
+    t = (hi + above[0]) / 2 if above else hi + 1e-3
+    return {"threshold": round(t, 4), "max_different": round(hi, 4),
+            "min_same_above": round(above[0], 4) if above else None, "n_same": len(same), "n_different": len(diff),
+            "same_recall": round(sum(s >= t for s in same) / len(same), 4),
+            "false_merges": sum(d >= t for d in diff)}
+
+
+def leave_one_out(pairs: Sequence[dict]) -> dict:
+    """Per source: the threshold from every pair not touching it, applied to the pairs touching it."""
+    out = {}
+    for src in sorted({p["a"][0] for p in pairs} | {p["b"][0] for p in pairs}):
+        touch = [p for p in pairs if src in (p["a"][0], p["b"][0])]
+        rest = [p for p in pairs if src not in (p["a"][0], p["b"][0])]
+        try:
+            cal = choose_threshold([p["cos"] for p in rest if p["same"]], [p["cos"] for p in rest if not p["same"]])
+        except ValueError as e:
+            out[src] = {"reason": str(e)}
+            continue
+        t = cal["threshold"]
+        s = [p["cos"] for p in touch if p["same"]]
+        d = [p["cos"] for p in touch if not p["same"]]
+        out[src] = {"threshold_without": t, "false_merges": sum(x >= t for x in d), "n_different": len(d),
+                    "same_recall": round(sum(x >= t for x in s) / len(s), 4) if s else None, "n_same": len(s)}
+    return out
+
+
+def group_pairs(groups: Sequence[dict], same_as: dict[str, str]) -> list[dict]:
+    """All pairs of groups {"source", "person", "shot", "emb"}; identities are source/person unless ``same_as`` maps
+    one key to another (a person who recurs across sources)."""
+    def ident(g):
+        k = f"{g['source']}/{g['person']}"
+        return same_as.get(k, k)
+    out = []
+    for g, h in itertools.combinations(groups, 2):
+        out.append({"a": [g["source"], g["person"], g["shot"]], "b": [h["source"], h["person"], h["shot"]],
+                    "same": ident(g) == ident(h), "cos": round(float(np.dot(g["emb"], h["emb"])), 4)})
+    return out
+
+
+def make_groups(faces: Sequence[dict], size: int) -> list[dict]:
+    """Faces {"source", "person", "shot", "t", "emb"} -> mean unit embeddings of up to ``size`` consecutive faces of
+    one person in one shot (size 1: every face on its own)."""
+    by = {}
+    for f in sorted(faces, key=lambda f: (f["source"], f["person"], f["shot"], f["t"])):
+        by.setdefault((f["source"], f["person"], f["shot"]), []).append(np.asarray(f["emb"], float))
+    out = []
+    for (src, person, shot), es in by.items():
+        for k in range(0, len(es), size):
+            m = np.mean([e / np.linalg.norm(e) for e in es[k:k + size]], axis=0)
+            out.append({"source": src, "person": person, "shot": shot, "emb": m / np.linalg.norm(m),
+                        "n_faces": len(es[k:k + size])})
+    return out
+
+
+def recompute(doc: dict) -> dict:
+    """The threshold and checks again from the stored group embeddings (what a test compares with the file)."""
+    groups = [{**g, "emb": np.asarray(g["emb"], float) / np.linalg.norm(g["emb"])} for g in doc["groups"]]
+    pairs = group_pairs(groups, doc["same_as"])
+    cal = choose_threshold([p["cos"] for p in pairs if p["same"]], [p["cos"] for p in pairs if not p["same"]])
+    return {**cal, "leave_one_source_out": leave_one_out(pairs)}
+
+
+def held_out_check(doc: dict, held_out: Sequence[str]) -> dict:
+    """Calibrate on every group outside ``held_out`` sources, test on the pairs touching them: the threshold, the
+    false merges among their different-identity pairs and the recall of their same-identity pairs."""
+    groups = [{**g, "emb": np.asarray(g["emb"], float) / np.linalg.norm(g["emb"])} for g in doc["groups"]]
+    pairs = group_pairs(groups, doc["same_as"])
+    touch = [p for p in pairs if p["a"][0] in held_out or p["b"][0] in held_out]
+    rest = [p for p in pairs if p not in touch]
+    cal = choose_threshold([p["cos"] for p in rest if p["same"]], [p["cos"] for p in rest if not p["same"]])
+    t = cal["threshold"]
+    s = [p["cos"] for p in touch if p["same"]]
+    d = [p["cos"] for p in touch if not p["same"]]
+    return {"held_out": list(held_out), "threshold_without": t, "n_same": len(s), "n_different": len(d),
+            "false_merges": sum(x >= t for x in d),
+            "same_recall": round(sum(x >= t for x in s) / len(s), 4) if s else None}
+
+
+def load(path: Path) -> Optional[dict]:
+    p = Path(path)
+    return json.loads(p.read_text()) if p.is_file() else None
+
+
+# ----------------------------------------------------------------------------------------------- labelled sources
+
+def inside(c, box) -> bool:
+    return box[0] <= c[0] <= box[2] and box[1] <= c[1] <= box[3]
+
+
+def megamind_label(shot: int, box, faces_in_frame=None, sidecar: bool = False) -> Optional[str]:
+    """Hand labels of opencv-doc's Megamind dialogue (checked by eye on every sixth frame), by the shot number of the
+    sampled frames: shot 0 the woman (the large face) and a blurred diner behind her (the small face on the right);
+    shot 1 the man; shot 2 the woman on the left and the man's half-turned head on the right; shot 3 the man in
+    close-up. With ``sidecar`` shot 2 follows data/footage/Megamind.yaml: the man's face is not visible from 154 to
+    200 (YuNet boxes the back of his head at the top right, and the woman's face drifts right of x = 330 late in the
+    shot), so only the large face is labelled, the woman."""
+    area = (box[2] - box[0]) * (box[3] - box[1])
+    if shot == 0:
+        return "woman" if area > 10000 else "diner"
+    if shot in (1, 3):
+        return "man"
+    if shot == 2 and sidecar:
+        return "woman" if box[1] > 60 and area > 10000 else None
+    if shot == 2:
+        return "woman" if (box[0] + box[2]) / 2 < 330 else "man"
+    return None
+
+
+def footage_boxes(gt: dict, person_key: str = "people") -> Callable:
+    """A labeller from a footage sidecar: a face belongs to the one person whose nearest keyed box contains it, in
+    that person's face_visible frames."""
+    people = gt.get(person_key) or gt.get("characters") or {}
+
+    def label(frame: int, c) -> Optional[str]:
+        hits = []
+        for name, p in people.items():
+            vis = p.get("face_visible", p.get("frames"))
+            if not vis or not (vis[0] <= frame <= vis[1]):
+                continue
+            keys = sorted(int(k) for k in p.get("boxes", {}))
+            if not keys:
+                continue
+            near = min(keys, key=lambda k: abs(k - frame))
+            box = p["boxes"][near] if near in p["boxes"] else p["boxes"][str(near)]
+            margin = 0.25 * (box[2] - box[0])
+            if inside(c, [box[0] - margin, box[1] - margin, box[2] + margin, box[3] + margin]):
+                hits.append(name)
+        return hits[0] if len(hits) == 1 else None
+    return label
+
+
+def footage_sources(megamind: Optional[str], sidecar: bool = False) -> tuple[dict, dict]:
+    """The labelled real and animated footage available here (bench_assets.core.footage: carphone, bikes, Big Buck
+    Bunny, the opencv-doc stills) and the animated Megamind dialogue when its path is given. Returns (sources,
+    same_as); a source is {"path", "kind": video|image, "cuts", "label": fn(frame, shot, box, centre)}. Megamind's
+    shots come from a cut detector passed to ``collect_faces``, or with ``sidecar`` from its sidecar's hand-checked
+    cuts (the black opening frame belongs to the first shot, as ``megamind_label`` numbers them) and its faces
+    labelled where the sidecar says they are visible."""
+    from bench_assets.core import footage as F
+    srcs: dict[str, dict] = {}
+    for clip in ("carphone_pristine.mp4", "bikes.mp4", "bigbuckbunny.mp4"):
+        if F.available(clip):
+            gt = F.ground_truth(clip)
+            lab = footage_boxes(gt)
+            srcs[clip] = {"path": F.footage_path(clip), "kind": "video", "cuts": gt.get("cuts", []),
+                          "label": (lambda lab: lambda i, shot, box, c: lab(i, c))(lab)}
+    stills = F.ground_truth("stills.yaml") if (F.GROUND_TRUTH_DIR / "stills.yaml").is_file() else {}
+    for img in ("messi5.jpg", "basketball1.png", "basketball2.png"):
+        if img in stills and F.available(img):
+            people = {k: v for k, v in stills[img]["people"].items() if v.get("face_visible")}
+            srcs[img] = {"path": F.footage_path(img), "kind": "image", "label": (
+                lambda people: lambda i, shot, box, c: next((k for k, v in people.items() if inside(c, v["box"])),
+                                                            None))(people)}
+    same_as = {"basketball2.png/basketball_bearded_man": "basketball1.png/basketball_bearded_man"}
+    if megamind:
+        cuts = [c for c in F.ground_truth("Megamind.avi")["cuts"] if c > 1] if sidecar else None
+        srcs["Megamind.avi"] = {"path": Path(megamind), "kind": "video", "cuts": cuts,
+                                "label": lambda i, shot, box, c: megamind_label(shot, box, sidecar=sidecar)}
+    return srcs, same_as
+
+
+def person_boxes_source(video: Path, frames_json: Sequence[dict]) -> dict:
+    """A labelled video from per-frame person boxes ({"frame", "persons": [{"person", "box"}]}): a face belongs to
+    the person whose box contains its centre."""
+    fr = {f["frame"]: f["persons"] for f in frames_json}
+    return {"path": Path(video), "kind": "video", "cuts": None,
+            "label": lambda i, shot, box, c: next((p["person"] for p in fr.get(i, []) if inside(c, p["box"])), None)}
+
+
+def source_kind(name: str) -> str:
+    return "animated" if name in ANIMATED else "drawn" if name.startswith("nt") else "real"
+
+
+def collect_faces(face_model, sources: dict[str, dict], shot_ids: Optional[Callable] = None, step_s: float = 0.2,
+                  log=print) -> list[dict]:
+    """Detect and embed every labelled face of the sources. A video source without ``cuts`` needs ``shot_ids``
+    (frames -> shot number per frame; the benchmark's own cut detector)."""
+    import cv2
+
+    from bench_assets.core.media import VideoSource
+    out = []
+    for name, s in sources.items():
+        if s["kind"] == "image":
+            frames, idx = [cv2.cvtColor(cv2.imread(str(s["path"])), cv2.COLOR_BGR2RGB)], [0]
+            shots = [0]
+        else:
+            src = VideoSource(s["path"])
+            step = max(1, int(round(src.fps * step_s)))
+            req = src.take(list(range(0, src.n_frames, step)))
+            src.run()
+            frames, idx = list(req.frames), list(req.indices)
+            if s.get("cuts") is None:
+                if shot_ids is None:
+                    raise ValueError(f"source {name}: no cuts given and no shot detector passed in")
+                shots = shot_ids(frames)
+            else:
+                shots = [sum(i >= c for c in s["cuts"]) for i in idx]
+        n = 0
+        for f, i, shot in zip(frames, idx, shots):
+            scale = max(1.0, MIN_SHORT_SIDE / min(f.shape[:2]))
+            up = cv2.resize(f, None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC) if scale > 1 else f
+            d = face_model.detect([up])[0]
+            if not len(d):
+                continue
+            emb = face_model.embed_faces(up, d)
+            for j in range(len(d)):
+                box = d.xyxy[j] / scale
+                c = ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
+                person = s["label"](i, shot, box, c)
+                if person is None:
+                    continue
+                out.append({"source": name, "person": person, "shot": int(shot), "t": int(i),
+                            "emb": np.asarray(emb[j], float)})
+                n += 1
+        log(f"{name}: {n} labelled faces in {len(frames)} frames")
+    return out
+
+
+def calibration_doc(faces: Sequence[dict], sources: dict[str, dict], same_as: dict[str, str], size: int,
+                    what: str, model: Optional[str], digits: int = 5) -> dict:
+    """The stored calibration: groups (rounded embeddings), the threshold with its counts, leave-one-source-out, and
+    per source its kind, sha256 and face / group counts."""
+    groups = make_groups(faces, size)
+    stored = [{"source": g["source"], "person": g["person"], "shot": g["shot"], "n_faces": g["n_faces"],
+               "emb": [round(float(x), digits) for x in g["emb"]]} for g in groups]
+    doc0 = {"groups": stored, "same_as": same_as}
+    cal = recompute(doc0)
+    files = {k: hashlib.sha256(Path(v["path"]).read_bytes()).hexdigest() for k, v in sources.items()}
+    return {"what": what, "model": model, "group_size": size, **cal,
+            "sources": {k: {"kind": source_kind(k), "sha256": files[k],
+                            "groups": sum(g["source"] == k for g in groups),
+                            "faces": sum(f["source"] == k for f in faces)} for k in sources},
+            **doc0}
