@@ -169,6 +169,12 @@ def format_board(board: pd.DataFrame, headline: dict | None = None, benchmark: s
             line += f", coverage mean {c.mean():.0%}"
             if c.min() < 0.995:
                 line += f" (lowest {head.at[low, 'metric_id']} {c.min():.0%})"
+        if "reason" in part.columns and vals.isna().any():
+            # the commonest reason a cell is None, once (the audit pages and `--json` have every reason)
+            why = part.loc[vals.isna(), "reason"].dropna().astype(str)
+            if len(why):
+                top, n = why.value_counts().index[0], int(why.value_counts().iloc[0])
+                line += f"; None mostly because: {top[:70]}{'...' if len(top) > 70 else ''} ({n})"
         n_ef = int(ef.loc[part.index].sum())
         if n_ef:
             hit = sorted(part.loc[ef.loc[part.index] > 0, "metric_id"])

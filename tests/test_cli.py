@@ -192,7 +192,7 @@ def _board_rows():
         dict(generator="faithful", metric_id="aesthetic_quality", tier="all", value=None, coverage=None,
              n_failed_evaluator=16, substitute="aesthetic: none", comparable=True),
         dict(generator="drift", metric_id="aesthetic_quality", tier="all", value=None, coverage=None,
-             n_failed_evaluator=16, substitute=None, comparable=True),
+             n_failed_evaluator=16, substitute=None, comparable=True, reason="slot 'aesthetic' unavailable"),
         dict(generator="faithful", metric_id="temporal_flickering", tier="all", value=0.97, coverage=1.0,
              n_failed_evaluator=0, substitute=both, comparable=True),
         # another tier: not the headline, must not show
@@ -218,8 +218,8 @@ def test_format_board_marks_substitutes_coverage_and_evaluator_failures():
                                   "    flow: opencv-dis-flow (1 metric: temporal_flickering)"]
     assert "! not comparable: partitions scored under different protocols" in lines
     assert "[NN%] coverage below 100% (items scored / items)" in lines
-    assert ("drift: 1/2 metrics with a value, coverage mean 50% (lowest cs_face 50%); evaluator failures 16 in "
-            "1 metric (aesthetic_quality)") in lines
+    assert ("drift: 1/2 metrics with a value, coverage mean 50% (lowest cs_face 50%); None mostly because: slot "
+            "'aesthetic' unavailable (1); evaluator failures 16 in 1 metric (aesthetic_quality)") in lines
     assert "faithful: 2/3 metrics with a value, coverage mean 100%; evaluator failures 16 in 1 metric " \
            "(aesthetic_quality)" in lines
 
