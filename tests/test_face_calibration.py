@@ -120,3 +120,18 @@ def test_identity_on_the_animated_dialogue_sees_the_swap_with_the_calibrated_thr
     _, kept_lfw = score(swap, 1 - M.SFACE_LFW_COSINE)
     assert kept_lfw > 0.8        # the LFW operating point keeps the man as the woman
 
+
+
+def test_mbench_dialogue_validity_case_builds():
+    """The human case of `bench validate --benchmark mbench`: the woman, then the woman again (reference) or the man
+    (p_changed), at the sidecar's hand-checked cuts, with a wait-only schedule that fits both videos."""
+    F.require_footage("Megamind.avi")
+    from bench_assets.mbench import dataset as D
+    from bench_assets.mbench import validity as MV
+    v = MV.dialogue_videos()
+    n1 = len(range(1, 98, MV.DIALOGUE_STEP))
+    assert v["same"].shape[1:] == (528, 720, 3) and v["changed"].shape[1:] == (528, 720, 3)
+    assert np.array_equal(v["same"][:n1], v["changed"][:n1]) and not np.array_equal(v["same"][n1], v["changed"][n1])
+    case = D.parse_case(MV.dialogue_case_json("v_megamind_hum", min(len(x) for x in v.values())), "test")
+    assert case.subset == "human" and len(case.frame_actions()) < min(len(x) for x in v.values())
+    assert any(e.metric_id == "identity" for c in MV.CASES if c.generator == "p_changed" for e in c.expectations)

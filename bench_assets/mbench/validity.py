@@ -4,6 +4,11 @@ A virtual camera trucks and pans over a real photograph with known poses and ret
 reference generator returns to the same view, ``p_changed`` returns to a changed world (the photograph mirrored
 while the camera was away), ``p_ignoring`` ignores the actions and never returns. Each photograph is one object
 case (geometry and texture on the target box) and one environment case (epipolar, reprojection, lighting).
+
+One human case on real (animated) footage: opencv-doc's Megamind dialogue cut at its hand-checked cuts. The reference
+shows the woman before and after the man's shot (shots 1 and 3); ``p_changed`` shows the woman and then the man where
+she should be (shots 1 and 2): identity must drop. ``p_ignoring`` keeps the reference dialogue (a static dialogue
+has no camera to ignore). The case only waits (no camera action), so action instruction does not apply to it.
 """
 from __future__ import annotations
 
@@ -25,8 +30,8 @@ REFERENCE = "reference"
 GENERATORS = {REFERENCE: "same", "p_changed": "changed", "p_ignoring": "ignoring"}
 MEMORY = ("geometry", "epipolar", "reprojection")
 CASES = [
-    V.Case("changed_world", "the photograph is mirrored while the camera is away", "p_changed",
-           [V.Expect(m, -1, 0.10) for m in MEMORY]),
+    V.Case("changed_world", "the photograph is mirrored while the camera is away (the dialogue: the man where the "
+           "woman should be)", "p_changed", [V.Expect(m, -1, 0.10) for m in MEMORY] + [V.Expect("identity", -1, 0.10)]),
     V.Case("camera_ignores_actions", "the camera keeps moving away and never returns", "p_ignoring",
            [V.Expect(m, -1, 0.10) for m in MEMORY] + [V.Expect("action_instruction", -1, 0.2)]),
 ]
@@ -40,6 +45,32 @@ def photos() -> dict[str, np.ndarray]:
     out["china"] = np.asarray(Image.open(Path(os.path.dirname(sklearn.__file__)) / "datasets" / "images"
                                          / "china.jpg").convert("RGB"))
     return out
+
+
+DIALOGUE_STEP = 3   # every third frame of the 24 fps dialogue
+
+
+def dialogue_videos() -> dict[str, np.ndarray]:
+    """The Megamind dialogue at its hand-checked cuts (data/footage/Megamind.yaml: woman 1-98 and 154-200, man
+    98-154): ``same`` = woman, woman; ``changed`` = woman, man."""
+    from bench_assets.core.media import VideoSource
+    cuts = F.ground_truth("Megamind.avi")["cuts"]          # [1, 98, 154, 200]
+    woman1 = list(range(cuts[0], cuts[1], DIALOGUE_STEP))
+    man = list(range(cuts[1] + 1, cuts[2], DIALOGUE_STEP))
+    woman2 = list(range(cuts[2] + 1, cuts[3], DIALOGUE_STEP))
+    src = VideoSource(F.footage_path("Megamind.avi"))
+    req = src.take(sorted(set(woman1 + man + woman2)))
+    src.run()
+    fr = dict(zip(req.indices, req.frames))
+    return {"same": np.stack([fr[k] for k in woman1 + woman2]), "changed": np.stack([fr[k] for k in woman1 + man])}
+
+
+def dialogue_case_json(case_id: str, n_frames: int) -> dict:
+    return {"case_id": case_id, "mode": "A", "subset": "human", "init_frame": f"{case_id}.png",
+            "caption": "An animated dialogue at a restaurant table; the camera stays on the woman.",
+            "causal_event": "", "segments": [],
+            "actions": [{"phase": "wait", "action": "wait", "frames": n_frames - 1}],
+            "target": {"name": "the woman", "attributes": "dark hair, purple dress, holding a glass"}}
 
 
 def case_json(case_id: str, subset: str, box_xyxy) -> dict:
@@ -68,6 +99,13 @@ def build_suite(work_dir: Path) -> V.Suite:
                                                                                   cv2.COLOR_RGB2BGR))
             for g, frames in videos.items():
                 V.write_video(frames, gens / g / f"{cid}.mp4", 10.0)
+    dialogue = dialogue_videos()
+    cid = "v_megamind_hum"
+    n = min(len(v) for v in dialogue.values())   # the schedule fits the shorter video
+    (data / BENCH / "cases" / f"{cid}.json").write_text(json.dumps(dialogue_case_json(cid, n), indent=2))
+    cv2.imwrite(str(data / BENCH / "frames" / f"{cid}.png"), cv2.cvtColor(dialogue["same"][0], cv2.COLOR_RGB2BGR))
+    for g, variant in GENERATORS.items():
+        V.write_video(dialogue["changed" if variant == "changed" else "same"], gens / g / f"{cid}.mp4", 8.0)
     return V.Suite(BENCH, data, gens, REFERENCE, CASES, unit_values=unit_values)
 
 
