@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from dagster import instance_for_test, materialize
 
@@ -314,6 +315,32 @@ def test_pipeline_recovers_identities_and_track_types(world):
     ctx = resources["store"].query("SELECT video_id, source, reason FROM narrativetrack_context")
     off = ctx[ctx.video_id != JUDGE_VIDEO]
     assert (off.source == "offline heuristic").all() and off.reason.str.contains("judge off").all()
+
+
+def test_measured_questions_agree_with_the_worlds_ground_truth(world):
+    """The face-anchored existence questions (measured.py) against the embedded world's own truth: the track type
+    each one rests on is the ground-truth track type of the person the pipeline's identity matches."""
+    _, resources, _, _ = world
+    st = resources["store"]
+    qa = st.query("SELECT * FROM narrativetrack_qa WHERE kept")
+    qa = qa[qa.qa_id.str.contains(r"\.m\d\d$") & (qa.dimension == "EE") & (qa.format == "mc")]
+    assert len(qa) >= 3
+    for vid, g in qa.groupby("video_id"):
+        gt = D.load_groundtruth(DATA / "narrativetrack", vid)
+        fr = st.query(f"SELECT sample, frame_index FROM narrativetrack_frames WHERE video_id = '{vid}' ORDER BY sample")
+        truth = {k: [(p["person"], tuple(p["box"])) for p in gt["frames"][i]["persons"]]
+                 for k, i in enumerate(fr.frame_index)}
+        d = st.query(f"SELECT det, box FROM narrativetrack_detections WHERE video_id = '{vid}'").set_index("det")
+        ids = st.query(f"SELECT det, sample, entity FROM narrativetrack_identities WHERE video_id = '{vid}'")
+        pred = [(int(r.sample), tuple(d.loc[r.det, "box"]), None if pd.isna(r.entity) else int(r.entity))
+                for r in ids.itertuples()]
+        person_of = {f"P{e + 1}": p for p, e in PL.identity_quality(pred, truth)["mapping"].items()}
+        for r in g.itertuples():
+            src = json.loads(r.attribute_sources)
+            assert src["class"] == gt["people"][person_of[r.entity_id]]["track_type"], (r.qa_id, src)
+            opts = json.loads(r.options)
+            if src["class"] in ("appear", "reappear", "disappear"):
+                assert opts[r.answer].lower().startswith(("only at the end", "at the start"))
 
 
 def test_pipeline_judge_path_verification_context_flags_filters(world):

@@ -121,3 +121,28 @@ def test_torso_colour_tells_red_from_black():
     black = np.full((100, 40, 3), 20, np.uint8)
     assert PL.bhattacharyya(PL.torso_colour(red), PL.torso_colour(red)) > 0.99
     assert PL.bhattacharyya(PL.torso_colour(red), PL.torso_colour(black)) < 0.1
+
+
+def test_a_possible_split_identity_asks_nothing():
+    """One person split into two identities (faces nearly alike, under the merge threshold) would make a false
+    absence: the anchor is dropped. Two clearly different faces keep it."""
+    rng = np.random.default_rng(1)
+    face_a, face_b = rng.normal(size=32), rng.normal(size=32)
+
+    def dets(second_face):
+        out = []
+        for k in range(10):
+            first = k < 4
+            d = _det(k, 0 if first else 1, face_h=120)
+            d["identity"] = d["entity"]
+            d["face_emb"] = face_a if first else second_face
+            out.append(d)
+        return out
+    near = face_a + 0.3 * rng.normal(size=32)
+    assert PL.cosine(face_a, near) < 0.99
+    split = MQ.generate("v", _frames(10), dets(near), 10.0, 1.0, {0: "P1", 1: "P2"},
+                        face_merge=PL.cosine(face_a, near) + 0.05)
+    assert split == []
+    apart = MQ.generate("v", _frames(10), dets(face_b), 10.0, 1.0, {0: "P1", 1: "P2"}, face_merge=0.6)
+    assert {q["answer"] for q in apart if q["dimension"] == "EA"} == {"no"}
+    assert any(q["dimension"] == "EE" for q in apart)

@@ -560,9 +560,14 @@ def measured_inputs(frames: pd.DataFrame, dets: pd.DataFrame, tracklets: pd.Data
                                                                 [int(x) for x in tr["sample"]])}
     fb = {int(d): (None if b is None or isinstance(b, float) or b is pd.NA else [float(v) for v in b])
           for d, b in zip(faces["det"], faces["face_box"])}
+    fe = {int(d): (None if e is None or isinstance(e, float) or e is pd.NA else np.asarray(e, float))
+          for d, e in zip(faces["det"], faces["face_embedding"])}
     ent = {int(d): (None if pd.isna(e) else int(e)) for d, e in zip(idents["det"], idents["entity"])}
+    idc = idents["identity"] if "identity" in idents else idents["entity"]
+    ident = {int(d): (None if pd.isna(e) else int(e)) for d, e in zip(idents["det"], idc)}
     rows = [{"sample": int(r.sample), "box": [float(v) for v in r.box], "entity": ent.get(int(r.det)),
-             "face_box": fb.get(int(r.det)), "examined": int(r.det) in examined} for r in dets.itertuples()]
+             "identity": ident.get(int(r.det)), "face_box": fb.get(int(r.det)), "face_emb": fe.get(int(r.det)),
+             "examined": int(r.det) in examined} for r in dets.itertuples()]
     fr = [{"sample": int(r.sample), "t": float(r.t)} for r in frames.itertuples()]
     return fr, rows
 
@@ -587,7 +592,7 @@ def narrativetrack_qa(context: AssetExecutionContext, paths: BenchPaths, narrati
                                  narrativetrack_faces, narrativetrack_identities)
     names = {e: f"P{e + 1}" for e in {r["entity"] for r in rows_m if r["entity"] is not None}}
     measured = MQ.generate(vid, fr, rows_m, float(video["duration"]), 1.0 / float(video["sample_fps"]), names,
-                           Q._rng(K.QA_SEED, vid, "measured"))
+                           Q._rng(K.QA_SEED, vid, "measured"), FACE_MERGE)
     grammar, similar, model = _filters(judge)
     kept, dropped = Q.apply_filters(raw, grammar, similar)
     kept_m, dropped_m = Q.apply_filters(measured, grammar, similar)

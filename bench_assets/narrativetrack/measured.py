@@ -9,7 +9,9 @@ that sample looked at for a face) -- and the questions ask about when that face 
 track types plus "None of the above") and whether the two anchors are the same person (EA). Face visibility is
 trusted per 1 fps sample: seen (the identity's box has a face), absent (the identity has no box there), unknown
 (its box without a face: seen from behind, or not looked at). A class is used only when it is the same with every
-unknown read as seen and as absent. Every question records the source of each fact it rests on.
+unknown read as seen and as absent. An identity split in two would make a false absence, so an anchor whose face
+is close to another identity's (within ``NEAR_MISS_MARGIN`` of the calibrated merge threshold) asks nothing. Every
+question records the source of each fact it rests on.
 """
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ from bench_assets.narrativetrack import constants as K
 from bench_assets.narrativetrack import pipeline as PL
 
 ANCHOR_AREA_RATIO = 2.0      # the anchor's face is at least this many times larger (area) than any other face
+NEAR_MISS_MARGIN = 0.1       # another identity whose mean face is within this of the merge threshold may be the
+                             # anchor split in two: its presence could be the anchor's, so no question rests on it
 WHEN = {"start_to_later": "at the beginning", "later_to_start": "at the end"}
 ANCHOR = "the person with the largest visible face {when}"
 # EE, worded on the face (a person seen from behind is not "gone" to a viewer, their face is): per track type the
@@ -95,11 +99,32 @@ def anchor(samples_order: Sequence[int], boxes_at: dict, times: dict, duration: 
                            "area_ratio_to_next_face": (round(top["face_area"] / second, 2) if second else None)}
 
 
+def near_miss(dets: Sequence[dict], entity: int, merge: float) -> Optional[float]:
+    """The highest cosine between the identity's mean face and another identity's (every identity, main character
+    or not) when it is within ``NEAR_MISS_MARGIN`` of ``merge``, else None."""
+    by: dict = {}
+    anchor_ids = {d.get("identity") for d in dets if d["entity"] == entity}
+    for d in dets:
+        if d.get("face_emb") is None or d.get("identity") is None:
+            continue
+        fb = d["face_box"]
+        if fb is None or fb[3] - fb[1] < K.FACE_MIN_HEIGHT:
+            continue
+        by.setdefault(d["identity"], []).append(PL._unit(d["face_emb"]))
+    mine = [v for i in anchor_ids if i in by for v in by[i]]
+    if not mine:
+        return None
+    m = PL._unit(sum(mine))
+    worst = max((float(m @ PL._unit(sum(vs))) for i, vs in by.items() if i not in anchor_ids), default=-1.0)
+    return round(worst, 3) if worst >= merge - NEAR_MISS_MARGIN else None
+
+
 def generate(video_id: str, frames: Sequence[dict], dets: Sequence[dict], duration: float, step: float,
-             entity_names: dict, seed_rng=None) -> list[dict]:
+             entity_names: dict, seed_rng=None, face_merge: Optional[float] = None) -> list[dict]:
     """Measured questions of one video. ``frames``: [{sample, t}]; ``dets``: [{sample, box, entity (main character
-    id or None), face_box (or None), examined}]; ``entity_names``: entity -> "P1"...; returns QA records (truth at
-    (a) for MC, or "d" when none of the three types fits)."""
+    id or None), identity (any identity or None), face_box, face_emb (or None), examined}]; ``entity_names``: entity
+    -> "P1"...; ``face_merge``: the calibrated face merge threshold (the near-miss guard). Returns QA records (truth
+    at (a) for MC, or "d" when none of the three types fits)."""
     times = {int(f["sample"]): float(f["t"]) for f in frames}
     order = sorted(times)
     boxes_at: dict[int, list] = {}
@@ -117,7 +142,11 @@ def generate(video_id: str, frames: Sequence[dict], dets: Sequence[dict], durati
     anchors = {}
     for direction in ("start_to_later", "later_to_start"):
         ent, info = anchor(order, boxes_at, times, duration, direction)
+        if ent is not None and face_merge is not None and near_miss(dets, ent, face_merge) is not None:
+            continue  # possibly one person split into two identities: absences would be false
         if ent is not None:
+            if face_merge is not None:
+                info = {**info, "nearest_other_face_cosine_below": round(face_merge - NEAR_MISS_MARGIN, 4)}
             anchors[direction] = (ent, info)
     pick = (lambda n: 0) if seed_rng is None else (lambda n: int(seed_rng.integers(n)))
 
