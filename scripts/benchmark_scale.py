@@ -276,6 +276,30 @@ def _setup(bench: str, case: str, tmp: Path, args) -> dict:
     return {"items": items, "videos": 1, "shots": 0, "video_s": seconds}
 
 
+def _progress_writer(out: str, bench: str, case: str, info: dict, c0: dict, rss0: int):
+    """Every 2 s, the run so far (decode counters, model time, peak RSS, elapsed) into ``<out>.partial``: a run
+    killed at --timeout still reports what it did (passes, frames converted against needed, memory)."""
+    import threading
+
+    from bench_assets.core import media
+    from bench_resources import models
+    stop, t0, f0 = threading.Event(), time.perf_counter(), models.forward_seconds()
+
+    def loop():
+        while not stop.wait(2.0):
+            c = media.counters()
+            part = {"benchmark": bench, "case": case, **info, "partial": True,
+                    "elapsed_s": time.perf_counter() - t0, "forward_s": models.forward_seconds() - f0,
+                    "decode": {k: c[k] - c0[k] for k in c0}, "rss_before_run_gib": rss0 / 2**20,
+                    "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
+            tmp = f"{out}.partial.tmp"
+            Path(tmp).write_text(json.dumps(part))
+            os.replace(tmp, f"{out}.partial")
+
+    threading.Thread(target=loop, daemon=True).start()
+    return stop
+
+
 def child(bench: str, case: str, args) -> dict:
     """Runs inside a fresh process: one benchmark, one case, every item and generator asset, in-process."""
     os.environ.setdefault("BENCH_JUDGE_MODE", "off")  # the judge is an evaluator of its own; not timed here
@@ -300,10 +324,12 @@ def child(bench: str, case: str, args) -> dict:
             raise SystemExit(f"generator discovery: {errors}")
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         c0 = media.counters()
+        stop = _progress_writer(args.out, bench, case, info, c0, rss0)
         with instance_for_test() as instance:
             stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=b.partitions,
                              items=info["items"], generators=gens, item_assets=b.item_assets,
                              generator_assets=b.generator_assets, aggregate_assets=[], progress=lambda s: None)
+        stop.set()
         c1 = media.counters()
         dc = {k: c1[k] - c0[k] for k in c0}
         return {"benchmark": bench, "case": case, **info, "wall_s": stats.wall_s, "forwards": stats.forwards,
@@ -365,8 +391,15 @@ def run_child(bench: str, case: str, args) -> dict:
             killed = f"killed: ran past {args.timeout} s"
             proc.kill()
         time.sleep(0.2)
-    res = json.loads(out.read_text()) if out.stat().st_size else {"benchmark": bench, "case": case}
+    partial = Path(f"{out}.partial")
+    if out.stat().st_size:
+        res = json.loads(out.read_text())
+    elif partial.exists():  # killed: what it had done by then (see _progress_writer)
+        res = json.loads(partial.read_text())
+    else:
+        res = {"benchmark": bench, "case": case}
     out.unlink()
+    partial.unlink(missing_ok=True)
     res["watch_peak_gib"] = peak / 2**30
     if killed or proc.returncode:
         res["error"] = killed or f"exit {proc.returncode}"
@@ -384,9 +417,10 @@ def print_bench(rows: list[dict]) -> None:
         vids = max(1, r.get("videos", 1))
         conv = f"{d.get('frames_converted', 0) - d.get('legacy_frames', 0)}/" \
                f"{d.get('frames_needed', 0) - d.get('legacy_frames', 0)}" if d else "-"
-        wall = r.get("wall_s")
+        wall = r.get("wall_s") or r.get("elapsed_s")  # a killed run: its rates so far (notes say killed)
         if wall:
-            thr = (f"{60 * r['shots'] / wall:.1f} shots/min" if r.get("shots")
+            thr = ("- (unfinished)" if r.get("partial") else
+                   f"{60 * r['shots'] / wall:.1f} shots/min" if r.get("shots")
                    else f"{60 * r['video_s'] / wall:.1f} video-s/min")
             mw = f"{100 * r['forward_s'] / wall:.0f} %"
         else:
