@@ -2,11 +2,12 @@
 
 Object masks: with the ``object_segmenter`` slot (paper profile: SAM 2.1 video propagation), the case's box (A) or the
 first-frame detection (T) prompts the first frame and the masks are propagated over the video; geometry's SSIM and
-match selection and texture's crops then use the mask. Without the slot (offline), object masks are box-level: the case's box (A) or the first-frame detection of "name + attributes" (T),
-carried by the trajectory's full pose as a fronto-parallel plane at the object's triangulated depth (K (R + t n^T /
-d) K^-1; a rotation-only trajectory, or an object without triangulated points, uses K R K^-1, valid for far
-objects; named in the manifest). The carried box follows the object's place, whatever is drawn there, so a world
-that changes while unseen shows up in geometry and texture.
+match selection and texture's crops then use the mask. Without the slot (offline), object masks are box-level: the
+case's box (A) or the first-frame detection of "name + attributes" (T), carried by the trajectory's full pose as a
+fronto-parallel plane at the object's triangulated depth (K (R + t n^T / d) K^-1; a rotation-only trajectory, or an
+object without triangulated points, uses K R K^-1, valid for far objects; named in the manifest). The carried box
+follows the object's place, whatever is drawn there, so a world that changes while unseen shows up in geometry and
+texture. Each object row records its ``mask_source``.
 """
 from __future__ import annotations
 
@@ -158,7 +159,8 @@ def geometry_pair(ref: np.ndarray, ret: np.ndarray, box, R_rel: np.ndarray, K: n
     if inside.sum() >= MIN_OBJECT_MATCHES:
         Hfit, _ = cv2.findHomography(pb[inside], pa[inside], cv2.RANSAC, 3.0)
         if Hfit is not None:
-            Hm, how = Hfit, f"homography on {int(inside.sum())} matches inside the {'mask' if mask is not None else 'box'}"
+            where = "mask" if mask is not None else "box"
+            Hm, how = Hfit, f"homography on {int(inside.sum())} matches inside the {where}"
     h, w = ref.shape[:2]
     warped = cv2.warpPerspective(ret, Hm, (w, h))
     if mask is not None:
