@@ -146,3 +146,15 @@ def test_a_possible_split_identity_asks_nothing():
     apart = MQ.generate("v", _frames(10), dets(face_b), 10.0, 1.0, {0: "P1", 1: "P2"}, face_merge=0.6)
     assert {q["answer"] for q in apart if q["dimension"] == "EA"} == {"no"}
     assert any(q["dimension"] == "EE" for q in apart)
+
+
+def test_validity_compares_people_on_every_identity_not_only_main_characters():
+    import pandas as pd
+
+    from bench_assets.narrativetrack import validity as VV
+    frames = pd.DataFrame({"sample": [0], "frame_index": [10]})
+    dets = pd.DataFrame({"sample": [0, 0], "det": [0, 1], "box": [[0, 0, 10, 20], [30, 0, 40, 20]]})
+    idents = pd.DataFrame({"sample": [0, 0], "det": [0, 1], "entity": pd.array([0, None], dtype="Int64"),
+                           "identity": pd.array([3, 7], dtype="Int64")})
+    assert VV.identity_at(frames, dets, idents, 10, ("box", [30, 0, 40, 20])) == 7
+    assert VV.identity_at(frames, dets, idents.drop(columns="identity"), 10, ("box", [30, 0, 40, 20])) is None

@@ -111,7 +111,8 @@ def torso_colour(crop_rgb: np.ndarray) -> Optional[list[float]]:
     60 %. Clothes colour tells apart two walkers whose whole-box embeddings are dominated by the same lawn (the
     legs are left out: most walkers wear dark trousers or jeans, which made two walkers side by side look alike)."""
     h, w = crop_rgb.shape[:2]
-    c = crop_rgb[int(0.15 * h):max(int(0.55 * h), int(0.15 * h) + 1), int(0.2 * w):max(w - int(0.2 * w), int(0.2 * w) + 1)]
+    y0, y1 = int(0.15 * h), max(int(0.55 * h), int(0.15 * h) + 1)
+    c = crop_rgb[y0:y1, int(0.2 * w):max(w - int(0.2 * w), int(0.2 * w) + 1)]
     if c.size == 0:
         return None
     hsv = cv2.cvtColor(np.ascontiguousarray(c), cv2.COLOR_RGB2HSV)
@@ -145,7 +146,8 @@ def stitch_tracklets(track_ids: Sequence[int], samples: Sequence[int], boxes: Se
     track breaks into one-box tracklets. Tracklet B continues tracklet A when B starts at most ``max_gap`` samples
     after A ends, in the same shot, its first box lies within ``speed`` box heights per second of A's last box (and
     has a similar height), the two boxes' ReID cosine is >= ``threshold`` and their torso colours agree
-    (Bhattacharyya >= ``colour_threshold``); the most similar pairs are linked first, each end once. Returns (track id per box, log of links)."""
+    (Bhattacharyya >= ``colour_threshold``); the most similar pairs are linked first, each end once. Returns (track
+    id per box, log of links)."""
     ends: dict[int, tuple[int, int]] = {}
     for i, t in enumerate(track_ids):
         if t < 0 or emb[i] is None:

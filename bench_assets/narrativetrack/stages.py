@@ -105,7 +105,8 @@ def face_embeddings(frames: Sequence[np.ndarray], dets: list[dict], face, only: 
 
 def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces: Sequence[dict],
                threshold: float, face_merge: float = K.FACE_MERGE_COSINE, shots: Optional[Sequence[int]] = None,
-               sample_fps: float = K.SAMPLE_FPS, colours: Optional[Sequence] = None) -> tuple[list[Optional[int]], dict]:
+               sample_fps: float = K.SAMPLE_FPS,
+               colours: Optional[Sequence] = None) -> tuple[list[Optional[int]], dict]:
     """Identity per detection (None for untracked / noise): tracklets cut where appearance breaks and stitched where
     IoU tracking lost a moving person (ReID link threshold calibrated on the video's own pairs), ReID clustering of
     tracklets (cannot-link in time), then face refinement (faces too small to carry identity ignored), then the main
