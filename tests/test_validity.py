@@ -146,3 +146,16 @@ def test_identity_pair_agreement_fails_on_one_merge_or_one_lost_person():
     assert merged == pytest.approx(2 / 6)
     lost, _ = pair_agreement([("w", 1), ("w", None), ("m", 2)])             # one appearance not found
     assert lost == pytest.approx(1 / 3)
+
+
+def test_entitybench_duplicates_copy_a_shot_of_the_same_people_and_judge_only_those_shots():
+    import re
+
+    from bench_assets.entitybench import validity as EV
+    for eid, clip, spans, size, entities in EV.EPISODES:
+        src, dst = EV.DUPLICATE[eid]
+        who = lambda shot: {d for d, shots in entities if shot + 1 in shots}  # noqa: E731
+        assert who(src) == who(dst) and who(src), (eid, src, dst)
+    rx = re.compile(EV.DUPLICATED_UNITS)
+    assert rx.search("vdialogue/3/c1") and rx.search("vdialogue/1/c1")
+    assert not rx.search("vdialogue/2/c2") and not rx.search("vcarphone/3/c1") and rx.search("vcarphone/2/c1")
