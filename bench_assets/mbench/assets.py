@@ -572,6 +572,7 @@ def mbench_leaderboard(context: AssetExecutionContext, store: Store, paths: Benc
                        judge: Judge) -> Output[pd.DataFrame]:
     """All 12 sub-dimensions per generator: coverage, reliability and M-Score (value or None with reason), and the
     dimension M-Scores."""
+    from bench_assets.core.site import report_metadata  # the report site's page for this benchmark
     tables = set(store.asset_tables())
     if "mbench_scores" not in tables:
         raise ValueError("no MBench score partition has been materialised yet")
@@ -588,7 +589,8 @@ def mbench_leaderboard(context: AssetExecutionContext, store: Store, paths: Benc
                                    "manifest": MetadataValue.json(manifest),
                                    "protocol_digest": protocol_digest(manifest),
                                    "invalid_cases": len(case_errors),
-                                   "invalid_case_errors": MetadataValue.text("\n".join(case_errors)[:2000] or "none")})
+                                   "invalid_case_errors": MetadataValue.text("\n".join(case_errors)[:2000] or "none")}
+                                  | report_metadata(store, BENCH))
 
 
 ASSETS = [mbench_case, mbench_poses, mbench_tracks, mbench_trigger, mbench_scores, mbench_leaderboard]

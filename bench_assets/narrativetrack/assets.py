@@ -738,6 +738,7 @@ def narrativetrack_leaderboard(context: AssetExecutionContext, store: Store, pat
                                models: ModelRegistry, judge: Judge) -> Output[pd.DataFrame]:
     """Accuracy (%) per (dimension x format) cell, the micro-average, slices by direction, track type and distractor
     type, strict and lenient separately, per answerer; the random baseline; pipeline quality in the metadata."""
+    from bench_assets.core.site import report_metadata  # the report site's page for this benchmark
     tables = set(store.asset_tables())
     if "narrativetrack_qa" not in tables:
         raise ValueError("no NarrativeTrack QA partition has been materialised yet")
@@ -756,7 +757,7 @@ def narrativetrack_leaderboard(context: AssetExecutionContext, store: Store, pat
         "avg": MetadataValue.md(head.to_markdown(index=False)),
         "pipeline_quality": MetadataValue.md(quality[["video_id", "metric_id", "value"]].to_markdown(index=False))
         if len(quality) else "none",
-        "manifest": MetadataValue.json(man), "protocol_digest": protocol_digest(man)})
+        "manifest": MetadataValue.json(man), "protocol_digest": protocol_digest(man)} | report_metadata(store, BENCH))
 
 
 from bench_assets.narrativetrack import episodes as E  # noqa: E402  (episode and released QA reuse answer_rows)
