@@ -45,20 +45,7 @@ def shot_ids(frames: Sequence[np.ndarray], threshold: float = K.CUT_CHANGED_FRAC
 def split_tracklets(track_ids: Sequence[int], samples: Sequence[int], emb: Sequence, cos: float) -> list[int]:
     """A tracker follows boxes, not people: where consecutive boxes of one track disagree in appearance (ReID cosine
     < ``cos``) the track is cut into two tracklets (someone left and someone else came in at the same place)."""
-    order = defaultdict(list)
-    for i, t in enumerate(track_ids):
-        if t >= 0:
-            order[t].append(i)
-    out = list(track_ids)
-    nxt = max([t for t in track_ids if t >= 0], default=-1) + 1
-    for t, idx in order.items():
-        idx.sort(key=lambda i: samples[i])
-        cur = t
-        for a, b in zip(idx, idx[1:]):
-            if emb[a] is not None and emb[b] is not None and float(_unit(emb[a]) @ _unit(emb[b])) < cos:
-                cur, nxt = nxt, nxt + 1
-            out[b] = cur
-    return out
+    return split_on(track_ids, samples, emb, cos, lambda a, b: float(_unit(a) @ _unit(b)))
 
 
 def link_threshold(track_ids: Sequence[int], samples: Sequence[int], emb: Sequence,
@@ -121,7 +108,8 @@ def torso_colour(crop_rgb: np.ndarray) -> Optional[list[float]]:
 
 
 def split_on(track_ids: Sequence[int], samples: Sequence[int], desc: Sequence, threshold: float, sim) -> list[int]:
-    """``split_tracklets`` for any descriptor and similarity: a track is cut where consecutive boxes disagree."""
+    """A track cut where consecutive boxes disagree: similarity ``sim`` of their descriptors below ``threshold``
+    (a missing descriptor never cuts)."""
     order = defaultdict(list)
     for i, t in enumerate(track_ids):
         if t >= 0:
