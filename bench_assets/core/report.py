@@ -163,7 +163,7 @@ def bar_chart_svg(rows: Sequence[dict], series_order: Sequence[str], *, title: s
     left, right, bar_h, gap, top = min(210, 12 + 6 * min(longest, 34)), 90, 11, 10, 34
     plot_w = width - left - right
     group_h = len(series) * (bar_h + 4) + gap
-    legend_h = 18 * math.ceil(len(series) / 4)
+    legend_h = 18 * math.ceil(len(series) / _legend_columns(width))
     height = top + len(labels) * group_h + 26 + legend_h
 
     def x(v: float) -> float:
@@ -214,14 +214,24 @@ def bar_chart_svg(rows: Sequence[dict], series_order: Sequence[str], *, title: s
     return "".join(out)
 
 
+_LEGEND_LABEL_CHARS = 24
+
+
+def _legend_columns(width: int) -> int:
+    """As many columns as fit a swatch and a full label (about 6.6 px a character): four fixed columns made long
+    generator names run into the next entry."""
+    return max(1, (width - 20) // (14 + int(6.6 * _LEGEND_LABEL_CHARS) + 10))
+
+
 def _legend(series: Sequence[str], order: Sequence[str], y: float, width: int) -> str:
     parts = []
-    col_w = max(140, (width - 20) // 4)
+    cols = _legend_columns(width)
+    col_w = (width - 20) // cols
     for i, s in enumerate(series):
-        cx = 10 + (i % 4) * col_w
-        cy = y + 18 * (i // 4)
+        cx = 10 + (i % cols) * col_w
+        cy = y + 18 * (i // cols)
         parts.append(f'<rect x="{cx}" y="{cy}" width="10" height="10" fill="{_color(s, order)}"/>'
-                     f'<text x="{cx + 14}" y="{cy + 9}" class="lab">{escape(s)[:24]}</text>')
+                     f'<text x="{cx + 14}" y="{cy + 9}" class="lab">{escape(s[:_LEGEND_LABEL_CHARS])}</text>')
     return "".join(parts)
 
 
@@ -236,7 +246,9 @@ def line_chart_svg(x_labels: Sequence[str], series: dict[str, Sequence[tuple[Opt
     lo, hi = _scale(pts)
     if lo == 0.0 and hi == 1.0:
         lo = max(0.0, math.floor(min(pts) * 10) / 10 - 0.1)
-    left, right, top, bottom = 54, 16, 28, 64
+    extra_rows = math.ceil(len(series) / _legend_columns(width)) - 1
+    height += 18 * max(extra_rows, 0)           # legend rows below the plot, never cut off
+    left, right, top, bottom = 54, 16, 28, 64 + 18 * max(extra_rows, 0)
     pw, ph = width - left - right, height - top - bottom
     n = max(len(x_labels), 1)
 
@@ -273,7 +285,7 @@ def line_chart_svg(x_labels: Sequence[str], series: dict[str, Sequence[tuple[Opt
                        f'<text x="{px(i) + 5:.1f}" y="{py(float(v)) - 5:.1f}" class="tick">n={cnt}</text>')
         if len(seg) > 1:
             out.append(f'<polyline points="{" ".join(seg)}" fill="none" stroke="{col}" stroke-width="2"/>')
-    out.append(_legend(names, series_order, height - 22, width))
+    out.append(_legend(names, series_order, height - 22 - 18 * max(extra_rows, 0), width))
     out.append("</svg>")
     return "".join(out)
 
