@@ -75,28 +75,38 @@ def _source(video: dict) -> VideoSource:
         raise Failure(f"video {video['video_id']}: {e}") from None
 
 
-_FRAMES: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
-_FRAMES_BYTES = 512 << 20   # the sampled frames of the last few videos, for the next stages of one in-process run
+# (video path, sha256) -> {native index: frame}: the frames decoded for this video in this process, so a later stage (the
+# answerers' evenly spaced frames) is served from the pass the 1 fps sampling made; bounded in bytes
+_FRAMES: "OrderedDict[tuple, dict[int, np.ndarray]]" = OrderedDict()
+_FRAMES_BYTES = 512 << 20
 
 
-def frames_at(video: dict, idx: Sequence[int]) -> np.ndarray:
+def _cached_bytes() -> int:
+    return sum(f.nbytes for frames in _FRAMES.values() for f in frames.values())
+
+
+def frames_at(video: dict, idx: Sequence[int], also: Sequence[int] = ()) -> np.ndarray:
     """Only the frames at ``idx`` (native indices), from one streamed decode pass that keeps nothing else (a 1 fps
-    sample never holds the native frames); the last few results are kept for the following stages."""
-    key = (video["path"], tuple(int(i) for i in idx))
-    if key in _FRAMES:
-        _FRAMES.move_to_end(key)
-        return _FRAMES[key]
-    src = _source(video)
-    req = src.take(key[1], name="narrativetrack")
-    try:
-        src.run()
-    except DecodeError as e:
-        raise Failure(f"video {video['video_id']}: {e}") from None
-    out = req.frames
-    _FRAMES[key] = out
-    while len(_FRAMES) > 1 and sum(v.nbytes for v in _FRAMES.values()) > _FRAMES_BYTES:
+    sample never holds the native frames). ``also``: indices a later stage will ask for, decoded in the same pass
+    and kept. Frames already decoded for this video in this process are not decoded again."""
+    want = [int(i) for i in idx]
+    key = (video["path"], video.get("sha256"))  # a file rewritten at the same path is another video
+    have = _FRAMES.get(key, {})
+    missing = sorted(set(want) - set(have))
+    if missing:
+        src = _source(video)
+        req = src.take(sorted(set(missing) | ({int(i) for i in also} - set(have))), name="narrativetrack")
+        try:
+            src.run()
+        except DecodeError as e:
+            raise Failure(f"video {video['video_id']}: {e}") from None
+        have = dict(have)
+        have.update(zip(req.indices, req.frames))
+    _FRAMES[key] = have
+    _FRAMES.move_to_end(key)
+    while len(_FRAMES) > 1 and _cached_bytes() > _FRAMES_BYTES:
         _FRAMES.popitem(last=False)
-    return out
+    return np.stack([have[i] for i in want]) if want else np.zeros((0, 0, 0, 3), np.uint8)
 
 
 def _samples(video: dict, frames_df: pd.DataFrame) -> tuple[list[np.ndarray], list[float], list[int]]:
@@ -147,7 +157,8 @@ def narrativetrack_frames(context: AssetExecutionContext, narrativetrack_video: 
     """Frames at the sampling rate (t_j = j / f) and the shot each belongs to (cut detection)."""
     video = _video_row(narrativetrack_video)
     idx = PL.sample_indices(int(video["n_frames"]), float(video["native_fps"]), float(video["sample_fps"]))
-    shots = PL.shot_ids(list(frames_at(video, idx)))
+    # the default answerer's evenly spaced frames come from the same pass (issue 16: one decode per video)
+    shots = PL.shot_ids(list(frames_at(video, idx, also=even_indices(int(video["n_frames"]), K.ANSWER_FRAMES))))
     df = pd.DataFrame({"sample": range(len(idx)), "frame_index": idx,
                        "t": [i / float(video["native_fps"]) for i in idx], "shot": shots})
     df["video_id"] = video["video_id"]
