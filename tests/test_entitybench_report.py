@@ -110,7 +110,7 @@ def test_report_metadata_links_the_pages_build_site_writes(tmp_path):
     store = Store(root=str(tmp_path / "store"))
     populate(store)
     before = report_metadata(store, "entitybench")
-    assert before["report_status"].value.startswith("not written yet")
+    assert before["report_status"].value.startswith("not written when this materialised")
     index = build_site(store)
     for name in BENCH_ORDER:
         meta = report_metadata(store, name)
