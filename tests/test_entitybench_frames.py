@@ -2,32 +2,18 @@
 full walk fills the cache so the sampling assets decode nothing more."""
 from __future__ import annotations
 
-import av
 import numpy as np
 import pytest
 
 from bench_assets.core import media
 from bench_assets.entitybench import frames as FR
+from tests.video_support import write_video
 
 W, H, N = 96, 64, 41
 
 
 def _write(path, n=N, seed=0):
-    rng = np.random.default_rng(seed)
-    base = rng.integers(0, 255, (H, W, 3), dtype=np.uint8)
-    c = av.open(str(path), "w")
-    s = c.add_stream("mpeg4", rate=8)
-    s.width, s.height, s.pix_fmt = W, H, "yuv420p"
-    s.bit_rate = 4_000_000
-    for i in range(n):
-        img = np.roll(base, 3 * i, axis=1)
-        img[:8, :8] = (i * 6) % 256
-        for pkt in s.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
-            c.mux(pkt)
-    for pkt in s.encode():
-        c.mux(pkt)
-    c.close()
-    return path
+    return write_video(path, n=n, w=W, h=H, fps=8, seed=seed)
 
 
 @pytest.fixture

@@ -273,3 +273,9 @@ def calibration_doc(faces: Sequence[dict], sources: dict[str, dict], same_as: di
                             "groups": sum(g["source"] == k for g in groups),
                             "faces": sum(f["source"] == k for f in faces)} for k in sources},
             **doc0}
+
+
+def save(doc: dict, path: Path) -> None:
+    """Write a calibration document and print its summary (everything but the group embeddings)."""
+    Path(path).write_text(json.dumps(doc, sort_keys=True) + "\n")
+    print(json.dumps({k: v for k, v in doc.items() if k != "groups"}, indent=1, sort_keys=True))

@@ -18,7 +18,6 @@ assets read the threshold from there (as max cosine distance = 1 - cosine) and t
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Optional
@@ -77,8 +76,7 @@ def main(argv=None) -> int:
                              "(bench_assets/mbench/identity_calibration.py)", reg.status("face").checkpoint, digits=4)
     doc["held_out"] = held_out(doc)
     out = Path(a.out) if a.out else FILE
-    out.write_text(json.dumps(doc, sort_keys=True) + "\n")
-    print(json.dumps({k: v for k, v in doc.items() if k not in ("groups",)}, indent=1, sort_keys=True))
+    FC.save(doc, out)
     return 0
 
 

@@ -101,8 +101,7 @@ def main(argv=None) -> int:
     doc = FC.calibration_doc(faces, srcs, same_as, GROUP, "FACE_MERGE_COSINE calibrated on faces of known identity "
                              "(bench_assets/narrativetrack/calibration.py)", reg.status("face").checkpoint)
     out = Path(a.out) if a.out else FILE
-    out.write_text(json.dumps(doc, sort_keys=True) + "\n")
-    print(json.dumps({k: v for k, v in doc.items() if k not in ("groups",)}, indent=1, sort_keys=True))
+    FC.save(doc, out)
     return 0
 
 
