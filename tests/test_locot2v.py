@@ -448,7 +448,7 @@ def test_paper_siglip2_slot_loads_a_same_architecture_model(tmp_path):
     model = reg.slot("siglip2")
     e = model.embed([_scene(1), _scene(2), _scene(1)])
     assert e.shape == (3, 32) and np.allclose(np.linalg.norm(e, axis=1), 1.0, atol=1e-5)
-    assert np.allclose(e[0], e[2]) and not np.allclose(e[0], e[1])
+    assert np.allclose(e[0], e[2], atol=1e-6) and not np.allclose(e[0], e[1], atol=1e-6)  # batch position: float noise
     assert M.semantic_consistency(e) is not None
 
 
