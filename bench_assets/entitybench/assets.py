@@ -460,7 +460,7 @@ def pillar1_rows(generator: str, ep: D.Episode, open_shot, errors: dict, slots: 
     return rows
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="3", pool="gpu",
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="4", pool="gpu",
        op_tags=PILLAR1_OP_TAGS)
 def entitybench_pillar1(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                         entitybench_episode: pd.DataFrame, models: ModelRegistry,

@@ -167,7 +167,7 @@ def locot2v_derived(context: AssetExecutionContext, locot2v_sample: pd.DataFrame
     return Output(pd.DataFrame([row]), metadata=meta)
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="3", pool="gpu", op_tags=GPU_OP_TAGS)
 def locot2v_visual(context: AssetExecutionContext, paths: BenchPaths, locot2v_sample: pd.DataFrame,
                    locot2v_derived: pd.DataFrame, models: ModelRegistry, device: Device,
                    judge: Judge) -> Output[pd.DataFrame]:
