@@ -75,8 +75,8 @@ def _source(video: dict) -> VideoSource:
         raise Failure(f"video {video['video_id']}: {e}") from None
 
 
-# (video path, sha256) -> {native index: frame}: the frames decoded for this video in this process, so a later stage (the
-# answerers' evenly spaced frames) is served from the pass the 1 fps sampling made; bounded in bytes
+# (video path, sha256) -> {native index: frame}: the frames decoded for this video in this process, so a later
+# stage (the answerers' evenly spaced frames) is served from the pass the 1 fps sampling made; bounded in bytes
 _FRAMES: "OrderedDict[tuple, dict[int, np.ndarray]]" = OrderedDict()
 _FRAMES_BYTES = 512 << 20
 
@@ -127,6 +127,11 @@ def _strings(df: pd.DataFrame, *cols: str) -> pd.DataFrame:
         if c in df:
             df[c] = df[c].astype("string")
     return df
+
+
+def _seq(v) -> Optional[list]:
+    """A stored list (box, embedding) as a Python list, or None where the cell is missing (None, NaN, pd.NA)."""
+    return None if v is None or isinstance(v, float) or v is pd.NA else list(v)
 
 
 def _dets(df: pd.DataFrame) -> list[dict]:
@@ -289,7 +294,7 @@ def _verify(judge: Judge, frames, dets, ids, tracklet_ids, faces_df) -> tuple[di
     return PL.tracklet_verdicts(crop_votes, {i: tracklet_ids[i] for i in crop_votes}, len(models)), log
 
 
-@asset(partitions_def=P.items, group_name=GROUP, code_version="1")
+@asset(partitions_def=P.items, group_name=GROUP, code_version="2")
 def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
                               narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
                               narrativetrack_tracklets: pd.DataFrame, narrativetrack_reid: pd.DataFrame,
@@ -305,15 +310,14 @@ def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_vid
     emb = list(narrativetrack_reid.sort_values("det")["embedding"])
     emb = [None if e is None or (isinstance(e, float) and np.isnan(e)) else list(e) for e in emb]
     faces = narrativetrack_faces.sort_values("det")
-    _box = lambda b: None if b is None or isinstance(b, float) or b is pd.NA else list(b)  # noqa: E731
-    face_rows = [{"face_embedding": _box(f), "face_box": _box(b)} for f, b in zip(faces["face_embedding"],
+    face_rows = [{"face_embedding": _seq(f), "face_box": _seq(b)} for f, b in zip(faces["face_embedding"],
                                                                                    faces["face_box"])]
     threshold = K.REID_THRESHOLD[models.profile]
     frames, _, _ = _samples(video, narrativetrack_frames)
     shots = [int(s) for s in narrativetrack_frames.sort_values("sample")["shot"]]
     ids, info = S.identities(dets, tids, emb, face_rows, threshold, FACE_MERGE, shots=shots,
                              sample_fps=float(video["sample_fps"]), colours=S.torso_colours(frames, dets))
-    faces_df = faces.assign(face_box=[None if b is None or isinstance(b, float) else list(b) for b in faces["face_box"]])
+    faces_df = faces.assign(face_box=[r["face_box"] for r in face_rows])
     seconds = time.perf_counter() - t0  # the judge's latency is not the pipeline's speed
     judged, vlog = _verify(judge, frames, dets, ids, info["tracklet_ids"], faces_df)
     verified = []
@@ -569,9 +573,8 @@ def measured_inputs(frames: pd.DataFrame, dets: pd.DataFrame, tracklets: pd.Data
     tr = tracklets.sort_values("det")
     examined = {int(tr["det"].iloc[i]) for i in S.face_subset([int(t) for t in tr["track_id"]],
                                                                 [int(x) for x in tr["sample"]])}
-    fb = {int(d): (None if b is None or isinstance(b, float) or b is pd.NA else [float(v) for v in b])
-          for d, b in zip(faces["det"], faces["face_box"])}
-    fe = {int(d): (None if e is None or isinstance(e, float) or e is pd.NA else np.asarray(e, float))
+    fb = {int(d): (None if _seq(b) is None else [float(v) for v in b]) for d, b in zip(faces["det"], faces["face_box"])}
+    fe = {int(d): (None if _seq(e) is None else np.asarray(e, float))
           for d, e in zip(faces["det"], faces["face_embedding"])}
     ent = {int(d): (None if pd.isna(e) else int(e)) for d, e in zip(idents["det"], idents["entity"])}
     idc = idents["identity"] if "identity" in idents else idents["entity"]
@@ -583,7 +586,7 @@ def measured_inputs(frames: pd.DataFrame, dets: pd.DataFrame, tracklets: pd.Data
     return fr, rows
 
 
-@asset(partitions_def=P.items, group_name=GROUP, code_version="1")
+@asset(partitions_def=P.items, group_name=GROUP, code_version="2")
 def narrativetrack_qa(context: AssetExecutionContext, paths: BenchPaths, narrativetrack_video: pd.DataFrame,
                       narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
                       narrativetrack_tracklets: pd.DataFrame, narrativetrack_faces: pd.DataFrame,
