@@ -6,7 +6,8 @@ from dagster import (AssetSelection, AutomationConditionSensorDefinition, Defaul
 
 from bench_assets.benchmarks import BENCHMARKS
 from bench_assets.core.automation import generator_sensor_factory, nightly_stale_schedule
-from bench_assets.core.deploy import executor_from_env
+from bench_assets.core.deploy import executor_from_env, executor_kind
+from bench_assets.core.evaluate_job import evaluate_job_factory
 from bench_assets.core.partitions import ENTITYBENCH  # noqa: F401  (re-exported for scripts and tests)
 from bench_assets.core.validity import validity_table
 from bench_resources.config import build_resources
@@ -18,11 +19,26 @@ ENTITYBENCH_ITEM_ASSETS = list(BENCHMARKS["entitybench"].item_assets)
 ENTITYBENCH_GENERATOR_ASSETS = list(BENCHMARKS["entitybench"].generator_assets)
 
 
+def _evaluate_job(b):
+    return evaluate_job_factory(
+        benchmark=b.name, assets_fn=lambda: b.assets, partitions=b.partitions,
+        item_ids=lambda: b.item_ids(BenchPaths()), generators_root=lambda: str(BenchPaths().generators_dir),
+        item_assets=b.item_assets, generator_assets=b.generator_assets, aggregate_assets=b.aggregate_assets,
+        resources_fn=build_resources)
+
+
+# One launched run evaluates everything a tick found (models load once, as in `bench evaluate`); engines that
+# spread steps over workers (multiprocess, Celery, k8s) keep one run per partition instead.
+EVALUATE_JOBS = {name: _evaluate_job(b) for name, b in BENCHMARKS.items()}
+FOLD_RUNS = executor_kind() in ("default", "in_process")
+
+
 def _sensor(b):
     return generator_sensor_factory(
         benchmark=b.name, partitions=b.partitions, item_ids=lambda: b.item_ids(BenchPaths()),
         generators_root=lambda: str(BenchPaths().generators_dir),
-        item_assets=b.item_assets, generator_assets=b.generator_assets)
+        item_assets=b.item_assets, generator_assets=b.generator_assets,
+        evaluate_job=EVALUATE_JOBS[b.name] if FOLD_RUNS else None)
 
 
 def _nightly(b):
@@ -53,7 +69,7 @@ defs = Definitions(
     assets=[*ALL_ASSETS, validity_table],
     sensors=[*SENSORS.values(), automation_sensor],
     schedules=list(SCHEDULES.values()),
-    jobs=list(JOBS.values()),
+    jobs=[*JOBS.values(), *EVALUATE_JOBS.values()],
     resources=build_resources(),
     # Launched runs execute in one process by default, so models load once per run as in `bench evaluate`;
     # BENCH_EXECUTOR=multiprocess|celery|k8s picks Dagster's other engines (core/deploy.py, docs/deployment.md)

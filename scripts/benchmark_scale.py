@@ -464,39 +464,41 @@ def _run_failures(instance) -> list[str]:
     return out
 
 
-def _wait_materialized(env: dict, keys: list[str], timeout: float) -> tuple[int, int, int, bool]:
-    """Poll env's instance until every EntityBench generator asset has every partition in ``keys`` (or a run
-    failed, or timeout); (runs seen, succeeded, failed, all materialised)."""
-    from dagster import AssetKey, DagsterInstance
-    from dagster import DagsterRunStatus as S
-
-    from bench_assets import definitions as d
-    keys = [str(d.ENTITYBENCH.key(GEN, e)) for e in keys]  # the definition's order of dimensions
+def _wait(env: dict, done, timeout: float, what: str) -> tuple[bool, float]:
+    """Poll env's instance every 0.5 s until ``done(instance)`` (or timeout); (reached, seconds waited)."""
+    from dagster import DagsterInstance
     instance = DagsterInstance.from_config(env["DAGSTER_HOME"])
     t0 = time.perf_counter()
     try:
         while True:
-            runs = instance.get_runs()
-            ok = sum(r.status == S.SUCCESS for r in runs)
-            bad = sum(r.status in (S.FAILURE, S.CANCELED) for r in runs)
             try:
-                have = all(set(keys) <= set(instance.get_materialized_partitions(AssetKey(a)))
-                           for a in d.ENTITYBENCH_GENERATOR_ASSETS)
+                if done(instance):
+                    return True, time.perf_counter() - t0
             except Exception:  # noqa: BLE001 - the schema may not exist before the daemon's first tick
-                have = False
-            if have or time.perf_counter() - t0 > timeout:  # a failed run may be retried by its sensor
-                for line in _run_failures(instance):
-                    print(f"    failed run: {line}", flush=True)
-                return len(runs), ok, bad, have
-            time.sleep(1)
+                pass
+            if time.perf_counter() - t0 > timeout:
+                print(f"    timed out waiting for {what}", flush=True)
+                return False, time.perf_counter() - t0
+            time.sleep(0.5)
     finally:
         instance.dispose()
 
 
 def daemon_path(args) -> list[dict]:
-    """The same EntityBench partitions through the generator sensor + `dagster-daemon` runs (what a user gets),
-    per executor, against one in-process `evaluate`."""
+    """What a user gets: a running `dagster-daemon` whose store already has the benchmark's items, then a new
+    generator folder dropped into the generators root. Timed from the drop until every generator asset has every
+    (generator, episode) partition: the sensor's polling (its 30 s interval, so 0-30 s), the run queue, the run's
+    launch, and the evaluation. Against the same partitions evaluated in process (`evaluate`, models loaded once;
+    its wall excludes Python's start and imports, which the daemon path pays in the launched run).
+
+    executor=in_process (the default deployment): the sensor folds the tick's work into one run of
+    `entitybench_evaluate`. executor=multiprocess: one run per partition, one process per step (the old path).
+    """
     import psutil
+    from dagster import AssetKey
+    from dagster import DagsterRunStatus as S
+
+    from bench_assets import definitions as d
     rows = []
     tmp = Path(tempfile.mkdtemp(prefix="scale-daemon-"))
     try:
@@ -505,27 +507,39 @@ def daemon_path(args) -> list[dict]:
         episodes = info["items"]
         inproc = (run_child("entitybench", "shots", args) if args.inprocess_wall is None
                   else {"wall_s": args.inprocess_wall})  # measured before with the same options
-        rows.append({"path": "in-process (bench evaluate)", "wall_s": inproc.get("wall_s"), "runs": 1,
-                     "ok": not inproc.get("error") and not inproc.get("failed")})
+        rows.append({"path": "in-process (evaluate)", "wall_s": inproc.get("wall_s"), "runs": 1,
+                     "ok": not inproc.get("error") and not inproc.get("failed"), "shots": info["shots"]})
         print(f"  in-process: {rows[-1]}", flush=True)  # printed now: the daemon runs below can take long
+        gen_dir = data / "generators" / GEN
         for executor in args.executors.split(","):
             run_tmp = tmp / executor
             env = _daemon_env(run_tmp, data, executor)
+            hidden = run_tmp / f"{GEN}.hidden"  # the generator folder is dropped in once the items are done
+            os.replace(gen_dir, hidden)
             workspace = run_tmp / "workspace.yaml"
             workspace.write_text(json.dumps({"load_from": [{"python_module": {
                 "module_name": "bench_assets.definitions", "location_name": "bench",
                 "working_directory": str(ROOT)}}]}))
-            # What a user gets: the generator folder's sensor adds the partitions and requests the item and
-            # generator runs, the daemon's run coordinator launches them. Timed from the daemon's start until every
-            # generator asset has every (generator, episode) partition (the sensor's 30 s interval included).
-            t0 = time.perf_counter()
             log = open(run_tmp / "daemon.log", "w")
             daemon = subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-w", str(workspace)], env=env,
                                       cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            live = (S.QUEUED, S.NOT_STARTED, S.STARTING, S.STARTED)
             try:
-                n, n_ok, n_bad, done = _wait_materialized(env, episodes, args.timeout)
+                def items_done(inst):
+                    have = inst.get_materialized_partitions(AssetKey(d.ENTITYBENCH_ITEM_ASSETS[-1]))
+                    return set(episodes) <= set(have) and not [r for r in inst.get_runs() if r.status in live]
+                ok_items, t_items = _wait(env, items_done, args.timeout, "the items")
+                n_before = len(_runs(env))
+                os.replace(hidden, gen_dir)  # the user drops the generator's folder
+                t0 = time.perf_counter()
+                keys = [str(d.ENTITYBENCH.key(GEN, e)) for e in episodes]
+
+                def gens_done(inst):
+                    return all(set(keys) <= set(inst.get_materialized_partitions(AssetKey(a)))
+                               for a in d.ENTITYBENCH_GENERATOR_ASSETS)
+                done, wall = _wait(env, gens_done, args.timeout, "the generator partitions") if ok_items else (False, 0.0)
+                runs = _runs(env)[n_before:]
             finally:
-                wall = time.perf_counter() - t0
                 try:
                     for p in [*psutil.Process(daemon.pid).children(recursive=True), psutil.Process(daemon.pid)]:
                         p.terminate()
@@ -533,20 +547,49 @@ def daemon_path(args) -> list[dict]:
                     pass
                 daemon.wait(timeout=60)
                 log.close()
-            rows.append({"path": f"sensor + daemon runs, executor={executor}", "wall_s": wall, "runs": n,
-                         "ok": done, "failed_runs": n_bad})
+            # where the time went: the drop -> the first run's creation (sensor polling), -> its start (queue and
+            # launch), -> the end
+            first = min(runs, key=lambda r: r["create"]) if runs else None
+            drop_epoch = time.time() - (time.perf_counter() - t0)
+            split = (f"sensor {first['create'] - drop_epoch:.1f} s, queue+launch "
+                     f"{(first['start'] or first['create']) - first['create']:.1f} s") if first else ""
+            failed = [r for r in runs if r["status"] in ("FAILURE", "CANCELED")]
+            rows.append({"path": f"drop folder -> sensor -> daemon, executor={executor}", "wall_s": wall,
+                         "runs": len(runs), "ok": done, "failed_runs": len(failed), "split": split,
+                         "items_s": t_items})
             print(f"  {rows[-1]}", flush=True)
+            if failed:
+                from dagster import DagsterInstance
+                inst = DagsterInstance.from_config(env["DAGSTER_HOME"])
+                for line in _run_failures(inst):
+                    print(f"    failed run: {line}", flush=True)
+                inst.dispose()
     finally:
         if all(r["ok"] and not r.get("failed_runs") for r in rows):
             shutil.rmtree(tmp, ignore_errors=True)
         else:  # keep the daemon logs and the instance of a failed run for a look
             print(f"  kept {tmp} (daemon_*.log, home/) : a run failed")
     base = rows[0]["wall_s"] or float("nan")
-    print(f"\n{'path':42s} {'runs':>5s} {'wall s':>8s} {'x in-process':>12s}  ok  (failed runs)")
+    print(f"\n{'path':52s} {'runs':>5s} {'wall s':>8s} {'x in-process':>12s}  ok  (failed)  where the fixed cost went")
     for r in rows:
-        print(f"{r['path']:42s} {r['runs']:5d} {r['wall_s'] or float('nan'):8.1f} "
-              f"{(r['wall_s'] or float('nan')) / base:12.2f}  {r['ok']}  ({r.get('failed_runs', 0)})")
+        print(f"{r['path']:52s} {r['runs']:5d} {r['wall_s'] or float('nan'):8.1f} "
+              f"{(r['wall_s'] or float('nan')) / base:12.2f}  {r['ok']}  ({r.get('failed_runs', 0)})  {r.get('split', '')}")
     return rows
+
+
+def _runs(env: dict) -> list[dict]:
+    """Every run of env's instance, oldest first: job, status, creation and start (epoch seconds)."""
+    from dagster import DagsterInstance
+    instance = DagsterInstance.from_config(env["DAGSTER_HOME"])
+    try:
+        out = []
+        for rec in reversed(instance.get_run_records()):
+            out.append({"job": rec.dagster_run.job_name, "status": rec.dagster_run.status.value,
+                        "create": rec.create_timestamp.timestamp(), "start": rec.start_time,
+                        "end": rec.end_time, "partition": rec.dagster_run.tags.get("dagster/partition")})
+        return out
+    finally:
+        instance.dispose()
 
 
 # ------------------------------------------------------------------------------------------------ main
@@ -562,7 +605,8 @@ def main() -> int:
                     help="longer videos are this many seconds of encode remuxed end to end")
     ap.add_argument("--episodes", default="e0003", help="EntityBench episodes (their shots become 832x480)")
     ap.add_argument("--shot-frames", type=int, default=81)
-    ap.add_argument("--executors", default="multiprocess,in_process", help="daemon path executors to compare")
+    ap.add_argument("--executors", default="in_process",
+                    help="daemon path executors to compare (multiprocess: the old one-run-per-partition path)")
     ap.add_argument("--inprocess-wall", type=float,
                     help="daemon part: the in-process wall time already measured with the same options (skips it)")
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "bench_scale_media"))

@@ -9,9 +9,11 @@ from dagster import (
     AssetKey,
     AssetRecordsFilter,
     AssetSelection,
+    DagsterRunStatus,
     DefaultSensorStatus,
     DefaultScheduleStatus,
     RunRequest,
+    RunsFilter,
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
@@ -105,16 +107,27 @@ def needs_rerun_for_evaluator(instance, key: AssetKey, partition: str | None, st
     return run is None or run.tags.get(EVALUATOR_STATE_TAG) != state
 
 
+_LIVE_RUN_STATUSES = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
+                      DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+
+
 def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions, item_ids: Callable[[], list[str]],
                              generators_root: Callable[[], str], item_assets: Sequence[str],
                              generator_assets: Sequence[str], minimum_interval_seconds: int = 30,
-                             assets_fn: Callable[[], Sequence] | None = None):
+                             assets_fn: Callable[[], Sequence] | None = None, evaluate_job=None):
     """A sensor that adds items and generators as dynamic partitions and requests their runs.
 
-    Items first (their assets feed every generator); a generator's runs are requested once its items are
-    materialised, and again whenever its folder changes (run keys carry the folder fingerprint). Only
-    partitions with an asset missing or stale are requested, with only those assets: what `bench demo` or
-    `bench evaluate` materialised already counts, so opening the UI after the CLI recomputes nothing.
+    Only partitions with an asset missing or stale are requested, with only those assets: what `bench demo` or
+    `bench evaluate` materialised already counts, so opening the UI after the CLI recomputes nothing. A
+    generator's work is requested again whenever its folder changes (run keys carry the folder fingerprint).
+
+    With ``evaluate_job`` (core/evaluate_job.py; the default for in-process deployments) every piece of work
+    found in one tick becomes ONE run of that job: items first, then every stale generator x item partition,
+    in one process that loads each model once. No second request while one of its runs is queued or running
+    (progress would change the work list and start the same partitions twice).
+
+    Without it (multiprocess, Celery, k8s: a partition per run is what spreads work over workers), one run per
+    partition: items first, and a generator's runs once its items are materialised.
     """
 
     def _assets() -> Sequence:
@@ -123,9 +136,11 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
         from bench_assets.benchmarks import BENCHMARKS  # lazy: benchmarks.py imports this module
         return BENCHMARKS[benchmark].assets
 
+    target = ({"job": evaluate_job} if evaluate_job is not None
+              else {"asset_selection": AssetSelection.assets(*item_assets, *generator_assets)})
+
     @sensor(name=f"{benchmark}_generators_sensor", minimum_interval_seconds=minimum_interval_seconds,
-            default_status=DefaultSensorStatus.RUNNING,
-            asset_selection=AssetSelection.assets(*item_assets, *generator_assets))
+            default_status=DefaultSensorStatus.RUNNING, **target)
     def _sensor(context: SensorEvaluationContext):
         instance = context.instance
         errors: list[str] = []
@@ -153,12 +168,23 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
             return sorted({k for k, _, _ in stale_or_missing(instance, assets, [AssetKey(a) for a in keys],
                                                              lambda _k: [pk])}, key=str)
 
+        if evaluate_job is not None:
+            live = instance.get_runs(filters=RunsFilter(job_name=evaluate_job.name, statuses=_LIVE_RUN_STATUSES),
+                                     limit=1)
+            if live:
+                return SensorResult(skip_reason=SkipReason(
+                    f"run {live[0].run_id[:8]} of {evaluate_job.name} is {live[0].status.value.lower()}; "
+                    f"the work it leaves is requested after it ends"), cursor=context.cursor)
         requests = []
+        item_todo = []
         for i in items:
             selection = todo(item_assets, i)
             if selection:
+                item_todo.append(i)
                 requests.append(RunRequest(run_key=f"item/{i}", partition_key=i, asset_selection=selection))
         ready = instance.get_materialized_partitions(AssetKey(item_assets[0]))
+        if evaluate_job is not None:  # the same run materialises the items first
+            ready = set(ready) | set(item_todo)
         cursor = json.loads(context.cursor) if context.cursor else {}
         for g in gens:
             fp = folder_fingerprint(g.path)
@@ -177,9 +203,32 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
             return SensorResult(skip_reason=SkipReason("every item and generator partition is up to date"
                                                        if items else "no item or generator found"),
                                 cursor=json.dumps(cursor, sort_keys=True))
+        if evaluate_job is not None:
+            requests = [evaluate_request(evaluate_job.name, benchmark, requests, partitions)]
         return SensorResult(run_requests=requests, cursor=json.dumps(cursor, sort_keys=True))
 
     return _sensor
+
+
+def evaluate_request(job_name: str, benchmark: str, requests: Sequence[RunRequest],
+                     partitions: BenchmarkPartitions) -> RunRequest:
+    """The per-partition requests of one tick folded into one run of the benchmark's evaluate job. Its run key is
+    a digest of that work (partitions, assets, folder fingerprints): the same unfinished work after a failed run
+    is not requested again until something changes, as with per-partition run keys."""
+    items, gens = set(), set()
+    for r in requests:
+        g = r.tags.get("bench/generator")
+        if g:
+            gens.add(g)
+            items.add(partitions.split(str(r.partition_key))[1])
+        else:
+            items.add(str(r.partition_key))
+    work = sorted((r.run_key, [k.to_user_string() for k in (r.asset_selection or [])]) for r in requests)
+    digest = hashlib.sha256(json.dumps(work).encode()).hexdigest()[:16]
+    op_name = f"{benchmark}_evaluate_op"
+    return RunRequest(run_key=f"evaluate/{digest}", job_name=job_name,
+                      run_config={"ops": {op_name: {"config": {"items": sorted(items), "generators": sorted(gens)}}}},
+                      tags={"bench/benchmark": benchmark, "bench/work": f"{len(requests)} partition runs folded"})
 
 
 def nightly_stale_schedule(*, name: str, assets_fn: Callable[[], Sequence], asset_keys: Sequence[str],
@@ -204,3 +253,13 @@ def nightly_stale_schedule(*, name: str, assets_fn: Callable[[], Sequence], asse
             SkipReason("nothing stale")
 
     return _schedule
+
+
+def board_condition(*metric_assets: str):
+    """Eager for an aggregate over generator x item tables, but only once one of ``metric_assets`` has a
+    materialised partition: an item run alone (a new dataset, no generator yet) must not launch a leaderboard that
+    has nothing to aggregate. Missing partitions do not block it (a failed partition still shows as None)."""
+    from dagster import AutomationCondition
+    return (AutomationCondition.eager().without(~AutomationCondition.any_deps_missing())
+            & AutomationCondition.any_deps_match(~AutomationCondition.missing())
+            .allow(AssetSelection.assets(*metric_assets)).with_label("some metric partition exists"))

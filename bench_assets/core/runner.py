@@ -334,7 +334,8 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
              items: list[str], generators: list[GeneratorInfo], item_assets: Sequence[str],
              generator_assets: Sequence[str], aggregate_assets: Sequence[str],
              progress: Optional[Callable[[str], None]] = None, only_stale: bool = True,
-             log_level: str = "CRITICAL", show_progress: Optional[bool] = None) -> RunStats:
+             log_level: str = "CRITICAL", show_progress: Optional[bool] = None,
+             extra_tags: Optional[dict] = None) -> RunStats:
     """Materialise every missing or stale partition of the benchmark, item assets first, then aggregates.
 
     A partition also re-runs when its last materialisation counted evaluator failures (judge outage, replay
@@ -358,7 +359,7 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
         instance.add_dynamic_partitions(partitions.generators.name,
                                         [g.name for g in generators if g.name not in known_gens])
     state = evaluator_state(resources)
-    tags = {**process_tags(), "bench/evaluator_state": state}
+    tags = {**process_tags(), "bench/evaluator_state": state, **(extra_tags or {})}
 
     def run(selection: Sequence[str], partition_key: Optional[str], label: str) -> bool:
         bar.label(label)

@@ -1,0 +1,79 @@
+"""One launched run per piece of work: the `<benchmark>_evaluate` job runs the in-process evaluation (what
+`bench evaluate` runs) inside a run the daemon launched, for the items and generators it is given.
+
+Why a job around the runner and not one run per partition: a run launched by the UI, a sensor or a backfill
+covers one partition key, so every (generator, item) partition paid a run launch (10-15 s here: a process,
+Dagster's imports, the code location) and loaded every model again, and a generator's runs waited for its items'
+run to end plus a sensor interval. Here one launched process loads each model once and materialises, in order,
+the stale item partitions, the stale generator x item partitions and the stale aggregates, each as its own Dagster
+run of the same instance (so lineage, staleness and the UI's partition views are exactly those of `bench
+evaluate`). Every inner run is tagged with this run's id (``bench/parent_run``).
+
+Launch it from the UI's Launchpad (empty config: every discovered item and generator, stale parts only), with
+`dagster job launch -j <benchmark>_evaluate`, or let the generator sensor request it when a folder appears.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from dagster import Failure, Field, JobDefinition, MetadataValue, in_process_executor, job, op
+
+PARENT_TAG = "bench/parent_run"
+BENCHMARK_TAG = "bench/benchmark"
+
+
+def evaluate_job_factory(*, benchmark: str, assets_fn: Callable[[], Sequence], partitions,
+                         item_ids: Callable[[], list[str]], generators_root: Callable[[], str],
+                         item_assets: Sequence[str], generator_assets: Sequence[str],
+                         aggregate_assets: Sequence[str], resources_fn: Callable[[], dict]) -> JobDefinition:
+    """The `<benchmark>_evaluate` job: one op that evaluates the configured (or every) item and generator."""
+
+    @op(name=f"{benchmark}_evaluate_op",
+        config_schema={
+            "items": Field([str], default_value=[], description="items to evaluate; empty: every item found"),
+            "generators": Field([str], default_value=[],
+                                description="generator names; empty: every generator folder of this benchmark"),
+            "aggregates": Field(bool, default_value=True, description="also refresh the leaderboard and report"),
+        },
+        tags={"kind": "bench-evaluate"})
+    def _evaluate(context) -> None:
+        from bench_assets.core.generators import discover_generators
+        from bench_assets.core.runner import evaluate
+
+        cfg = context.op_config
+        found = item_ids()
+        items = [i for i in found if not cfg["items"] or i in set(cfg["items"])]
+        unknown_items = sorted(set(cfg["items"]) - set(found))
+        gens, errors = discover_generators(generators_root(), benchmark)
+        if cfg["generators"]:
+            unknown = sorted(set(cfg["generators"]) - {g.name for g in gens})
+            errors += [f"generator {g!r}: no folder with a generator.yaml for {benchmark} under {generators_root()}"
+                       for g in unknown]
+            gens = [g for g in gens if g.name in set(cfg["generators"])]
+        errors += [f"{partitions.item_dim} {i!r}: not found" for i in unknown_items]
+        for e in errors:
+            context.log.error(e)
+        resources = resources_fn()
+        stats = evaluate(context.instance, assets=assets_fn(), resources=resources, partitions=partitions,
+                         items=items, generators=gens, item_assets=item_assets, generator_assets=generator_assets,
+                         aggregate_assets=list(aggregate_assets) if cfg["aggregates"] else [],
+                         progress=context.log.info, show_progress=False, log_level="WARNING",
+                         extra_tags={PARENT_TAG: context.run_id})
+        for line in stats.warning_summary():
+            context.log.warning(line)
+        context.log.info(f"{benchmark}: materialised {len(stats.materialized)} asset partitions, "
+                         f"{len(stats.failed)} failed; {stats.forwards} model forwards ({stats.forward_s:.1f} s), "
+                         f"{stats.judge_calls} judge calls, {stats.decodes} video decodes; wall {stats.wall_s:.1f} s")
+        if stats.failed or errors:
+            lines = [f"{step} [{pk}]: {msg}" for step, pk, msg in stats.failed] + errors
+            raise Failure(description=f"{len(lines)} problem(s): " + "; ".join(lines[:5])
+                          + (f" (+{len(lines) - 5} more)" if len(lines) > 5 else ""),
+                          metadata={"problems": MetadataValue.md("\n".join(f"- {x}" for x in lines))})
+
+    @job(name=f"{benchmark}_evaluate", executor_def=in_process_executor, tags={BENCHMARK_TAG: benchmark},
+         description=f"Evaluate {benchmark}: stale item, generator x item and aggregate partitions, in one "
+                     f"process (models load once). Empty config: everything found.")
+    def _job():
+        _evaluate()
+
+    return _job
