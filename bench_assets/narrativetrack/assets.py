@@ -3,6 +3,7 @@
 pipeline.py / qa.py / scoring.py / metrics.py, model work in stages.py, prompts in judging.py."""
 
 import json
+import os
 import time
 from collections import Counter, OrderedDict, defaultdict
 from typing import Any, Optional, Sequence
@@ -19,6 +20,7 @@ from bench_assets.core.partitions import BenchmarkPartitions
 from bench_assets.narrativetrack import calibration as CAL
 from bench_assets.narrativetrack import constants as K
 from bench_assets.narrativetrack import dataset as D
+from bench_assets.narrativetrack import framestore as FS
 from bench_assets.narrativetrack import judging as J
 from bench_assets.narrativetrack import measured as MQ
 from bench_assets.narrativetrack import metrics as M
@@ -75,43 +77,62 @@ def _source(video: dict) -> VideoSource:
         raise Failure(f"video {video['video_id']}: {e}") from None
 
 
-# (video path, sha256) -> {native index: frame}: the frames decoded for this video in this process, so a later
-# stage (the answerers' evenly spaced frames) is served from the pass the 1 fps sampling made; bounded in bytes
-_FRAMES: "OrderedDict[tuple, dict[int, np.ndarray]]" = OrderedDict()
-_FRAMES_BYTES = 512 << 20
+# (video path, sha256) -> the frames decoded for this video in this process, on disk (framestore.FrameSpill), so a
+# later stage (detections, crops, the answerers' evenly spaced frames) reads them back without a second decode pass
+# and without holding them in memory; bounded in disk bytes (the current video is never dropped)
+_FRAMES: "OrderedDict[tuple, FS.FrameSpill]" = OrderedDict()
+_SPILL_BYTES = int(os.environ.get("BENCH_NT_SPILL_BYTES", str(8 << 30)))
+DECODE_CHUNK = 8  # frames handed from the decoder to the spill at a time
 
 
-def _cached_bytes() -> int:
-    return sum(f.nbytes for frames in _FRAMES.values() for f in frames.values())
+def _spilled_bytes() -> int:
+    return sum(s.nbytes for s in _FRAMES.values())
 
 
-def frames_at(video: dict, idx: Sequence[int], also: Sequence[int] = ()) -> np.ndarray:
-    """Only the frames at ``idx`` (native indices), from one streamed decode pass that keeps nothing else (a 1 fps
-    sample never holds the native frames). ``also``: indices a later stage will ask for, decoded in the same pass
-    and kept. Frames already decoded for this video in this process are not decoded again."""
-    want = [int(i) for i in idx]
+def _spill(video: dict, idx: Sequence[int], also: Sequence[int] = ()) -> FS.FrameSpill:
+    """The spill holding at least the frames at ``idx``; one streamed decode pass for the missing ones (and ``also``,
+    indices a later stage will ask for), each frame written to disk as it is decoded."""
     key = (video["path"], video.get("sha256"))  # a file rewritten at the same path is another video
-    have = _FRAMES.get(key, {})
-    missing = sorted(set(want) - set(have))
+    spill = _FRAMES.get(key)
+    if spill is None:
+        spill = FS.FrameSpill()
+    missing = sorted({int(i) for i in idx} - spill.indices)
     if missing:
         src = _source(video)
-        req = src.take(sorted(set(missing) | ({int(i) for i in also} - set(have))), name="narrativetrack")
+
+        def put(indices, frames):
+            for i, f in zip(indices, frames):
+                spill.add(i, f)
+        src.chunks(put, indices=sorted(set(missing) | ({int(i) for i in also} - spill.indices)), chunk=DECODE_CHUNK,
+                   name="narrativetrack")
         try:
             src.run()
         except DecodeError as e:
             raise Failure(f"video {video['video_id']}: {e}") from None
-        have = dict(have)
-        have.update(zip(req.indices, req.frames))
-    _FRAMES[key] = have
+    _FRAMES[key] = spill
     _FRAMES.move_to_end(key)
-    while len(_FRAMES) > 1 and _cached_bytes() > _FRAMES_BYTES:
-        _FRAMES.popitem(last=False)
-    return np.stack([have[i] for i in want]) if want else np.zeros((0, 0, 0, 3), np.uint8)
+    while len(_FRAMES) > 1 and _spilled_bytes() > _SPILL_BYTES:
+        _FRAMES.popitem(last=False)  # its file goes when no view reads it any more
+    return spill
 
 
-def _samples(video: dict, frames_df: pd.DataFrame) -> tuple[list[np.ndarray], list[float], list[int]]:
+def frames_at(video: dict, idx: Sequence[int], also: Sequence[int] = ()) -> np.ndarray:
+    """Only the frames at ``idx`` (native indices), stacked in memory: for a few frames (the answerer's). From one
+    streamed decode pass that keeps nothing else in memory; ``also``: indices a later stage will ask for, decoded in
+    the same pass. Frames already decoded for this video in this process are not decoded again."""
+    spill = _spill(video, idx, also)
+    want = [int(i) for i in idx]
+    return np.stack([spill.get(i) for i in want]) if want else np.zeros((0, 0, 0, 3), np.uint8)
+
+
+def frame_view(video: dict, idx: Sequence[int], also: Sequence[int] = ()) -> FS.FrameView:
+    """The frames at ``idx`` as a sequence read from disk one at a time (memory flat in the number of samples)."""
+    return FS.FrameView(_spill(video, idx, also), idx)
+
+
+def _samples(video: dict, frames_df: pd.DataFrame) -> tuple[FS.FrameView, list[float], list[int]]:
     idx = [int(i) for i in frames_df.sort_values("sample")["frame_index"]]
-    return list(frames_at(video, idx)), [float(t) for t in frames_df.sort_values("sample")["t"]], idx
+    return frame_view(video, idx), [float(t) for t in frames_df.sort_values("sample")["t"]], idx
 
 
 def _slot(models: ModelRegistry, device: Device, name: str, required: bool, vid: str):
@@ -163,7 +184,7 @@ def narrativetrack_frames(context: AssetExecutionContext, narrativetrack_video: 
     video = _video_row(narrativetrack_video)
     idx = PL.sample_indices(int(video["n_frames"]), float(video["native_fps"]), float(video["sample_fps"]))
     # the default answerer's evenly spaced frames come from the same pass (issue 16: one decode per video)
-    shots = PL.shot_ids(list(frames_at(video, idx, also=even_indices(int(video["n_frames"]), K.ANSWER_FRAMES))))
+    shots = PL.shot_ids(frame_view(video, idx, also=even_indices(int(video["n_frames"]), K.ANSWER_FRAMES)))
     df = pd.DataFrame({"sample": range(len(idx)), "frame_index": idx,
                        "t": [i / float(video["native_fps"]) for i in idx], "shot": shots})
     df["video_id"] = video["video_id"]
@@ -263,11 +284,11 @@ def _verify(judge: Judge, frames, dets, ids, tracklet_ids, faces_df) -> tuple[di
     faces = faces_df.set_index("det")
     for ent in sorted({e for e in ids if e is not None}):
         members = [i for i, e in enumerate(ids) if e == ent]
-        crops = [(i, PL.crop(frames[dets[i]["sample"]], dets[i]["box"])) for i in members]
-        crops = [(i, c) for i, c in crops if c is not None]
-        if not crops:
+        # the reference: the sharpest, largest crop, found without holding every member's crop
+        best = PL.canonical_best((i, PL.crop(frames[dets[i]["sample"]], dets[i]["box"])) for i in members)
+        if best is None:
             continue
-        ref = crops[PL.canonical_index([c for _, c in crops])][0]
+        ref, ref_crop = best
         with_face = [i for i in members if faces.loc[i, "face_box"] is not None and i != ref]
         pick = [with_face[j] for j in np.linspace(0, len(with_face) - 1, min(K.VERIFY_FACE_CROPS, len(with_face)))
                 .round().astype(int)] if with_face else []
@@ -278,7 +299,6 @@ def _verify(judge: Judge, frames, dets, ids, tracklet_ids, faces_df) -> tuple[di
         keep = [(i, c) for i, c in zip(pick, face_crops) if c is not None]
         if not keep:
             continue
-        ref_crop = PL.crop(frames[dets[ref]["sample"]], dets[ref]["box"])
         req = J.verify_request(ref_crop, [c for _, c in keep], f"P{ent + 1}")
         votes = defaultdict(list)
         for m in models:
@@ -455,9 +475,10 @@ def narrativetrack_entity_registry(context: AssetExecutionContext, narrativetrac
         changes = {a: ST.change_texts(usable, a, style) for a in ST.ATTRS}
         flag_source, flag_reason, cache_key = "computed from the change lists", (
             None if ok else f"second-step flags by the judge: {why}"), None
-        crops = [PL.crop(frames[b["sample"]], b["box"]) for b in boxes]
-        good = [(b, c) for b, c in zip(boxes, crops) if c is not None]
-        best_box, best_crop = good[PL.canonical_index([c for _, c in good])]
+        best = PL.canonical_best((b, PL.crop(frames[b["sample"]], b["box"])) for b in boxes)  # crops not all held
+        if best is None:
+            raise Failure(f"video {video['video_id']}: entity {ent} has no box of at least 4x4 pixels to crop")
+        best_box, best_crop = best
         if ok:
             pick = [boxes[i] for i in _even(len(boxes), 8)]
             res = judge.ask(J.flags_request([PL.green_box(frames[b["sample"]], b["box"]) for b in pick], f"P{ent + 1}",

@@ -529,28 +529,35 @@ def context_segments(times: Sequence[float], shots: Sequence[int], gap: float, s
 _COLOURS = ("black", "white", "grey", "red", "orange", "brown", "yellow", "green", "cyan", "blue", "purple", "pink")
 
 
+def _colour_codes(pixels_rgb: np.ndarray) -> np.ndarray:
+    """A colour per pixel (HSV rules) as its index in ``_COLOURS``: small integers, so a long segment's pixels cost
+    a byte each, not a string each."""
+    c = {name: np.uint8(i) for i, name in enumerate(_COLOURS)}
+    px = np.asarray(pixels_rgb, np.uint8).reshape(-1, 1, 3)
+    hsv = cv2.cvtColor(px, cv2.COLOR_RGB2HSV).reshape(-1, 3)
+    h, s, v = hsv[:, 0], hsv[:, 1], hsv[:, 2]
+    hue = np.select([(h < 8) | (h >= 170), h < 20, h < 33, h < 85, h < 100, h < 130, h < 150, h < 170],
+                    [c["red"], c["orange"], c["yellow"], c["green"], c["cyan"], c["blue"], c["purple"], c["pink"]],
+                    c["red"]).astype(np.uint8)
+    hue[(hue == c["orange"]) & (v < 150)] = c["brown"]
+    out = np.where(s >= 60, hue, c["grey"]).astype(np.uint8)
+    out[(s < 60) & (v > 200)] = c["white"]
+    out[v < 50] = c["black"]
+    return out
+
+
 def colour_names(pixels_rgb: np.ndarray) -> np.ndarray:
     """A colour word per pixel (HSV rules)."""
-    px = np.asarray(pixels_rgb, np.uint8).reshape(-1, 1, 3)
-    hsv = cv2.cvtColor(px, cv2.COLOR_RGB2HSV).reshape(-1, 3).astype(int)
-    h, s, v = hsv[:, 0], hsv[:, 1], hsv[:, 2]
-    out = np.full(len(hsv), "grey", dtype=object)
-    hue = np.select([(h < 8) | (h >= 170), h < 20, h < 33, h < 85, h < 100, h < 130, h < 150, h < 170],
-                    ["red", "orange", "yellow", "green", "cyan", "blue", "purple", "pink"], "red")
-    hue = np.where((hue == "orange") & (v < 150), "brown", hue)
-    out = np.where(s >= 60, hue, out)
-    out = np.where((s < 60) & (v > 200), "white", out)
-    out = np.where(v < 50, "black", out)
-    return out
+    return np.array(_COLOURS, dtype=object)[_colour_codes(pixels_rgb)]
 
 
 def colour_shares(pixels_rgb: np.ndarray, digits: Optional[int] = 4) -> list[float]:
     """The share of each colour name (``_COLOURS`` order): the measured quantity behind an offline colour word."""
-    names = colour_names(pixels_rgb)
-    if len(names) == 0:
+    codes = _colour_codes(pixels_rgb)
+    if len(codes) == 0:
         return [0.0] * len(_COLOURS)
-    counts = Counter(names.tolist())
-    shares = [counts.get(c, 0) / len(names) for c in _COLOURS]
+    counts = np.bincount(codes, minlength=len(_COLOURS))
+    shares = [int(counts[i]) / len(codes) for i in range(len(_COLOURS))]
     return [round(x, digits) for x in shares] if digits is not None else shares
 
 
@@ -591,26 +598,33 @@ def _scene_pixels(frames: Sequence[np.ndarray], person_boxes: Sequence[Sequence]
     return np.concatenate(px) if px else np.zeros((0, 3), np.uint8)
 
 
+def outfit_from_pixels(px: np.ndarray) -> tuple[str, Optional[list[float]]]:
+    """Offline outfit words and measure from the body pixels (``_outfit_pixels``)."""
+    return (f"{_and(dominant_colours(px))} clothes", colour_shares(px)) if len(px) else ("unknown clothes", None)
+
+
+def scene_from_pixels(px: np.ndarray) -> tuple[str, Optional[list[float]]]:
+    """Offline scene words and measure from the background pixels (``_scene_pixels``)."""
+    return ((f"a place with a {_and(dominant_colours(px))} background", colour_shares(px)) if len(px)
+            else ("an unknown place", None))
+
+
 def describe_outfit(crops: Sequence[np.ndarray]) -> str:
     """Offline outfit: the dominant colours of the body below the head."""
-    px = _outfit_pixels(crops)
-    return f"{_and(dominant_colours(px))} clothes" if len(px) else "unknown clothes"
+    return outfit_from_pixels(_outfit_pixels(crops))[0]
 
 
 def outfit_measure(crops: Sequence[np.ndarray]) -> Optional[list[float]]:
-    px = _outfit_pixels(crops)
-    return colour_shares(px) if len(px) else None
+    return outfit_from_pixels(_outfit_pixels(crops))[1]
 
 
 def describe_scene(frames: Sequence[np.ndarray], person_boxes: Sequence[Sequence]) -> str:
     """Offline scene: the dominant colours of the frame outside every person box."""
-    px = _scene_pixels(frames, person_boxes)
-    return f"a place with a {_and(dominant_colours(px))} background" if len(px) else "an unknown place"
+    return scene_from_pixels(_scene_pixels(frames, person_boxes))[0]
 
 
 def scene_measure(frames: Sequence[np.ndarray], person_boxes: Sequence[Sequence]) -> Optional[list[float]]:
-    px = _scene_pixels(frames, person_boxes)
-    return colour_shares(px) if len(px) else None
+    return scene_from_pixels(_scene_pixels(frames, person_boxes))[1]
 
 
 def motion_measure(times: Sequence[float], boxes: Sequence[Sequence[float]]) -> list[float]:
@@ -668,10 +682,27 @@ def sharpness(crop: np.ndarray) -> float:
     return float(cv2.Laplacian(g, cv2.CV_64F).var())
 
 
+def canonical_score(c: np.ndarray) -> float:
+    return c.shape[0] * c.shape[1] * sharpness(c)
+
+
 def canonical_index(crops: Sequence[np.ndarray]) -> int:
     """The sharpest, largest box: the maximum of area x Laplacian variance."""
-    scores = [c.shape[0] * c.shape[1] * sharpness(c) for c in crops]
+    scores = [canonical_score(c) for c in crops]
     return int(np.argmax(scores))
+
+
+def canonical_best(items: Iterable[tuple]) -> Optional[tuple]:
+    """``canonical_index`` over a stream of (key, crop or None) without holding the crops: the (key, crop) of the
+    first maximum (argmax's tie rule), or None when no crop came."""
+    best, best_score = None, None
+    for key, c in items:
+        if c is None:
+            continue
+        sc = canonical_score(c)
+        if best is None or (not np.isnan(best_score) and (np.isnan(sc) or sc > best_score)):  # as np.argmax
+            best, best_score = (key, c), sc
+    return best
 
 
 def crop(frame: np.ndarray, box: Sequence[float]) -> Optional[np.ndarray]:
@@ -680,7 +711,7 @@ def crop(frame: np.ndarray, box: Sequence[float]) -> Optional[np.ndarray]:
     x1, y1 = min(w, int(math.ceil(box[2]))), min(h, int(math.ceil(box[3])))
     if x1 - x0 < 4 or y1 - y0 < 4:
         return None
-    return np.ascontiguousarray(frame[y0:y1, x0:x1])
+    return np.array(frame[y0:y1, x0:x1])  # a copy always: a crop must not keep its whole frame alive
 
 
 def green_box(frame: np.ndarray, box: Sequence[float]) -> np.ndarray:

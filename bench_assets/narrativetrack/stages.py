@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import cv2
 import numpy as np
@@ -13,14 +13,17 @@ import numpy as np
 from bench_assets.narrativetrack import constants as K
 from bench_assets.narrativetrack import pipeline as PL
 
+# Working sizes, not protocol constants (results do not depend on them): native frames a detector gets at a time,
+# and crops handed to the ReID model at a time (rounded up to a multiple of its batch, so its batches are the same).
+DETECT_CHUNK = 16
+REID_CHUNK = 64
+
 
 def detect(frames: Sequence[np.ndarray], detector, second=None, second_query: str = "a person",
            min_score: float = K.DETECTOR_MIN_SCORE) -> list[dict]:
     """Person boxes per sampled frame; with a second detector, boxes merged at IoU >= 0.5 keeping the higher score."""
     rows = []
-    d1 = detector.detect(list(frames))
-    d2 = second.detect(list(frames), second_query, kind="character") if second is not None else [None] * len(frames)
-    for k, (a, b) in enumerate(zip(d1, d2)):
+    for k, (a, b) in enumerate(_detections(frames, detector, second, second_query)):
         ba, sa = _clean(a, min_score)
         if b is not None and len(b):
             bb, sb = _clean(b, min_score)
@@ -31,6 +34,25 @@ def detect(frames: Sequence[np.ndarray], detector, second=None, second_query: st
             rows.append({"sample": k, "box": [round(float(v), 2) for v in boxes[j]], "score": float(scores[j]),
                          "detector": int(src[j])})
     return rows
+
+
+def _chunks(frames: Sequence[np.ndarray], size: int) -> Iterator[list[np.ndarray]]:
+    """Consecutive frames ``size`` at a time, read only when their chunk comes (a FrameView reads from disk)."""
+    if hasattr(frames, "chunks"):
+        yield from frames.chunks(size)
+        return
+    for s in range(0, len(frames), size):
+        yield [frames[k] for k in range(s, min(len(frames), s + size))]
+
+
+def _detections(frames, detector, second, second_query: str):
+    """(first, second) detector output per frame, a chunk of frames at a time: the detectors look at each image on
+    its own, so chunking changes no box, and only a chunk of native frames is ever held."""
+    for chunk in _chunks(frames, DETECT_CHUNK):
+        d1 = detector.detect(chunk)
+        d2 = second.detect(chunk, second_query, kind="character") if second is not None else [None] * len(chunk)
+        del chunk  # before the next chunk is read: one chunk of frames at a time, not two
+        yield from zip(d1, d2)
 
 
 def _clean(d, min_score: float) -> tuple[np.ndarray, np.ndarray]:
@@ -57,13 +79,39 @@ def tracklets(dets: list[dict], n_samples: int, shots: Sequence[int], sample_fps
     return out
 
 
+def _model_batch(model) -> Optional[int]:
+    """The batch a (possibly wrapped) embedding model cuts its input into, or None when it does not say."""
+    for m in (model, getattr(model, "embedder", None)):
+        b = getattr(m, "batch_size", None)
+        if isinstance(b, int) and b > 0:
+            return b
+    return None
+
+
 def reid_embeddings(frames: Sequence[np.ndarray], dets: list[dict], reid) -> list[Optional[list[float]]]:
-    crops = [PL.crop(frames[r["sample"]], r["box"]) for r in dets]
-    good = [i for i, c in enumerate(crops) if c is not None]
-    emb = reid.embed([crops[i] for i in good]) if good else np.zeros((0, 0))
+    """ReID embedding per box, crops cut and embedded a chunk at a time (a multiple of the model's own batch, so every
+    batch it runs is the one it ran on all crops at once: same numbers, only a chunk of crops held). A model that
+    names no batch gets every crop at once."""
+    batch = _model_batch(reid)
+    size = -(-REID_CHUNK // batch) * batch if batch else max(1, len(dets))
     out: list[Optional[list[float]]] = [None] * len(dets)
-    for i, e in zip(good, emb):
-        out[i] = np.asarray(e, np.float32).round(5).tolist()
+    good: list[int] = []
+    crops: list[np.ndarray] = []
+
+    def flush():
+        emb = reid.embed(crops) if crops else np.zeros((0, 0))
+        for i, e in zip(good, emb):
+            out[i] = np.asarray(e, np.float32).round(5).tolist()
+        good.clear()
+        crops.clear()
+    for i, r in enumerate(dets):
+        c = PL.crop(frames[r["sample"]], r["box"])
+        if c is not None:
+            good.append(i)
+            crops.append(c)
+            if len(crops) == size:
+                flush()
+    flush()
     return out
 
 
@@ -191,14 +239,15 @@ def offline_context(frames: Sequence[np.ndarray], times: Sequence[float], seg: d
     """Offline contextual recognition of one segment: action from motion, outfit and scene from colours, and the
     measurements they are named from."""
     ks = seg["samples"]
-    crops = [c for c in (PL.crop(frames[k], own_boxes[k]) for k in ks) if c is not None]
     ts, bs = [times[k] for k in ks], [own_boxes[k] for k in ks]
-    fs, others = [frames[k] for k in ks], [boxes_by_sample.get(k, []) for k in ks]
+    others = [boxes_by_sample.get(k, []) for k in ks]
+    # crops and frames streamed into their small pixel samples (16x16 per crop, 48x27 per frame), never all held
+    outfit, outfit_m = PL.outfit_from_pixels(PL._outfit_pixels(
+        c for c in (PL.crop(frames[k], own_boxes[k]) for k in ks) if c is not None))
+    scene, scene_m = PL.scene_from_pixels(PL._scene_pixels((frames[k] for k in ks), others))
     # the words are labels; states compare on the measured quantities behind them (states.py)
-    return {"action": PL.describe_action(ts, bs), "outfit": PL.describe_outfit(crops),
-            "scene": PL.describe_scene(fs, others),
-            "measures": {"action": PL.motion_measure(ts, bs), "outfit": PL.outfit_measure(crops),
-                         "scene": PL.scene_measure(fs, others)}}
+    return {"action": PL.describe_action(ts, bs), "outfit": outfit, "scene": scene,
+            "measures": {"action": PL.motion_measure(ts, bs), "outfit": outfit_m, "scene": scene_m}}
 
 
 def dumps(x: Any) -> str:
