@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from dagster import AssetExecutionContext, AutomationCondition, Failure, MetadataValue, Output, asset
 
+from bench_assets.core.automation import board_condition
 from bench_assets.core.generators import GeneratorError, read_generator
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.manifest import build_manifest, protocol_digest
@@ -671,7 +672,7 @@ def leaderboard_table(records: pd.DataFrame, stories: pd.DataFrame, inception: p
 
 @asset(group_name=GROUP, code_version="3",
        deps=[vistorybench_scores, vistorybench_alignment, vistorybench_inception_score, vistorybench_story],
-       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
+       automation_condition=board_condition("vistorybench_scores", "vistorybench_alignment"))
 def vistorybench_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths, models: ModelRegistry,
                              judge: Judge) -> Output[pd.DataFrame]:
     """Every metric for every generator, full set and Lite: mean over stories (value or None with reason), and the
