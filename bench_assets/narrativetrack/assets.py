@@ -673,7 +673,7 @@ def options_of(value) -> Optional[dict]:
     return json.loads(value) if isinstance(value, str) and value else None
 
 
-def answer_rows(judge: Judge, answerer: D.Answerer, qas: pd.DataFrame, frames: list[np.ndarray]) -> list[dict]:
+def answer_rows(judge: Judge, answerer: D.Answerer, qas: pd.DataFrame, frames: Sequence[np.ndarray]) -> list[dict]:
     """Ask the answerer every kept QA (its frames sampled uniformly), score strict and lenient."""
     qas = qas[qas["kept"].astype(bool)]
     try:
@@ -728,8 +728,9 @@ def narrativetrack_answers(context: AssetExecutionContext, paths: BenchPaths, na
     name, vid = P.split(context.partition_key)
     answerer = answerer_for(paths, name)
     video = _video_row(narrativetrack_video)
-    frames = frames_at(video, even_indices(int(video["n_frames"]), answerer.frames))
-    df = answer_frame(answer_rows(judge, answerer, narrativetrack_qa, list(frames)))
+    # read from the spill one at a time, each fitted and encoded before the next (never 20 native frames at once)
+    frames = frame_view(video, even_indices(int(video["n_frames"]), answerer.frames))
+    df = answer_frame(answer_rows(judge, answerer, narrativetrack_qa, frames))
     df["source_sha256"] = video["sha256"]
     df["protocol"] = _protocol(models, judge)
     try:  # the answerer's own fingerprint (backend, model, sampling): two endpoints never read as one answerer
