@@ -329,12 +329,18 @@ def child(bench: str, case: str, args) -> dict:
             stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=b.partitions,
                              items=info["items"], generators=gens, item_assets=b.item_assets,
                              generator_assets=b.generator_assets, aggregate_assets=[], progress=lambda s: None)
-        stop.set()
-        c1 = media.counters()
-        dc = {k: c1[k] - c0[k] for k in c0}
+            stop.set()
+            c1 = media.counters()
+            dc = {k: c1[k] - c0[k] for k in c0}
+            # the same work again with nothing changed: must be free (0 forwards, 0 judge calls, 0 decodes)
+            again = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=b.partitions,
+                             items=info["items"], generators=gens, item_assets=b.item_assets,
+                             generator_assets=b.generator_assets, aggregate_assets=[], progress=lambda s: None)
+        rerun = {"forwards": again.forwards, "judge_calls": again.judge_calls, "decodes": again.decodes,
+                 "materialized": len(again.materialized), "wall_s": again.wall_s}
         return {"benchmark": bench, "case": case, **info, "wall_s": stats.wall_s, "forwards": stats.forwards,
                 "forward_s": stats.forward_s, "decode": dc, "failed": [f"{s}: {m}"[:200] for s, _, m in stats.failed],
-                "materialized": len(stats.materialized),
+                "materialized": len(stats.materialized), "rerun": rerun,
                 "rss_before_run_gib": rss0 / 2**20, "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
                 "device": resources["device"].describe()["device"]}
     finally:
@@ -426,6 +432,10 @@ def print_bench(rows: list[dict]) -> None:
         else:
             thr, mw = "-", "-"
         notes = r.get("error", "") or "; ".join(r.get("failed", [])[:2])
+        if r.get("rerun"):
+            q = r["rerun"]
+            notes = (f"rerun: {q['forwards']} forwards, {q['judge_calls']} judge calls, {q['decodes']} decodes, "
+                     f"{q['materialized']} materialised ({q['wall_s']:.1f} s)" + (f"; {notes}" if notes else ""))
         print(f"{r['benchmark']:14s} {r['case']:6s} {peak:8.2f}G {d.get('passes', 0) / vids:12.2f} {conv:>13s} "
               f"{d.get('legacy_frames', 0):13d} {wall or 0:8.1f} {mw:>10s} {thr:>18s}  {notes[:160]}")
 
