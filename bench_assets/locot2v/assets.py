@@ -73,11 +73,13 @@ def _run(src: VideoSource, generator: str, sample_id: str) -> None:
         raise Failure(f"generator {generator!r}, sample {sample_id}: {e}") from None
 
 
-def visual_values(src: VideoSource, slot: dict, events, events_why, rrub: float) -> list[PL.Value]:
+def visual_values(src: VideoSource, slot: dict, events, events_why, rrub: float, stats: dict | None = None
+                  ) -> list[PL.Value]:
     """Every model-based sub-dimension of one video from ONE streamed decode pass: needs stated first (AQ's 1 fps
     frames, the event frames, every native frame in chunks for flows / scene cuts / transition windows / DOVER
     clips), then the pass, then the reductions. Memory: the gathered frames (bounded by duration at 1 fps and by
-    the event count) plus one chunk and the reducers' small state."""
+    the event count) plus one chunk and the reducers' small state. ``stats`` (optional) receives the flow counts
+    (``TemporalStream.flows_per_pair``)."""
     n, fps = src.n_frames, src.fps
     aesthetic, aesthetic_why = slot["aesthetic_v25"]
     dover, dover_why = slot["dover"]
@@ -98,8 +100,11 @@ def visual_values(src: VideoSource, slot: dict, events, events_why, rrub: float)
             dc.push(idx, frames)
 
     src.chunks(on_chunk, chunk=CHUNK, name="temporal")
-    return _after_pass(src, ts, aq_idx, aq, aesthetic, aesthetic_why, rrub, bounds, dc, dover_why, ev, events,
-                       events_why, seg, det, f"{seg_why}; {det_why}", emb, emb_why, slot["clip_b32"][0])
+    values = _after_pass(src, ts, aq_idx, aq, aesthetic, aesthetic_why, rrub, bounds, dc, dover_why, ev, events,
+                         events_why, seg, det, f"{seg_why}; {det_why}", emb, emb_why, slot["clip_b32"][0])
+    if stats is not None:
+        stats["flows"] = ts.flows_per_pair()
+    return values
 
 
 def _after_pass(src, ts, aq_idx, aq, aesthetic, aesthetic_why, rrub, bounds, dc, dover_why, ev, events, events_why,
@@ -179,8 +184,9 @@ def locot2v_visual(context: AssetExecutionContext, paths: BenchPaths, locot2v_sa
     slot = {n: models.slot_or_reason(n, device) for n in SLOTS if n not in ("long_text_embedder",)}
     bound, _ = rrub_value(paths)
     derived = _derived(locot2v_derived)
+    stats: dict = {}
     try:
-        values = visual_values(src, slot, derived["events"], derived["events_reason"], bound)
+        values = visual_values(src, slot, derived["events"], derived["events_reason"], bound, stats)
     except DecodeError as e:
         raise Failure(f"generator {generator!r}, sample {sample_id}: {e}") from None
     df = _rows(values, generator, sample_id, src.sha256, _protocol(models, judge, paths))
@@ -188,7 +194,9 @@ def locot2v_visual(context: AssetExecutionContext, paths: BenchPaths, locot2v_sa
     return Output(df, metadata={**_meta(values), "frames": int(src.n_frames), "fps": float(src.fps),
                                 "frames_converted": int(st.frames_converted), "frames_needed": int(st.frames_needed),
                                 "peak_chunk_frames": int(st.peak_chunk_frames),
-                                "gathered_frames": int(st.gathered_frames)})
+                                "gathered_frames": int(st.gathered_frames),
+                                # flow fields computed in the pass, by use (each pair's flow once: stream.py)
+                                "flows": MetadataValue.json(stats.get("flows", {}))})
 
 
 @asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1")

@@ -170,20 +170,33 @@ def analysis_indices(n_frames: int, fps: float, target: float = K.ANALYSIS_FPS) 
     return sorted({int(round(i * step)) for i in range(int((n_frames - 1) / step) + 1)})
 
 
-def top_mean(flow: np.ndarray, fraction: float) -> float:
-    mag = np.sqrt((flow.astype(np.float64) ** 2).sum(-1)).ravel()
+def flow_magnitude(flow: np.ndarray) -> np.ndarray:
+    """Per-pixel flow magnitude (float64, flat): what dynamic degree's and flickering's rules read."""
+    return np.sqrt((flow.astype(np.float64) ** 2).sum(-1)).ravel()
+
+
+def top_mean(flow: np.ndarray, fraction: float, mag: Optional[np.ndarray] = None) -> float:
+    """Mean of the top ``fraction`` of flow magnitudes (``mag``: ``flow_magnitude(flow)`` when already computed)."""
+    mag = flow_magnitude(flow) if mag is None else mag
     k = max(1, int(round(fraction * mag.size)))
     return float(np.mean(np.partition(mag, -k)[-k:]))
 
 
-def is_moving(flow: np.ndarray, shape: tuple[int, int]) -> bool:
+def is_moving(flow: np.ndarray, shape: tuple[int, int], mag: Optional[np.ndarray] = None) -> bool:
     """VBench: the mean of a pair's top-5 % flow magnitudes exceeds 6 * min(H, W) / 256."""
-    return top_mean(flow, K.DYNAMIC_TOP_FRACTION) > K.DYNAMIC_THRESHOLD_PER_256 * min(shape) / 256.0
+    return top_mean(flow, K.DYNAMIC_TOP_FRACTION, mag) > K.DYNAMIC_THRESHOLD_PER_256 * min(shape) / 256.0
 
 
-def is_static(flow: np.ndarray, shape: tuple[int, int]) -> bool:
+def is_static(flow: np.ndarray, shape: tuple[int, int], mag: Optional[np.ndarray] = None) -> bool:
     """VBench's static rule: top-2 % flow magnitude below 3 * min(H, W) / 256."""
-    return top_mean(flow, K.STATIC_TOP_FRACTION) < K.STATIC_FLOW_PER_256 * min(shape) / 256.0
+    return top_mean(flow, K.STATIC_TOP_FRACTION, mag) < K.STATIC_FLOW_PER_256 * min(shape) / 256.0
+
+
+def moving_static(flow: np.ndarray, shape: tuple[int, int]) -> tuple[bool, bool]:
+    """(``is_moving``, ``is_static``) of one pair from one magnitude computation (the two rules read the same
+    magnitudes; computing them twice was a tenth of a 720p pair's non-flow time)."""
+    mag = flow_magnitude(flow)
+    return is_moving(flow, shape, mag), is_static(flow, shape, mag)
 
 
 def dynamic_verdict(moving: int, pairs: int) -> tuple[Optional[float], dict]:
@@ -216,24 +229,33 @@ def pair_mae(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(b.astype(np.float32) - a.astype(np.float32)).mean())
 
 
-def warp(img: np.ndarray, flow: np.ndarray, t: float = 1.0) -> np.ndarray:
-    """Backward warp: sample ``img`` at x + t * flow(x)."""
+def warp_maps(flow: np.ndarray, t: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """The sampling maps x + t * flow(x) of a backward warp (one pair of maps serves several images)."""
     h, w = flow.shape[:2]
     gx, gy = np.meshgrid(np.arange(w, dtype=np.float32), np.arange(h, dtype=np.float32))
-    return cv2.remap(img, gx + t * flow[..., 0].astype(np.float32), gy + t * flow[..., 1].astype(np.float32),
-                     interpolation=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    return gx + t * flow[..., 0].astype(np.float32), gy + t * flow[..., 1].astype(np.float32)
+
+
+def remap(img: np.ndarray, maps: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    return cv2.remap(img, maps[0], maps[1], interpolation=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+
+
+def warp(img: np.ndarray, flow: np.ndarray, t: float = 1.0) -> np.ndarray:
+    """Backward warp: sample ``img`` at x + t * flow(x)."""
+    return remap(img, warp_maps(flow, t))
 
 
 def warp_pair_error(prev: np.ndarray, cur: np.ndarray, fwd: np.ndarray, bwd: np.ndarray,
                     tol: float = K.WARP_FB_TOLERANCE_PX) -> Optional[float]:
     """One pair (t, t+1): the previous frame warped onto the current one (sampled at x + B(x), B = flow t+1 -> t),
     mean |difference| in [0,1] over non-occluded pixels (|B(x) + F(x + B(x))| < tol, F = flow t -> t+1); None when
-    every pixel is occluded."""
+    every pixel is occluded. The forward flow and the frame are sampled through the same maps (built once)."""
     f, b = fwd.astype(np.float32), bwd.astype(np.float32)
-    ok = np.linalg.norm(b + warp(f, b), axis=-1) < tol
+    maps = warp_maps(b)
+    ok = np.linalg.norm(b + remap(f, maps), axis=-1) < tol
     if not ok.any():
         return None
-    warped = warp(prev.astype(np.float32), b)
+    warped = remap(prev.astype(np.float32), maps)
     diff = np.abs(warped - cur.astype(np.float32)).mean(axis=-1) / 255.0
     return float(diff[ok].mean())
 
@@ -314,10 +336,22 @@ def abruptness(s: Sequence[float]) -> float:
     return vb / (vb + K.TRANSITION_C)
 
 
+def mean_magnitude(flow: np.ndarray) -> float:
+    """Mean flow magnitude of a pair (px): all a transition window reads of a flow field."""
+    return float(np.linalg.norm(flow, axis=-1).mean())
+
+
 def transition_window_score(frames: Sequence[np.ndarray], embeddings: np.ndarray,
                             flows: Sequence[np.ndarray]) -> tuple[float, dict]:
     """One transition window (2k + 1 frames, 2k adjacent pairs, ``flows[j]`` = flow j -> j+1): 1 - A."""
-    mags = [float(np.linalg.norm(f, axis=-1).mean()) for f in flows]
+    return transition_window_score_mags(frames, embeddings, [mean_magnitude(f) for f in flows])
+
+
+def transition_window_score_mags(frames: Sequence[np.ndarray], embeddings: np.ndarray,
+                                 mags: Sequence[float]) -> tuple[float, dict]:
+    """``transition_window_score`` from the pairs' mean flow magnitudes (``mean_magnitude``), so a pair whose flow
+    another metric already computed is not computed again."""
+    mags = [float(m) for m in mags]
     med = float(np.median(mags))
     s, parts = [], []
     for j in range(len(frames) - 1):

@@ -8,6 +8,15 @@ as its last frame arrives; and, on the analysis frames (<= 8 fps) of the chunk p
 previous chunk, computes forward, backward and skip flows in one batched call each and reduces them at once to
 per-pair numbers (moving / static flags, flicker MAE, warping error, interpolation error) and the frame features to
 consecutive cosines. What stays after a chunk: those scalars, two analysis frames, one feature vector, the ring.
+
+Each flow field is computed once per pass. Per analysis pair (a, b): F = a -> b (dynamic degree, flickering's
+static rule, warping error's occlusion check) and B = b -> a (warping error); per skip triple (a, m, b) at even
+positions a -> b and b -> a (motion smoothness), i.e. one more flow per pair on average; per transition window the
+2k flows of its consecutive native pairs, of which it reads only the mean magnitude. Where a window's pair is also an
+analysis pair (videos at <= 16 fps, where analysis frames are consecutive native frames) or lies in an overlapping
+window, its mean magnitude is taken from the flow already computed (``mags``: one float per consecutive native pair
+whose frames the ring still holds), so no field is held beyond its pair. ``flow_counts`` counts what was computed
+and reused.
 """
 from __future__ import annotations
 
@@ -39,7 +48,11 @@ class TemporalStream:
         self.analysis = set(M.analysis_indices(self.n, self.fps))
         self.n_analysis = len(self.analysis)
         self.carry: list[np.ndarray] = []          # the last two analysis frames (for pairs and skip triples)
+        self.carry_idx: list[int] = []             # ... and their native indices
+        self.todo: list[tuple[int, np.ndarray]] = []   # analysis frames of this chunk whose flows are not yet done
         self.pos = 0                               # analysis frames seen
+        self.mags: dict[int, float] = {}           # mean flow magnitude of native pair (j, j+1), while j is held
+        self.flow_counts = {"forward": 0, "backward": 0, "skip": 0, "window": 0, "window_reused": 0}
         self.pairs = self.moving = 0
         self.static_maes: list[float] = []
         self.warp_errs: list[float] = []
@@ -59,7 +72,7 @@ class TemporalStream:
 
     # ------------------------------------------------------------------ feeding
     def push(self, indices: list[int], frames: np.ndarray) -> None:
-        chunk_analysis = []
+        chunk_analysis = []   # this chunk's analysis frames: embedded together after the loop
         for i, f in zip(indices, frames):
             i = int(i)
             f = np.array(f)  # own copy: a view would keep its whole decoded chunk alive while in the ring
@@ -70,18 +83,24 @@ class TemporalStream:
                 d = M.pair_mae(self.prev_native, f)
                 if d > self.abrupt[0]:       # the most abrupt pair so far: its window, kept until complete
                     a, b = M.window_bounds(i, self.n)
-                    self.abrupt = (d, {"t": i, "a": a, "b": b, "frames": {j: x for j, x in self.ring if j >= a}})
+                    self.abrupt = (d, {"t": i, "a": a, "b": b, "frames": {j: x for j, x in self.ring if j >= a},
+                                       "mags": {j: m for j, m in self.mags.items() if a <= j < b}})
             rec = self.abrupt[1]
             if rec is not None and rec["a"] <= i <= rec["b"]:
                 rec["frames"][i] = f
             self.prev_native = f
-            self._complete(i)
             if i in self.analysis:
                 chunk_analysis.append(f)
+                self.todo.append((i, f))
+            self._complete(i)
         self.held_peak = max(self.held_peak, len(self.ring) + len(chunk_analysis) + len(self.carry)
                              + (len(self.abrupt[1]["frames"]) if self.abrupt[1] else 0))
+        if self.todo:
+            self._flows()
         if chunk_analysis:
-            self._analyse(chunk_analysis)
+            self._embed(chunk_analysis)
+        lo = self.ring[0][0] if self.ring else 0   # a window only reads pairs whose frames the ring holds
+        self.mags = {j: m for j, m in self.mags.items() if j >= lo}
 
     def _cut(self, t: int) -> None:
         if 0 < t < self.n and t not in self.cuts:
@@ -97,22 +116,42 @@ class TemporalStream:
                 continue
             held = {j: x for j, x in self.ring}
             if all(j in held for j in range(a, b + 1)):
-                self._score_window(t, a, b, [held[j] for j in range(a, b + 1)])
+                if self.todo and self.flow is not None and self.embedder is not None and any(
+                        j in self.analysis and j + 1 in self.analysis and j + 1 >= self.todo[0][0]
+                        for j in range(a, b)):
+                    self._flows()   # the window's pairs that are analysis pairs: their flows first, then shared
+                self._score_window(t, a, b, [held[j] for j in range(a, b + 1)], self.mags)
             else:
                 self.dropped.append(t)
         self.pending = still
 
-    def _score_window(self, t: int, a: int, b: int, window: list[np.ndarray]) -> None:
+    def _keep_mag(self, j: int, m: float) -> None:
+        self.mags[j] = m
+        rec = self.abrupt[1]
+        if rec is not None and rec["a"] <= j < rec["b"]:
+            rec["mags"][j] = m
+
+    def _score_window(self, t: int, a: int, b: int, window: list[np.ndarray], known: dict) -> None:
+        """Score the window [a, b]; a pair's flow is computed only when ``known`` has no magnitude for it."""
         if self.flow is None or self.embedder is None:
             return
         from bench_assets.locot2v.pipeline import embed_unique
-        flows = self.flow.flow([(window[j], window[j + 1]) for j in range(len(window) - 1)])
-        s, d = M.transition_window_score(window, embed_unique(self.embedder, window), flows)
+        need = [j for j in range(a, b) if j not in known]
+        flows = self.flow.flow([(window[j - a], window[j - a + 1]) for j in need]) if need else []
+        self.flow_counts["window"] += len(need)
+        self.flow_counts["window_reused"] += (b - a) - len(need)
+        for j, f in zip(need, flows):
+            self._keep_mag(j, M.mean_magnitude(f))
+        mags = [known[j] for j in range(a, b)]   # _keep_mag filled what was missing
+        s, d = M.transition_window_score_mags(window, embed_unique(self.embedder, window), mags)
         self.windows.append({"t": t, "window": [a, b], "score": round(s, 5), **d})
         self.window_scores.append(s)
 
-    def _analyse(self, fresh: list[np.ndarray]) -> None:
-        seq = self.carry + fresh
+    def _flows(self) -> None:
+        """The flow metrics of the analysis frames not yet done (``todo``) with the two carried before them."""
+        idx, fresh = [i for i, _ in self.todo], [f for _, f in self.todo]
+        self.todo = []
+        seq, sidx = self.carry + fresh, self.carry_idx + idx
         start = self.pos - len(self.carry)        # analysis position of seq[0]
         first_new = len(self.carry)
         if self.flow is not None:
@@ -121,17 +160,28 @@ class TemporalStream:
             asked = [(seq[a], seq[b]) for a, b in pairs] + [(seq[b], seq[a]) for a, b in pairs]
             asked += [p for a, b in skips for p in ((seq[a], seq[b]), (seq[b], seq[a]))]
             got = self.flow.flow(asked) if asked else []
+            self.flow_counts["forward"] += len(pairs)
+            self.flow_counts["backward"] += len(pairs)
+            self.flow_counts["skip"] += 2 * len(skips)
             fwd, bwd, sk = got[:len(pairs)], got[len(pairs):2 * len(pairs)], got[2 * len(pairs):]
             for (a, b), f, g in zip(pairs, fwd, bwd):
                 self.pairs += 1
-                self.moving += int(M.is_moving(f, self.shape))
-                if M.is_static(f, self.shape):
+                moving, static = M.moving_static(f, self.shape)
+                self.moving += int(moving)
+                if static:
                     self.static_maes.append(M.pair_mae(seq[a], seq[b]))
                 e = M.warp_pair_error(seq[a], seq[b], f, g)
                 if e is not None:
                     self.warp_errs.append(e)
+                if sidx[b] == sidx[a] + 1 and self.embedder is not None:   # a transition window may read it
+                    self._keep_mag(sidx[a], M.mean_magnitude(f))
             for k, (a, b) in enumerate(skips):
                 self.interp_errs.append(M.interpolation_error(seq[a], seq[a + 1], seq[b], sk[2 * k], sk[2 * k + 1]))
+        self.pos += len(fresh)
+        self.carry, self.carry_idx = seq[-2:], sidx[-2:]
+
+    def _embed(self, fresh: list[np.ndarray]) -> None:
+        """Consecutive feature cosines of this chunk's analysis frames (one embedding batch per chunk)."""
         if self.embedder is not None:
             from bench_assets.locot2v.pipeline import embed_unique
             e = M.l2n(embed_unique(self.embedder, fresh))
@@ -139,8 +189,13 @@ class TemporalStream:
                 e = np.concatenate([self.last_emb[None], e])
             self.cosines += [float(max(0.0, x)) for x in np.sum(e[1:] * e[:-1], axis=1)]
             self.last_emb = e[-1]
-        self.pos += len(fresh)
-        self.carry = seq[-2:]
+
+    def flows_per_pair(self) -> dict:
+        """Flow fields computed in this pass, by use, and per analysis pair."""
+        c = dict(self.flow_counts)
+        computed = c["forward"] + c["backward"] + c["skip"] + c["window"]
+        return {**c, "computed": computed, "pairs": self.pairs,
+                "per_pair": round(computed / self.pairs, 4) if self.pairs else None}
 
     # ------------------------------------------------------------------ results
     def finish(self) -> list:
@@ -187,7 +242,7 @@ class TemporalStream:
         if not self.cuts:
             rec = self.abrupt[1]
             frames = [rec["frames"].get(j) for j in range(rec["a"], rec["b"] + 1)]
-            self._score_window(rec["t"], rec["a"], rec["b"], frames)
+            self._score_window(rec["t"], rec["a"], rec["b"], frames, rec["mags"])
             how = "no transition detected: the most abrupt adjacent pair"
         if not self.windows:
             return none("transition_smoothness", f"no transition window could be scored (dropped: {self.dropped})",
