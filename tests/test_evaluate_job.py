@@ -39,6 +39,7 @@ def test_one_tick_is_one_run_that_evaluates_items_generators_and_the_board(small
         req = first.run_requests[0]
         assert req.job_name == "entitybench_evaluate" and req.run_key.startswith("evaluate/")
         assert req.run_config["ops"][OP]["config"] == {"items": episodes, "generators": ["faithful"]}
+        assert req.tags["bench/generator"] == "faithful" and req.tags["bench/benchmark"] == "entitybench"
 
         # while a run of the job is queued or running, the sensor requests nothing (the work list would shrink
         # as it progresses and the same partitions would be started twice)
@@ -67,6 +68,7 @@ def test_one_tick_is_one_run_that_evaluates_items_generators_and_the_board(small
         nxt = sensor(build_sensor_context(instance=instance, cursor=done.cursor))
         assert [r.run_config["ops"][OP]["config"] for r in nxt.run_requests] == \
             [{"items": episodes, "generators": ["newgen"]}]
+        assert nxt.run_requests[0].tags["bench/generator"] == "newgen"
         assert nxt.run_requests[0].run_key != req.run_key
 
 

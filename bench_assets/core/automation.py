@@ -228,7 +228,9 @@ def evaluate_request(job_name: str, benchmark: str, requests: Sequence[RunReques
     op_name = f"{benchmark}_evaluate_op"
     return RunRequest(run_key=f"evaluate/{digest}", job_name=job_name,
                       run_config={"ops": {op_name: {"config": {"items": sorted(items), "generators": sorted(gens)}}}},
-                      tags={"bench/benchmark": benchmark, "bench/work": f"{len(requests)} partition runs folded"})
+                      tags={"bench/benchmark": benchmark, "bench/work": f"{len(requests)} partition runs folded",
+                            # the generators it evaluates, as a per-partition run names its one (UI run filters)
+                            **({"bench/generator": ",".join(sorted(gens))} if gens else {})})
 
 
 def nightly_stale_schedule(*, name: str, assets_fn: Callable[[], Sequence], asset_keys: Sequence[str],
