@@ -10,8 +10,9 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 import pandas as pd
-from dagster import AssetExecutionContext, AutomationCondition, Failure, MetadataValue, Output, asset
+from dagster import AssetExecutionContext, Failure, MetadataValue, Output, asset
 
+from bench_assets.core.automation import board_condition
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.generators import read_generator
 from bench_assets.core.manifest import build_manifest, protocol_digest
@@ -769,7 +770,7 @@ def leaderboard_table(answers: pd.DataFrame, qas: pd.DataFrame, answerers: list[
 
 @asset(group_name=GROUP, code_version="1", deps=[narrativetrack_answers, narrativetrack_qa,
                                                   narrativetrack_pipeline_quality],
-       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
+       automation_condition=board_condition("narrativetrack_qa", "narrativetrack_answers"))
 def narrativetrack_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths,
                                models: ModelRegistry, judge: Judge) -> Output[pd.DataFrame]:
     """Accuracy (%) per (dimension x format) cell, the micro-average, slices by direction, track type and distractor

@@ -12,8 +12,9 @@ from collections import Counter
 
 import numpy as np
 import pandas as pd
-from dagster import AssetExecutionContext, AutomationCondition, Failure, MetadataValue, Output, asset
+from dagster import AssetExecutionContext, Failure, MetadataValue, Output, asset
 
+from bench_assets.core.automation import board_condition
 from bench_assets.core.generators import discover_generators
 from bench_assets.core.media import DecodeError, VideoSource
 from bench_assets.core.partitions import ENTITYBENCH
@@ -210,7 +211,7 @@ def narrativetrack_episode_answers(context: AssetExecutionContext, paths: BenchP
 
 
 @asset(group_name=GROUP, code_version="1", deps=[narrativetrack_episode_answers, narrativetrack_episode_qa],
-       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
+       automation_condition=board_condition("narrativetrack_episode_answers"))
 def narrativetrack_episode_report(context: AssetExecutionContext, store: Store) -> Output[pd.DataFrame]:
     """Per EntityBench generator x answerer: how often the generated video lets the answerer recover the script's
     entity facts (accuracy on the script's questions, strict and lenient, per cell and overall), beside random."""
