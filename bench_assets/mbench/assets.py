@@ -2,6 +2,7 @@
 model work in pipeline.py."""
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
 
@@ -11,9 +12,10 @@ from dagster import AssetExecutionContext, AutomationCondition, Failure, Metadat
 
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.manifest import build_manifest, protocol_digest
-from bench_assets.core.media import ClipCache, DecodeError
+from bench_assets.core.media import DecodeError, VideoSource
 from bench_assets.core.partitions import BenchmarkPartitions
 from bench_assets.mbench import dataset as D
+from bench_assets.mbench import frames as FR
 from bench_assets.mbench import geometry as G
 from bench_assets.mbench import judging as J
 from bench_assets.mbench import metrics as M
@@ -28,7 +30,6 @@ BENCH = "mbench"
 PROTOCOL = "mbench-1.1"
 P = BenchmarkPartitions(BENCH)
 GROUP = "mbench"
-CLIPS = ClipCache(max_clips=16)
 SLOTS = ("pose", "image_embedder", "face", "person_detector", "open_vocab_detector", "object_segmenter", "style_vgg",
          "clip_b32")
 TRACK_COLUMNS = ["kind", "frame", "box", "reason", "track", "embedding", "person_box", "threshold", "mask",
@@ -74,14 +75,22 @@ def _case(df: pd.DataFrame) -> D.Case:
     return D.parse_case(json.loads(df["case_json"].iloc[0]), "table")
 
 
-def _video(paths: BenchPaths, generator: str, case_id: str):
+def _video(paths: BenchPaths, generator: str, case_id: str) -> VideoSource:
+    """The case's output video, probed (nothing decoded yet): each step states its frames, then decodes once."""
     path = D.output_video(paths.generator_dir(generator), case_id)
     if path.is_dir():
         raise Failure(f"generator {generator!r}, case {case_id}: {path} is a directory, not a video")
     if not path.is_file():
         raise Failure(f"generator {generator!r}, case {case_id}: no output video {path}")
+    with _decoding(generator, case_id):
+        return VideoSource(path)
+
+
+@contextmanager
+def _decoding(generator: str, case_id: str):
+    """A video that fails while decoding (truncated, corrupt) is one clear error naming the item."""
     try:
-        return CLIPS.get(str(path))
+        yield
     except DecodeError as e:
         raise Failure(f"generator {generator!r}, case {case_id}: {e}") from None
 
@@ -117,17 +126,22 @@ def mbench_poses(context: AssetExecutionContext, paths: BenchPaths, mbench_case:
     A: turnaround split, up to 20 pairs)."""
     generator, case_id = P.split(context.partition_key)
     case = _case(mbench_case)
-    clip = _video(paths, generator, case_id)
+    src = _video(paths, generator, case_id)
     pose, why = _slot(models, device, "pose")
     if pose is None:  # pose-dependent sub-dimensions become None with this reason; identity still scores
         df = pd.DataFrame([{"kind": "unavailable", "frame": None, "R": None, "C": None, "step_failed": None,
                             "i": None, "j": None, "reason": why}])
-        df["generator"], df["case_id"], df["source_sha256"] = generator, case_id, clip.sha256
+        df["generator"], df["case_id"], df["source_sha256"] = generator, case_id, src.sha256
         return Output(df, metadata={"frames": 0, "pairs": 0, "pairing": MetadataValue.text(why)})
-    frames = list(clip.frames)
-    K = G.intrinsics(clip.size[0], clip.size[1])
-    est = pose.estimate(frames, K)
+    # every frame, walked once in chunks: the trajectory keeps each frame's features, never the frames
+    frames = FR.VideoFrames(src, walk=True, name="mbench_poses")
+    K = G.intrinsics(src.size[0], src.size[1])
+    with _decoding(generator, case_id):
+        est = pose.estimate(frames, K)
     Rs, C, failed = est
+    if len(Rs) != len(frames) or not src.done:
+        raise Failure(f"generator {generator!r}, case {case_id}: the pose slot placed {len(Rs)} of "
+                      f"{len(frames)} frames")
     if case.mode == "A":
         pairs, how = G.revisit_pairs_action(Rs, C)
     else:
@@ -139,7 +153,7 @@ def mbench_poses(context: AssetExecutionContext, paths: BenchPaths, mbench_case:
     rows += [{"kind": "pair", "frame": None, "R": None, "C": None, "step_failed": None, "i": i, "j": j}
              for i, j in pairs]
     df = pd.DataFrame(rows)
-    df["generator"], df["case_id"], df["source_sha256"] = generator, case_id, clip.sha256
+    df["generator"], df["case_id"], df["source_sha256"] = generator, case_id, src.sha256
     meta = {"frames": len(frames), "pairs": len(pairs), "pairing": how, "failed_steps": int(sum(failed))}
     if getattr(est, "kinds", None):
         meta["step_kinds"] = MetadataValue.json({k: est.kinds.count(k) for k in sorted(set(est.kinds))})
@@ -173,8 +187,11 @@ def mbench_trigger(context: AssetExecutionContext, paths: BenchPaths, mbench_cas
         if not ok:
             row["reason"] = f"trigger needs the judge: {why}"
         else:
-            clip = _video(paths, generator, case_id)
-            _, frames = clip.even(PL.TRIGGER_FRAMES)
+            src = _video(paths, generator, case_id)
+            req = src.even(PL.TRIGGER_FRAMES, name="mbench_trigger")
+            with _decoding(generator, case_id):
+                src.run()
+            frames = req.frames
             res = judge.ask_many([J.trigger_request(case.subset, case.segments, case.target, list(frames))])[0]
             row["cache_key"] = res.cache_key
             if res.status == "ok":
@@ -208,14 +225,37 @@ def _value_row(generator, case, metric, value, reason=None, detail=None, n_eval=
 POSE_METRICS = ("geometry", "texture", "epipolar", "reprojection", "lighting", "action_instruction")
 
 
-def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, pairs, models: ModelRegistry,
-                device: Device, judge: Judge, tracks: pd.DataFrame, pose_reason: Optional[str] = None
-                ) -> list[dict]:
-    """Every sub-dimension that applies to this case, on [0,1] (None with a reason when it cannot be computed)."""
-    h, w = frames[0].shape[:2]
+def case_metrics(case: D.Case) -> set:
+    """The sub-dimensions that apply to a case."""
+    return set(M.SUBSET_METRICS[case.subset]) | ({"text_instruction"} if case.mode == "T" else {"action_instruction"})
+
+
+def score_plan(case: D.Case, n_frames: int, Rs, C, pairs, models: ModelRegistry, device: Device,
+               judge: Optional[Judge], tracks: pd.DataFrame):
+    """(frames to gather, reductions) that ``case_scores`` reads: the frames every applicable sub-dimension needs,
+    stated before the decode pass (frames.py says which frames each one needs)."""
+    applies = case_metrics(case) - (set(POSE_METRICS) if Rs is None else set())
+    wanted = {"image_embedder": {"texture", "appearance"}, "style_vgg": {"style"}, "clip_b32": {"text_instruction"}}
+    slots = {name: _slot(models, device, name)[0] for name, ms in wanted.items() if ms & applies}
+    judge_ok = bool({"state_evolution", "evolution_correctness"} & applies) and judge is not None \
+        and judge.available()[0]
+    tracks = tracks if len(tracks) else pd.DataFrame(columns=TRACK_COLUMNS)
+    return FR.score_plan(case, n_frames, C, pairs, tracks, applies, slots, judge_ok)
+
+
+def case_scores(generator: str, case: D.Case, frames, Rs, C, pairs, models: ModelRegistry,
+                device: Device, judge: Judge, tracks: pd.DataFrame, pose_reason: Optional[str] = None,
+                reduced: Optional[FR.ScoreInputs] = None) -> list[dict]:
+    """Every sub-dimension that applies to this case, on [0,1] (None with a reason when it cannot be computed).
+    ``frames``: a list of frames, or the step's ``FR.VideoFrames`` with ``reduced`` from the same pass (the
+    per-frame features, CIELAB means, Gram distances and texture embeddings planned by ``score_plan``)."""
+    h, w = FR.frame_hw(frames)
     K = G.intrinsics(w, h)
     rows = []
-    applies = set(M.SUBSET_METRICS[case.subset]) | ({"text_instruction"} if case.mode == "T" else {"action_instruction"})
+    if reduced is None:   # frames in memory: the same reductions, run over them
+        _, reduced = score_plan(case, len(frames), Rs, C, pairs, models, device, judge, tracks)
+        FR.reduce_list(frames, reduced)
+    applies = case_metrics(case)
     if Rs is None:
         rows += [_value_row(generator, case, m, None, pose_reason, evaluator=True)
                  for m in POSE_METRICS if m in applies]
@@ -228,9 +268,9 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
             rows += [_value_row(generator, case, m, None, why, evaluator="unavailable" in why or "slot" in why)
                      for m in ("geometry", "texture")]
         else:
-            boxes = [json.loads(b) if isinstance(b, str) else None for b in objects["box"]]
-            masks = [PL.decode_mask(m) if isinstance(m, str) else None
-                     for m in (objects["mask"] if "mask" in objects else [None] * len(objects))]
+            boxes, mask_text = FR.object_rows(tracks)
+            masks = {i: PL.decode_mask(mask_text[i]) for i, _ in pairs
+                     if boxes[i] is not None and mask_text[i] is not None}   # the pair references' only
             src = objects["mask_source"].dropna() if "mask_source" in objects else pd.Series([], dtype=object)
             mask_source = str(src.iloc[0]) if len(src) else "pose_box"
             vals, details = [], []
@@ -238,7 +278,7 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
                 if boxes[i] is None:
                     continue
                 R_rel, _ = G.relative(Rs[i], C[i], Rs[j], C[j])
-                v, how = PL.geometry_pair(frames[i], frames[j], boxes[i], R_rel, K, mask=masks[i])
+                v, how = PL.geometry_pair(frames[i], frames[j], boxes[i], R_rel, K, mask=masks.get(i))
                 if v is not None:
                     vals.append(v)
                     details.append({"pair": [i, j], "ssim": round(v, 4), "warp": how})
@@ -247,14 +287,13 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
                                    {"pairs": details, "mask_source": mask_source},
                                    n_eval=len(vals), n_skipped=len(pairs) - len(vals)))
             embedder, why = _slot(models, device, "image_embedder")
-            crops = [c for c in (PL.masked_crop(f, b, m) for f, b, m in zip(frames, boxes, masks) if b is not None)
-                     if c is not None]
             if embedder is None:
                 rows.append(_value_row(generator, case, "texture", None, why, evaluator=True))
-            else:
-                v = M.centroid_consistency(embedder.embed(crops)) if len(crops) >= 2 else None
+            else:   # every masked crop, embedded chunk by chunk during the pass (frames.TextureEmbeddings)
+                emb = reduced.texture.embeddings()
+                v = M.centroid_consistency(emb) if emb is not None else None
                 rows.append(_value_row(generator, case, "texture", v, None if v is not None else "fewer than 2 crops",
-                                       {"crops": len(crops), "mask_source": mask_source}))
+                                       {"crops": reduced.texture.crops, "mask_source": mask_source}))
     if {"identity", "appearance"} & applies:
         faces = tracks[tracks["kind"] == "face"]
         gone = tracks[tracks["kind"] == "face_unavailable"]
@@ -290,7 +329,7 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
                 rows.append(_value_row(generator, case, "appearance", v, None if v is not None else
                                        "no track with >= 2 full-body crops", {"scored": n}, n_eval=n))
     if {"epipolar", "reprojection", "lighting"} & applies:
-        feats = PL.LazyFeatures(frames)
+        feats = reduced.features    # ORB features of the pair and helper frames, computed during the pass
         errs = [G.revisit_pair(feats, i, j, Rs, C, K) for i, j in pairs]
         for m, key in (("epipolar", "epipolar_px"), ("reprojection", "reprojection_px")):
             agg = M.spatial_score(errs, key)
@@ -299,11 +338,11 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
                                    {"pairs": errs, "forgotten": agg["forgotten"]},
                                    n_eval=agg["n_eval"], n_skipped=agg["n_skipped"] + (0 if pairs else 1)))
         rows.append(_value_row(generator, case, "lighting",
-                               M.lighting_score([(frames[i], frames[j]) for i, j in pairs]),
+                               M.lighting_from_stats([(reduced.lab[i], reduced.lab[j]) for i, j in pairs]),
                                None if pairs else "no revisit pair", n_eval=len(pairs)))
     if "style" in applies:
         vgg, why = _slot(models, device, "style_vgg")
-        rows.append(_value_row(generator, case, "style", M.gram_style_score(vgg.grams(frames)) if vgg else None,
+        rows.append(_value_row(generator, case, "style", reduced.style.score() if vgg else None,
                                why if vgg is None else None, evaluator=vgg is None))
     if {"state_evolution", "evolution_correctness"} & applies:
         ok, why = judge.available()
@@ -311,7 +350,7 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
             rows += [_value_row(generator, case, m, None, f"needs the judge: {why}", evaluator=True)
                      for m in ("state_evolution", "evolution_correctness")]
         else:
-            sel = PL.even(len(frames), PL.TRIGGER_FRAMES)
+            sel = PL.even(len(frames), PL.TRIGGER_FRAMES)   # gathered by the plan
             res = judge.ask_many([J.evolution_request(case.causal_event, [frames[k] for k in sel])])[0]
             if res.status != "ok":
                 rows += [_value_row(generator, case, m, None, f"judge {res.status}: {res.reason}", evaluator=True)
@@ -327,11 +366,8 @@ def case_scores(generator: str, case: D.Case, frames: list[np.ndarray], Rs, C, p
         if clip_model is None:
             rows.append(_value_row(generator, case, "text_instruction", None, why, evaluator=True))
         else:
-            seg = PL.segment_of_frames(len(frames), len(case.segments))
             per = []
-            for k, s in enumerate(case.segments):
-                ks = [i for i, x in enumerate(seg) if x == k]
-                pick = [ks[i] for i in PL.even(len(ks), PL.TEXT_FRAMES_PER_SEGMENT)] if ks else []
+            for s, pick in zip(case.segments, FR.text_frames_per_segment(len(frames), len(case.segments))):
                 if pick:
                     per.append(float(clip_model.similarity([frames[i] for i in pick], [s.get("text", "")]).mean()))
             rows.append(_value_row(generator, case, "text_instruction", float(np.clip(np.mean(per), 0, 1)) if per else None,
@@ -385,8 +421,9 @@ def _init_box(case: D.Case, frame0: np.ndarray, models: ModelRegistry, device: D
 def track_rows(case: D.Case, frames: list[np.ndarray], Rs, models: ModelRegistry, device: Device, C=None,
                init_size: Optional[tuple[int, int]] = None) -> list[dict]:
     """Object box per frame (the case box / first-frame detection carried by the full pose) and face detections
-    with their track id, embedding and enclosing person box, for the subsets that use them."""
-    h, w = frames[0].shape[:2]
+    with their track id, embedding and enclosing person box, for the subsets that use them. ``frames``: a list, or
+    the step's ``FR.VideoFrames`` planned by ``track_plan``."""
+    h, w = FR.frame_hw(frames)
     K = G.intrinsics(w, h)
     metrics = set(M.SUBSET_METRICS[case.subset])
     rows: list[dict] = []
@@ -439,6 +476,23 @@ def track_rows(case: D.Case, frames: list[np.ndarray], Rs, models: ModelRegistry
     return rows
 
 
+def track_plan(case: D.Case, n_frames: int, Rs, C, models: ModelRegistry, device: Device) -> tuple[set[int], bool]:
+    """(frames to gather, walk every frame) for ``track_rows``: frame 0 for the init box; with the object_segmenter
+    slot every frame in order (propagation), else the frames ``box_depth`` triangulates with; the identity frames."""
+    metrics = set(M.SUBSET_METRICS[case.subset])
+    gather, walk = set(), False
+    if {"geometry", "texture"} & metrics and Rs is not None:
+        gather.add(0)
+        if _slot(models, device, "object_segmenter")[0] is not None:
+            walk = True
+        elif C is not None:
+            gather |= set(G.helper_candidates(0, n_frames + 10 * G.PAIR_DEFAULT.helper_window, C, n_frames))
+    if {"identity", "appearance"} & metrics and _slot(models, device, "face")[0] is not None \
+            and M.identity_threshold(models.status("face").checkpoint)[0] is not None:
+        gather |= set(PL.even(n_frames, PL.IDENTITY_FRAMES))
+    return gather, walk
+
+
 @asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="3", pool="gpu", op_tags=GPU_OP_TAGS)
 def mbench_tracks(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
                   mbench_poses: pd.DataFrame, models: ModelRegistry, device: Device) -> Output[pd.DataFrame]:
@@ -448,11 +502,14 @@ def mbench_tracks(context: AssetExecutionContext, paths: BenchPaths, mbench_case
     box."""
     generator, case_id = P.split(context.partition_key)
     case = _case(mbench_case)
-    clip = _video(paths, generator, case_id)
+    src = _video(paths, generator, case_id)
     Rs, C, _ = _trajectory(mbench_poses)
-    rows = track_rows(case, list(clip.frames), Rs, models, device, C=C, init_size=_init_size(paths, case))
+    gather, walk = track_plan(case, src.n_frames, Rs, C, models, device)
+    frames = FR.VideoFrames(src, gather, walk=walk, name="mbench_tracks")
+    with _decoding(generator, case_id):
+        rows = track_rows(case, frames, Rs, models, device, C=C, init_size=_init_size(paths, case))
     df = pd.DataFrame(rows, columns=TRACK_COLUMNS)
-    df["generator"], df["case_id"], df["source_sha256"] = generator, case_id, clip.sha256
+    df["generator"], df["case_id"], df["source_sha256"] = generator, case_id, src.sha256
     faces = df[df["kind"] == "face"]
     msrc = sorted(set(df["mask_source"].dropna().astype(str)))
     return Output(df, metadata={"object_frames": int(((df["kind"] == "object") & df["box"].notna()).sum()),
@@ -468,17 +525,24 @@ def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case
     per-pair provenance; triggered flag carried for the M-Score."""
     generator, case_id = P.split(context.partition_key)
     case = _case(mbench_case)
-    clip = _video(paths, generator, case_id)
-    frames = list(clip.frames)
+    src = _video(paths, generator, case_id)
     Rs, C, pairs = _trajectory(mbench_poses)
+    pairs = pairs or []
     why = None if Rs is not None else f"pose slot unavailable: {mbench_poses['reason'].iloc[0]}"
-    rows = case_scores(generator, case, frames, Rs, C, pairs or [], models, device, judge, mbench_tracks,
-                       pose_reason=why)
+    # the frames and per-frame reductions every applicable sub-dimension needs, then one pass for all of them
+    gather, reduced = score_plan(case, src.n_frames, Rs, C, pairs, models, device, judge, mbench_tracks)
+    frames = FR.VideoFrames(src, gather, name="mbench_scores")
+    FR.register(src, reduced, "mbench_scores")
+    if gather or FR.has_work(reduced):
+        with _decoding(generator, case_id):
+            frames.finish()
+    rows = case_scores(generator, case, frames, Rs, C, pairs, models, device, judge, mbench_tracks,
+                       pose_reason=why, reduced=reduced)
     df = pd.DataFrame(rows)
     trig = mbench_trigger.iloc[0]
     df["triggered"] = None if pd.isna(trig["triggered"]) else bool(trig["triggered"])
     df["trigger_reason"] = trig["reason"]
-    df["source_sha256"] = clip.sha256
+    df["source_sha256"] = src.sha256
     df["protocol"] = _protocol(models, judge)
     ev = df[df["n_failed_evaluator"] > 0]
     meta = {r.metric_id: (round(r.value, 4) if pd.notna(r.value) else "None") for r in df.itertuples()}

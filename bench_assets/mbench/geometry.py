@@ -188,14 +188,24 @@ def epipolar_error(pa, pb, R, t, K, min_baseline: float = 1e-9) -> tuple[float, 
     return float(np.median(epipolar_px(pa, pb, R, t, K))), "epipolar: symmetric point-to-line distance"
 
 
+HELPER_TRIES = 3   # nearby frames tried, farthest first, to triangulate the reference's points
+
+
+def helper_candidates(i: int, j: int, C, n: int, cfg: PairConfig = None) -> list[int]:
+    """The frames ``_helper_points`` tries for reference i (return j), in order: within ``helper_window`` of i, on
+    the reference's side of the video (never the return), farthest camera centre first; at most HELPER_TRIES. Known
+    from the trajectory alone, so a streamed pass can keep just these frames' features."""
+    cfg = cfg or PAIR_DEFAULT
+    cands = [h for h in range(max(0, i - cfg.helper_window), min(n, i + cfg.helper_window + 1))
+             if h != i and abs(h - i) < abs(h - j)]
+    cands.sort(key=lambda h: -float(np.linalg.norm(C[h] - C[i])))
+    return cands[:HELPER_TRIES]
+
+
 def _helper_points(feats, i: int, j: int, Rs, C, K, cfg: PairConfig, vo: VOConfig):
     """World points seen by the reference frame i, triangulated with a nearby frame (not the return frame) that has
     baseline under the trajectory: {keypoint index in i: X}, and how."""
-    n = len(Rs)
-    cands = [h for h in range(max(0, i - cfg.helper_window), min(n, i + cfg.helper_window + 1))
-             if h != i and abs(h - i) < abs(h - j)]       # from the reference's side of the video, never the return
-    cands.sort(key=lambda h: -float(np.linalg.norm(C[h] - C[i])))
-    for h in cands[:3]:
+    for h in helper_candidates(i, j, C, len(Rs), cfg):
         if np.linalg.norm(C[h] - C[i]) <= 1e-9:
             return {}, "rotation-only around the reference: nothing to triangulate"
         ia, ih = match(feats[i], feats[h], vo)

@@ -183,13 +183,15 @@ def lab_stats(frame: np.ndarray) -> tuple[float, np.ndarray]:
 def lighting_score(pairs: Sequence[tuple[np.ndarray, np.ndarray]], alpha: float = LIGHTING_ALPHA,
                    tau: float = LIGHTING_TAU) -> Optional[float]:
     """exp(-D / tau), D = mean over pairs of alpha |L_i - L_j| + (1 - alpha) ||ab_i - ab_j||."""
+    return lighting_from_stats([(lab_stats(a), lab_stats(b)) for a, b in pairs], alpha, tau)
+
+
+def lighting_from_stats(pairs: Sequence[tuple[tuple, tuple]], alpha: float = LIGHTING_ALPHA,
+                        tau: float = LIGHTING_TAU) -> Optional[float]:
+    """``lighting_score`` from each pair's ``lab_stats`` (a streamed pass keeps two numbers per frame, not frames)."""
     if not pairs:
         return None
-    ds = []
-    for a, b in pairs:
-        la, aba = lab_stats(a)
-        lb, abb = lab_stats(b)
-        ds.append(alpha * abs(la - lb) + (1 - alpha) * float(np.linalg.norm(aba - abb)))
+    ds = [alpha * abs(la - lb) + (1 - alpha) * float(np.linalg.norm(aba - abb)) for (la, aba), (lb, abb) in pairs]
     return float(np.exp(-np.mean(ds) / tau))
 
 
@@ -197,7 +199,13 @@ def gram_style_score(grams: Sequence[np.ndarray]) -> Optional[float]:
     """1 - mean over adjacent frames of ||G_t - G_{t-1}||_F (Gram matrices already divided by C*H*W), in [0,1]."""
     if len(grams) < 2:
         return None
-    d = [float(np.linalg.norm(b - a)) for a, b in zip(grams[:-1], grams[1:])]
+    return style_from_distances([float(np.linalg.norm(b - a)) for a, b in zip(grams[:-1], grams[1:])])
+
+
+def style_from_distances(d: Sequence[float]) -> Optional[float]:
+    """``gram_style_score`` from the adjacent Gram distances (reduced chunk by chunk: no Gram of every frame held)."""
+    if not len(d):
+        return None
     return float(np.clip(1 - np.mean(d), 0, 1))
 
 
