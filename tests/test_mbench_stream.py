@@ -127,3 +127,10 @@ def test_unplanned_frames_fail_loudly(tmp_path):
     assert len(walked) == 12 and src.done and vf[5].shape == (32, 48, 3)
     with pytest.raises(RuntimeError, match="once"):
         list(vf)
+    # a consumer that takes exactly len() frames and stops (no StopIteration): finish() closes the pass
+    src = media.VideoSource(path)
+    vf = FR.VideoFrames(src, walk=True, chunk=4, name="t")
+    it = iter(vf)
+    assert len([next(it) for _ in range(len(vf))]) == 12 and not src.done
+    vf.finish()
+    assert src.done and src.stats.frames_decoded == 12

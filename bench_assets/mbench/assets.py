@@ -138,6 +138,7 @@ def mbench_poses(context: AssetExecutionContext, paths: BenchPaths, mbench_case:
     K = G.intrinsics(src.size[0], src.size[1])
     with _decoding(generator, case_id):
         est = pose.estimate(frames, K)
+        frames.finish()   # a slot that stops after the last frame leaves the pass to be closed (and checked) here
     Rs, C, failed = est
     if len(Rs) != len(frames) or not src.done:
         raise Failure(f"generator {generator!r}, case {case_id}: the pose slot placed {len(Rs)} of "
