@@ -18,6 +18,7 @@ from dagster import (
 
 from bench_assets.core import grounding as G
 from bench_assets.core.aggregate import cohens_d, corrected_mean, paired_dz
+from bench_assets.core.automation import board_condition
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.manifest import protocol_digest
 from bench_assets.core.media import DecodeError, VideoSource
@@ -872,7 +873,7 @@ def comparability_table(records: pd.DataFrame) -> pd.DataFrame:
 
 @asset(group_name=METRIC_GROUP, code_version="3",
        deps=[*METRIC_TABLES, "entitybench_episode"],
-       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
+       automation_condition=board_condition(*METRIC_TABLES))
 def entitybench_leaderboard(context: AssetExecutionContext, store: Store) -> Output[pd.DataFrame]:
     """Headline table: every metric for every generator (value or None with reason), per tier and overall."""
     from bench_assets.core.site import report_metadata  # the report site's page for this benchmark

@@ -8,8 +8,9 @@ from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
-from dagster import AssetExecutionContext, AutomationCondition, Failure, MetadataValue, Output, asset
+from dagster import AssetExecutionContext, Failure, MetadataValue, Output, asset
 
+from bench_assets.core.automation import board_condition
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.manifest import build_manifest, protocol_digest
 from bench_assets.core.media import DecodeError, VideoSource
@@ -632,7 +633,7 @@ def _board_row(g: str, mode: str, k: str, sg: pd.DataFrame, applicable: pd.DataF
 
 
 @asset(group_name=GROUP, code_version="3", deps=[mbench_scores, mbench_case],
-       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
+       automation_condition=board_condition("mbench_scores"))
 def mbench_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths, models: ModelRegistry,
                        judge: Judge) -> Output[pd.DataFrame]:
     """All 12 sub-dimensions per generator: coverage, reliability and M-Score (value or None with reason), and the

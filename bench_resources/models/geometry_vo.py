@@ -19,7 +19,7 @@ The estimator (why each step exists):
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
 import cv2
 import numpy as np
@@ -321,10 +321,25 @@ class Trajectory:
         return iter((self.Rs, self.C, self.failed))
 
 
-def trajectory(frames: Sequence[np.ndarray], K: np.ndarray, cfg: VOConfig = DEFAULT) -> Trajectory:
-    """One camera trajectory for the whole video (see the module docstring)."""
-    feats = [features(f, cfg) for f in frames]
+def loop_grid(n: int, cfg: VOConfig = DEFAULT) -> set[int]:
+    """The frames ``_close_loop`` tries as the two ends of a loop (an even stride over the video)."""
+    if n <= cfg.loop_min_gap:
+        return set()
+    stride = max(1, n // cfg.loop_candidates)
+    return set(range(cfg.loop_min_gap, n, stride)) | set(range(0, n, stride))
+
+
+def trajectory(frames: Iterable[np.ndarray], K: np.ndarray, cfg: VOConfig = DEFAULT) -> Trajectory:
+    """One camera trajectory for the whole video (see the module docstring).
+
+    Streamed: ``frames`` is walked once, in order (a list, or a one-pass sequence with ``len()``); each frame's
+    features are kept only while a later step can read them (the current keyframe, the last rotation-only frame
+    after it, the loop-closure grid, and the mapped keyframe nearest below each grid frame), so memory does not
+    grow with the video's length."""
     n = len(frames)
+    grid = loop_grid(n, cfg)
+    feats: dict[int, Features] = {}
+    frame_iter = iter(frames)
     Rs, Cs = [np.eye(3)], [np.zeros(3)]
     failed, kinds = [], []
     kf = 0
@@ -332,7 +347,37 @@ def trajectory(frames: Sequence[np.ndarray], K: np.ndarray, cfg: VOConfig = DEFA
     kf_matches0 = None                         # matches to the keyframe right after it became one
     maps: dict[int, dict[int, np.ndarray]] = {}
     step_len: list[float] = []
-    for k in range(1, n):
+    last_rot = None                            # the last rotation-only frame after the keyframe (the end's "held")
+    last_mapped = None                         # the latest keyframe in ``maps``
+    retained: set[int] = set()                 # earlier mapped keyframes _close_loop can still read
+
+    def keep(k: int) -> bool:
+        return k in grid or k == kf or k == last_rot or k == last_mapped or k in retained
+
+    def map_keyframe(k: int) -> None:
+        # a mapped keyframe serves _close_loop only as the nearest one below a grid frame: drop the previous one
+        # when no grid frame lies between it and this one
+        nonlocal last_mapped
+        prev, last_mapped = last_mapped, k
+        if prev is None:
+            return
+        if any(prev <= i < k for i in grid):
+            retained.add(prev)
+        else:
+            maps.pop(prev, None)
+            if not keep(prev):
+                feats.pop(prev, None)
+
+    for k in range(n):
+        try:
+            f = next(frame_iter)
+        except StopIteration:
+            raise ValueError(f"trajectory: {n} frames announced, the walk ended after {k}") from None
+        feats[k] = features(f, cfg)
+        del f
+        if k == 0:
+            continue
+        old_kf, old_rot = kf, last_rot
         ia, ib = match(feats[kf], feats[k], cfg)
         pa, pb = feats[kf].pts[ia].reshape(-1, 2), feats[k].pts[ib].reshape(-1, 2)
         R_k, C_k, kind = None, None, "failed"
@@ -374,6 +419,7 @@ def trajectory(frames: Sequence[np.ndarray], K: np.ndarray, cfg: VOConfig = DEFA
             # lost the keyframe: restart from this frame if it has texture
             if len(feats[k].pts) >= cfg.min_features:
                 kf, kf_map, kf_matches0 = k, {}, None
+            _forget(feats, keep, k, old_kf, old_rot, kf, last_rot)
             continue
         Rs.append(R_k)
         Cs.append(C_k)
@@ -401,11 +447,18 @@ def trajectory(frames: Sequence[np.ndarray], K: np.ndarray, cfg: VOConfig = DEFA
                        if ok[q] or int(a) in kf_map}
             kf, kf_map, kf_matches0 = k, new_map, None
             maps[k] = kf_map
+            map_keyframe(k)
         elif len(ia) < cfg.keyframe_overlap * kf_matches0 or len(ia) < 3 * cfg.min_matches:
             kf_map = {int(b): kf_map[int(a)] for a, b in zip(ia, ib) if int(a) in kf_map}
             kf, kf_matches0 = k, None
             if kf_map:
                 maps[k] = kf_map
+                map_keyframe(k)
+        if kf != old_kf:
+            last_rot = None
+        elif kind == "rotation":
+            last_rot = k
+        _forget(feats, keep, k, old_kf, old_rot, kf, last_rot)
     # frames after the last keyframe that moved too little to pass the parallax bar: one more two-view with the
     # bar halved, so the end of a move is not dropped
     held = [q for q in range(kf + 1, n) if kinds[q - 1] == "rotation" and np.allclose(Cs[q], Cs[kf])]
@@ -430,6 +483,13 @@ def trajectory(frames: Sequence[np.ndarray], K: np.ndarray, cfg: VOConfig = DEFA
     if length > 1e-9:
         traj.C = traj.C / length
     return traj
+
+
+def _forget(feats: dict, keep, k: int, *candidates) -> None:
+    """Drop the features of this step's frames that no later step reads."""
+    for q in {k, *candidates}:
+        if q is not None and q in feats and not keep(q):
+            del feats[q]
 
 
 def _scale_from_map(kf_map, ia, pb, tv: TwoView, R_kf, C_kf, K, cfg: VOConfig) -> Optional[float]:
