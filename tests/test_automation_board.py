@@ -29,3 +29,11 @@ def test_board_waits_for_a_metric_partition():
         materialize([toy_metric], partition_key="a", instance=instance)
         r = evaluate_automation_conditions(defs=defs, instance=instance, cursor=r.cursor)
         assert r.get_num_requested(toy_board.key) == 1
+
+
+def test_every_leaderboard_waits_for_a_metric_partition():
+    from bench_assets.benchmarks import BENCHMARKS
+    for name, b in BENCHMARKS.items():
+        board = next(a for a in b.assets if b.leaderboard in {k.to_user_string() for k in a.keys})
+        cond = board.automation_conditions_by_key[next(iter(board.keys))]
+        assert "some metric partition exists" in repr(cond), name

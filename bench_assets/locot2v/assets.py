@@ -5,8 +5,9 @@ import json
 from typing import Any
 
 import pandas as pd
-from dagster import AssetExecutionContext, AutomationCondition, Failure, MetadataValue, Output, asset
+from dagster import AssetExecutionContext, Failure, MetadataValue, Output, asset
 
+from bench_assets.core.automation import board_condition
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.manifest import build_manifest, protocol_digest
 from bench_assets.core.media import DecodeError, VideoSource
@@ -288,7 +289,7 @@ def headline_markdown(board: pd.DataFrame) -> str:
 
 
 @asset(group_name=GROUP, code_version="1", deps=[locot2v_visual, locot2v_judged, locot2v_sample],
-       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
+       automation_condition=board_condition("locot2v_visual", "locot2v_judged"))
 def locot2v_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths, models: ModelRegistry,
                         judge: Judge) -> Output[pd.DataFrame]:
     """All 26 sub-dimensions, the five dimensions and overall per generator, in % (value or None with reason)."""
