@@ -12,20 +12,9 @@ from bench_assets.locot2v import metrics as M
 from bench_assets.locot2v.pipeline import embed_unique
 from bench_assets.locot2v.stream import RING_FRAMES, TemporalStream
 from bench_resources.models.flow import DisFlow
+from tests.test_locot2v_stream import _MeanColour  # frame features that follow the picture
 
 SHAPE = (96, 160)
-
-
-class _MeanColour:
-    """Frame features that follow the picture: mean colour per quadrant."""
-
-    def embed(self, images):
-        out = []
-        for im in images:
-            h, w = im.shape[0] // 2, im.shape[1] // 2
-            out.append(np.concatenate([im[a:a + h, b:b + w].reshape(-1, 3).mean(0)
-                                       for a in (0, h) for b in (0, w)]) + 1.0)
-        return np.stack(out)
 
 
 class _Counting:
