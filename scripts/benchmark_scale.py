@@ -523,30 +523,44 @@ def daemon_path(args) -> list[dict]:
         gen_dir = data / "generators" / GEN
         for executor in args.executors.split(","):
             run_tmp = tmp / executor
-            env = _daemon_env(run_tmp, data, executor)
+            launch = executor == "launch"  # the UI Launchpad's route: a queued run of entitybench_evaluate
+            env = _daemon_env(run_tmp, data, "in_process" if launch else executor)
             hidden = run_tmp / f"{GEN}.hidden"  # the generator folder is dropped in once the items are done
-            os.replace(gen_dir, hidden)
             workspace = run_tmp / "workspace.yaml"
             workspace.write_text(json.dumps({"load_from": [{"python_module": {
                 "module_name": "bench_assets.definitions", "location_name": "bench",
                 "working_directory": str(ROOT)}}]}))
+            dg = [str(BIN / "dagster")]
+            if launch:  # no sensor request: the user launches the job (the folder is in place from the start)
+                subprocess.run([*dg, "sensor", "stop", "entitybench_generators_sensor", "-w", str(workspace)],
+                               env=env, cwd=ROOT, check=True, capture_output=True)
+            else:
+                os.replace(gen_dir, hidden)
             log = open(run_tmp / "daemon.log", "w")
             daemon = subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-w", str(workspace)], env=env,
                                       cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             live = (S.QUEUED, S.NOT_STARTED, S.STARTING, S.STARTED)
-            try:
-                def items_done(inst):
-                    have = inst.get_materialized_partitions(AssetKey(d.ENTITYBENCH_ITEM_ASSETS[-1]))
-                    return set(episodes) <= set(have) and not [r for r in inst.get_runs() if r.status in live]
-                ok_items, t_items = _wait(env, items_done, args.timeout, "the items")
-                n_before = len(_runs(env))
-                os.replace(hidden, gen_dir)  # the user drops the generator's folder
-                t0 = time.perf_counter()
-                keys = [str(d.ENTITYBENCH.key(GEN, e)) for e in episodes]
+            keys = [str(d.ENTITYBENCH.key(GEN, e)) for e in episodes]
 
-                def gens_done(inst):
-                    return all(set(keys) <= set(inst.get_materialized_partitions(AssetKey(a)))
-                               for a in d.ENTITYBENCH_GENERATOR_ASSETS)
+            def gens_done(inst):
+                return all(set(keys) <= set(inst.get_materialized_partitions(AssetKey(a)))
+                           for a in d.ENTITYBENCH_GENERATOR_ASSETS)
+            try:
+                if launch:
+                    ok_items, t_items = _wait(env, lambda inst: "QUEUED_RUN_COORDINATOR" in inst.get_daemon_heartbeats(),
+                                              args.timeout, "the daemon")
+                    n_before = 0
+                    t0 = time.perf_counter()
+                    subprocess.run([*dg, "job", "launch", "-j", "entitybench_evaluate", "-w", str(workspace)],
+                                   env=env, cwd=ROOT, check=True, capture_output=True)
+                else:
+                    def items_done(inst):
+                        have = inst.get_materialized_partitions(AssetKey(d.ENTITYBENCH_ITEM_ASSETS[-1]))
+                        return set(episodes) <= set(have) and not [r for r in inst.get_runs() if r.status in live]
+                    ok_items, t_items = _wait(env, items_done, args.timeout, "the items")
+                    n_before = len(_runs(env))
+                    os.replace(hidden, gen_dir)  # the user drops the generator's folder
+                    t0 = time.perf_counter()
                 done, wall = _wait(env, gens_done, args.timeout, "the generator partitions") if ok_items else (False, 0.0)
                 runs = _runs(env)[n_before:]
             finally:
@@ -557,14 +571,17 @@ def daemon_path(args) -> list[dict]:
                     pass
                 daemon.wait(timeout=60)
                 log.close()
+                if not gen_dir.exists():
+                    os.replace(hidden, gen_dir)
             # where the time went: the drop -> the first run's creation (sensor polling), -> its start (queue and
             # launch), -> the end
             first = min(runs, key=lambda r: r["create"]) if runs else None
             drop_epoch = time.time() - (time.perf_counter() - t0)
-            split = (f"sensor {first['create'] - drop_epoch:.1f} s, queue+launch "
+            split = (f"{'`dagster job launch`' if launch else 'sensor'} {first['create'] - drop_epoch:.1f} s, queue+launch "
                      f"{(first['start'] or first['create']) - first['create']:.1f} s") if first else ""
             failed = [r for r in runs if r["status"] in ("FAILURE", "CANCELED")]
-            rows.append({"path": f"drop folder -> sensor -> daemon, executor={executor}", "wall_s": wall,
+            rows.append({"path": ("launch entitybench_evaluate (UI Launchpad)" if launch else
+                                  f"drop folder -> sensor -> daemon, executor={executor}"), "wall_s": wall,
                          "runs": len(runs), "ok": done, "failed_runs": len(failed), "split": split,
                          "items_s": t_items})
             print(f"  {rows[-1]}", flush=True)
@@ -615,8 +632,10 @@ def main() -> int:
                     help="longer videos are this many seconds of encode remuxed end to end")
     ap.add_argument("--episodes", default="e0003", help="EntityBench episodes (their shots become 832x480)")
     ap.add_argument("--shot-frames", type=int, default=81)
-    ap.add_argument("--executors", default="in_process",
-                    help="daemon path executors to compare (multiprocess: the old one-run-per-partition path)")
+    ap.add_argument("--executors", default="in_process,launch",
+                    help="daemon paths to compare: in_process (a folder dropped, the sensor's folded run), "
+                         "multiprocess (the old one-run-per-partition path), launch (the evaluate job launched, "
+                         "as from the UI's Launchpad)")
     ap.add_argument("--inprocess-wall", type=float,
                     help="daemon part: the in-process wall time already measured with the same options (skips it)")
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "bench_scale_media"))
