@@ -26,6 +26,7 @@ from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, Temp
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._time import get_current_datetime
 
+from bench_assets.core.evaluate_job import BENCHMARK_TAG, evaluate_op_name
 from bench_assets.core.generators import discover_generators, folder_fingerprint
 from bench_assets.core.names import BadName, validate_key
 from bench_assets.core.partitions import BenchmarkPartitions
@@ -225,10 +226,10 @@ def evaluate_request(job_name: str, benchmark: str, requests: Sequence[RunReques
             items.add(str(r.partition_key))
     work = sorted((r.run_key, [k.to_user_string() for k in (r.asset_selection or [])]) for r in requests)
     digest = hashlib.sha256(json.dumps(work).encode()).hexdigest()[:16]
-    op_name = f"{benchmark}_evaluate_op"
     return RunRequest(run_key=f"evaluate/{digest}", job_name=job_name,
-                      run_config={"ops": {op_name: {"config": {"items": sorted(items), "generators": sorted(gens)}}}},
-                      tags={"bench/benchmark": benchmark, "bench/work": f"{len(requests)} partition runs folded",
+                      run_config={"ops": {evaluate_op_name(benchmark): {"config": {"items": sorted(items),
+                                                                                   "generators": sorted(gens)}}}},
+                      tags={BENCHMARK_TAG: benchmark, "bench/work": f"{len(requests)} partition runs folded",
                             # the generators it evaluates, as a per-partition run names its one (UI run filters)
                             **({"bench/generator": ",".join(sorted(gens))} if gens else {})})
 

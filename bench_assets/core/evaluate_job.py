@@ -22,13 +22,18 @@ PARENT_TAG = "bench/parent_run"
 BENCHMARK_TAG = "bench/benchmark"
 
 
+def evaluate_op_name(benchmark: str) -> str:
+    """The op of `<benchmark>_evaluate` (run config addresses it: ``{"ops": {<name>: {"config": ...}}}``)."""
+    return f"{benchmark}_evaluate_op"
+
+
 def evaluate_job_factory(*, benchmark: str, assets_fn: Callable[[], Sequence], partitions,
                          item_ids: Callable[[], list[str]], generators_root: Callable[[], str],
                          item_assets: Sequence[str], generator_assets: Sequence[str],
                          aggregate_assets: Sequence[str], resources_fn: Callable[[], dict]) -> JobDefinition:
     """The `<benchmark>_evaluate` job: one op that evaluates the configured (or every) item and generator."""
 
-    @op(name=f"{benchmark}_evaluate_op",
+    @op(name=evaluate_op_name(benchmark),
         config_schema={
             "items": Field([str], default_value=[], description="items to evaluate; empty: every item found"),
             "generators": Field([str], default_value=[],

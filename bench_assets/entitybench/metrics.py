@@ -9,6 +9,8 @@ from typing import Callable, Optional, Sequence
 import cv2
 import numpy as np
 
+from bench_resources.models.flow import flow_magnitude
+
 FlowFn = Callable[[list[tuple[np.ndarray, np.ndarray]]], list[np.ndarray]]
 
 DYNAMIC_FPS = 8.0
@@ -96,18 +98,6 @@ def motion_smoothness(frames: np.ndarray, flow: FlowFn) -> Optional[float]:
         mid = interpolate_midpoint(frames[p], frames[n], flows[2 * j], flows[2 * j + 1])
         errs.append(float(np.mean(np.abs(mid - frames[m].astype(np.float32)))))
     return float((255.0 - np.mean(errs)) / 255.0)
-
-
-def flow_magnitude(flow: np.ndarray) -> np.ndarray:
-    """Per-pixel |flow| in float64, flattened: the same bits as ``sqrt((flow.astype(float64) ** 2).sum(-1))``
-    (a sum over a last axis of 2 is a0 + a1) without numpy's slow reduction over a length-2 axis (it cost 10x
-    the arithmetic on 832x480 flows)."""
-    fx = flow[..., 0].astype(np.float64)
-    fy = flow[..., 1].astype(np.float64)
-    fx *= fx
-    fy *= fy
-    fx += fy
-    return np.sqrt(fx, out=fx).ravel()
 
 
 def dynamic_degree(frames: np.ndarray, fps: float, flow: FlowFn) -> Optional[float]:

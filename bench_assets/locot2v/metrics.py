@@ -13,6 +13,7 @@ from skimage.metrics import structural_similarity
 
 from bench_assets.locot2v import constants as K
 from bench_assets.locot2v.constants import DIMENSIONS, EVENT_FIELDS, HERD_DIMENSIONS  # noqa: F401  (re-exported)
+from bench_resources.models.flow import flow_magnitude
 from bench_resources.models.slots_locot2v import sentence_chunks  # noqa: F401  (re-exported; lives with its slot)
 
 FlowFn = Callable[[list[tuple[np.ndarray, np.ndarray]]], list[np.ndarray]]
@@ -168,11 +169,6 @@ def analysis_indices(n_frames: int, fps: float, target: float = K.ANALYSIS_FPS) 
         return []
     step = max(1.0, (fps or target) / target)
     return sorted({int(round(i * step)) for i in range(int((n_frames - 1) / step) + 1)})
-
-
-def flow_magnitude(flow: np.ndarray) -> np.ndarray:
-    """Per-pixel flow magnitude (float64, flat): what dynamic degree's and flickering's rules read."""
-    return np.sqrt((flow.astype(np.float64) ** 2).sum(-1)).ravel()
 
 
 def top_mean(flow: np.ndarray, fraction: float, mag: Optional[np.ndarray] = None) -> float:

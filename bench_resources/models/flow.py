@@ -33,6 +33,18 @@ def gain_aligned(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(gain * fa + offset, 0, 255).astype(np.uint8), b
 
 
+def flow_magnitude(flow: np.ndarray) -> np.ndarray:
+    """Per-pixel |flow| in float64, flattened: the same bits as ``sqrt((flow.astype(float64) ** 2).sum(-1))``
+    (a sum over a last axis of 2 is a0 + a1) without numpy's slow reduction over a length-2 axis (it cost 10x
+    the arithmetic on 832x480 flows). What dynamic degree's and the static rule's thresholds read."""
+    fx = flow[..., 0].astype(np.float64)
+    fy = flow[..., 1].astype(np.float64)
+    fx *= fx
+    fy *= fy
+    fx += fy
+    return np.sqrt(fx, out=fx).ravel()
+
+
 class DisFlow:
     """OpenCV DIS on grey frames, each pair aligned in global gain and offset first (``gain_aligned``)."""
 
