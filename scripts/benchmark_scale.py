@@ -497,7 +497,8 @@ def _wait(env: dict, done, timeout: float, what: str) -> tuple[bool, float]:
 def daemon_path(args) -> list[dict]:
     """What a user gets: a running `dagster-daemon` whose store already has the benchmark's items, then a new
     generator folder dropped into the generators root. Timed from the drop until every generator asset has every
-    (generator, episode) partition: the sensor's polling (its 30 s interval, so 0-30 s), the run queue, the run's
+    (generator, episode) partition: the sensor's polling (its 10 s interval, so 0-10 s;
+    a tick with nothing new is a quick fingerprint check), the run queue, the run's
     launch, and the evaluation. Against the same partitions evaluated in process (`evaluate`, models loaded once;
     its wall excludes Python's start and imports, which the daemon path pays in the launched run).
 

@@ -15,7 +15,7 @@ B = BENCHMARKS["entitybench"]
 OP = "entitybench_evaluate_op"
 
 
-def _job_and_sensor(data, store):
+def _job_and_sensor(data, store, **sensor_kw):
     paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
     items = lambda: discover_episodes(data / "entitybench" / "episodes")  # noqa: E731
     job = evaluate_job_factory(
@@ -26,13 +26,14 @@ def _job_and_sensor(data, store):
     sensor = generator_sensor_factory(
         benchmark="entitybench", partitions=B.partitions, item_ids=items,
         generators_root=lambda: str(data / "generators"), item_assets=B.item_assets,
-        generator_assets=B.generator_assets, evaluate_job=job)
+        generator_assets=B.generator_assets, evaluate_job=job, **sensor_kw)
     return job, sensor
 
 
 def test_one_tick_is_one_run_that_evaluates_items_generators_and_the_board(small_world, tmp_path):
     data, episodes = small_world(("faithful",))
-    job, sensor = _job_and_sensor(data, tmp_path / "store")
+    # recheck_seconds=0: the tick after the run sees the run's events and checks every partition at once
+    job, sensor = _job_and_sensor(data, tmp_path / "store", recheck_seconds=0)
     with instance_for_test() as instance:
         first = sensor(build_sensor_context(instance=instance))
         assert len(first.run_requests) == 1

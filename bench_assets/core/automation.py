@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from typing import Callable, Sequence
 
 from dagster import (
@@ -39,31 +40,51 @@ def _latest_storage_id(instance, key: AssetKey, partition: str | None = None) ->
     return recs[0].storage_id if recs else None
 
 
+class Staleness:
+    """Missing / stale status of asset partitions from one asset graph and one caching resolver: build it once per
+    sensor tick and ask for every partition (upstream statuses are resolved once, not once per partition). Build
+    a new one after materialising: the resolver caches."""
+
+    def __init__(self, instance, assets: Sequence):
+        self.instance = instance
+        self.graph = AssetGraph.from_assets(assets)
+        view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+                              instance=instance, asset_graph=self.graph)
+        self.resolver = CachingStaleStatusResolver(instance=instance, asset_graph=self.graph, loading_context=view)
+
+    def status(self, key: AssetKey, pk: str | None) -> str | None:
+        """"MISSING" / "STALE", or None when up to date.
+
+        Dagster's own resolver decides for partitions (code versions, upstream data versions). It does not look
+        through a partitioned -> unpartitioned edge, so an aggregate (a leaderboard over every generator x item)
+        is also stale when any upstream partition was materialised after it: a new generator's or answerer's
+        partitions then refresh the leaderboard."""
+        status = self.resolver.get_status(key, pk)
+        if status in (StaleStatus.MISSING, StaleStatus.STALE):
+            return status.value
+        if pk is None and not self.graph.get(key).is_partitioned:
+            mine = _latest_storage_id(self.instance, key)
+            newer = [p for p in self.graph.get(key).parent_keys
+                     if self.graph.has(p) and (_latest_storage_id(self.instance, p) or 0) > (mine or 0)]
+            if newer:
+                return StaleStatus.STALE.value
+        return None
+
+    def todo(self, keys: Sequence[AssetKey], pk: str | None) -> list[AssetKey]:
+        """The assets among ``keys`` whose partition ``pk`` is missing or stale, sorted."""
+        return sorted((k for k in keys if self.status(k, pk)), key=str)
+
+
 def stale_or_missing(instance, assets: Sequence, keys: Sequence[AssetKey],
                      partition_keys: Callable[[AssetKey], Sequence[str | None]]) -> list[tuple[AssetKey, str | None, str]]:
-    """(asset, partition, status) for every partition whose data is missing or stale.
-
-    Dagster's own resolver decides for partitions (code versions, upstream data versions). It does not look
-    through a partitioned -> unpartitioned edge, so an aggregate (a leaderboard over every generator x item)
-    is also stale when any upstream partition was materialised after it: a new generator's or answerer's
-    partitions then refresh the leaderboard.
-    """
-    graph = AssetGraph.from_assets(assets)
-    view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
-                          instance=instance, asset_graph=graph)
-    resolver = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
+    """(asset, partition, status) for every partition whose data is missing or stale (``Staleness``)."""
+    st = Staleness(instance, assets)
     out = []
     for key in keys:
         for pk in partition_keys(key):
-            status = resolver.get_status(key, pk)
-            if status in (StaleStatus.MISSING, StaleStatus.STALE):
-                out.append((key, pk, status.value))
-            elif pk is None and not graph.get(key).is_partitioned:
-                mine = _latest_storage_id(instance, key)
-                newer = [p for p in graph.get(key).parent_keys
-                         if graph.has(p) and (_latest_storage_id(instance, p) or 0) > (mine or 0)]
-                if newer:
-                    out.append((key, pk, StaleStatus.STALE.value))
+            status = st.status(key, pk)
+            if status:
+                out.append((key, pk, status))
     return out
 
 
@@ -114,8 +135,9 @@ _LIVE_RUN_STATUSES = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, Dag
 
 def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions, item_ids: Callable[[], list[str]],
                              generators_root: Callable[[], str], item_assets: Sequence[str],
-                             generator_assets: Sequence[str], minimum_interval_seconds: int = 30,
-                             assets_fn: Callable[[], Sequence] | None = None, evaluate_job=None):
+                             generator_assets: Sequence[str], minimum_interval_seconds: int = 10,
+                             assets_fn: Callable[[], Sequence] | None = None, evaluate_job=None,
+                             recheck_seconds: float = 30.0, full_check_seconds: float = 300.0):
     """A sensor that adds items and generators as dynamic partitions and requests their runs.
 
     Only partitions with an asset missing or stale are requested, with only those assets: what `bench demo` or
@@ -129,6 +151,12 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
 
     Without it (multiprocess, Celery, k8s: a partition per run is what spreads work over workers), one run per
     partition: items first, and a generator's runs once its items are materialised.
+
+    Ticks are cheap so the interval can be short (a dropped folder waits ``minimum_interval_seconds`` at most, not
+    30 s): a tick first compares a quick fingerprint (item ids, every generator folder's names / sizes / mtimes,
+    the assets' code versions) and the instance's newest event id with the cursor. The full staleness check over
+    every partition runs only when the fingerprint changed, when the instance changed and the last full check is
+    ``recheck_seconds`` old, or every ``full_check_seconds`` whatever happened (an edit nothing above sees).
     """
 
     def _assets() -> Sequence:
@@ -153,6 +181,27 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
                 errors.append(str(e))
         gens, gen_errors = discover_generators(generators_root(), benchmark)
         errors += gen_errors
+        assets = _assets()
+        if evaluate_job is not None:
+            live = instance.get_runs(filters=RunsFilter(job_name=evaluate_job.name, statuses=_LIVE_RUN_STATUSES),
+                                     limit=1)
+            if live:  # the cursor stays: the next tick checks again
+                return SensorResult(skip_reason=SkipReason(
+                    f"run {live[0].run_id[:8]} of {evaluate_job.name} is {live[0].status.value.lower()}; "
+                    f"the work it leaves is requested after it ends"), cursor=context.cursor)
+        folders = {g.name: folder_fingerprint(g.path) for g in gens}
+        cur = read_cursor(context.cursor)
+        now = time.time()
+        quick = quick_fingerprint(items, folders, errors, assets)
+        mark = instance.event_log_storage.get_maximum_record_id() or 0
+        since = now - float(cur.get("full_at") or 0)
+        if cur.get("quick") == quick and since < full_check_seconds and \
+                (cur.get("mark") == mark or since < recheck_seconds):
+            # no generator folder, item id or code version changed: the last full check's answer stands
+            at = time.strftime("%H:%M:%S", time.gmtime(float(cur.get("full_at") or 0)))
+            return SensorResult(skip_reason=SkipReason(
+                f"unchanged since the full check at {at} UTC: {cur.get('last') or 'nothing requested'}"),
+                cursor=context.cursor)
         for e in errors:
             context.log.error(e)
         known_items = set(instance.get_dynamic_partitions(partitions.items.name))
@@ -163,52 +212,61 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
             instance.add_dynamic_partitions(partitions.items.name, new_items)
         if new_gens:
             instance.add_dynamic_partitions(partitions.generators.name, new_gens)
-        assets = _assets()
 
-        def todo(keys: Sequence[str], pk: str) -> list[AssetKey]:
-            return sorted({k for k, _, _ in stale_or_missing(instance, assets, [AssetKey(a) for a in keys],
-                                                             lambda _k: [pk])}, key=str)
-
-        if evaluate_job is not None:
-            live = instance.get_runs(filters=RunsFilter(job_name=evaluate_job.name, statuses=_LIVE_RUN_STATUSES),
-                                     limit=1)
-            if live:
-                return SensorResult(skip_reason=SkipReason(
-                    f"run {live[0].run_id[:8]} of {evaluate_job.name} is {live[0].status.value.lower()}; "
-                    f"the work it leaves is requested after it ends"), cursor=context.cursor)
+        stale = Staleness(instance, assets)
+        item_keys = [AssetKey(a) for a in item_assets]
+        gen_keys = [AssetKey(a) for a in generator_assets]
         requests = []
         item_todo = []
         for i in items:
-            selection = todo(item_assets, i)
+            selection = stale.todo(item_keys, i)
             if selection:
                 item_todo.append(i)
                 requests.append(RunRequest(run_key=f"item/{i}", partition_key=i, asset_selection=selection))
         ready = instance.get_materialized_partitions(AssetKey(item_assets[0]))
         if evaluate_job is not None:  # the same run materialises the items first
             ready = set(ready) | set(item_todo)
-        cursor = json.loads(context.cursor) if context.cursor else {}
         for g in gens:
-            fp = folder_fingerprint(g.path)
+            fp = folders[g.name]
             for i in items:
                 if i not in ready:
                     continue
                 pk = partitions.key(g.name, i)
-                selection = todo(generator_assets, str(pk))
+                selection = stale.todo(gen_keys, str(pk))
                 if not selection:
                     continue
                 requests.append(RunRequest(
                     run_key=f"{g.name}/{i}/{fp}", partition_key=pk, asset_selection=selection,
                     tags={"bench/generator": g.name, "bench/benchmark": benchmark}))
-            cursor[g.name] = fp
+        last = (f"{len(requests)} partition runs requested" if requests else
+                "every item and generator partition is up to date" if items else "no item or generator found")
+        cursor = json.dumps({"folders": folders, "quick": quick, "mark": mark, "full_at": now, "last": last},
+                            sort_keys=True)
         if not requests:
-            return SensorResult(skip_reason=SkipReason("every item and generator partition is up to date"
-                                                       if items else "no item or generator found"),
-                                cursor=json.dumps(cursor, sort_keys=True))
+            return SensorResult(skip_reason=SkipReason(last), cursor=cursor)
         if evaluate_job is not None:
             requests = [evaluate_request(evaluate_job.name, benchmark, requests, partitions)]
-        return SensorResult(run_requests=requests, cursor=json.dumps(cursor, sort_keys=True))
+        return SensorResult(run_requests=requests, cursor=cursor)
 
     return _sensor
+
+
+def read_cursor(text: str | None) -> dict:
+    """The generator sensor's cursor; an older one (a flat {generator: folder fingerprint}) reads as its folders
+    with no full check on record, so the first tick after an upgrade checks everything."""
+    cur = json.loads(text) if text else {}
+    if not isinstance(cur, dict):
+        return {}
+    return cur if "quick" in cur else {"folders": cur}
+
+
+def quick_fingerprint(items: Sequence[str], folders: dict, errors: Sequence[str], assets: Sequence) -> str:
+    """What a tick can see without asking the instance: item ids, each generator folder's fingerprint, the naming
+    errors, and every asset's code version (a code change makes partitions stale)."""
+    versions = sorted((k.to_user_string(), str(v)) for a in assets
+                      for k, v in (getattr(a, "code_versions_by_key", None) or {}).items())
+    blob = json.dumps([list(items), sorted(folders.items()), sorted(errors), versions])
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def evaluate_request(job_name: str, benchmark: str, requests: Sequence[RunRequest],
