@@ -37,11 +37,11 @@ def test_daemon_after_demo_queues_nothing_but_a_new_generator_does(tmp_path):
     for name in ("entitybench", "vistorybench", "mbench", "locot2v", "narrativetrack"):
         s = quiet["sensors"][f"{name}_generators_sensor"]
         assert s["status"].get("SKIPPED", 0) >= 2 and not s["status"].get("FAILURE"), (name, s)
-    # a full check's reason, or a quick tick's ("unchanged since the full check at HH:MM:SS UTC: <that reason>")
+    # a full check's reason, or a quick tick's ("unchanged since the check at HH:MM:SS UTC: <that reason>")
     for name, why in (("mbench", "every item and generator partition is up to date"),
                       ("entitybench", "no item or generator found")):
         reasons = set(quiet["sensors"][f"{name}_generators_sensor"]["skip_reasons"])
-        assert reasons and all(r == why or (r.startswith("unchanged since the full check at ") and
+        assert reasons and all(r == why or (r.startswith("unchanged since the check at ") and
                                             r.endswith(f" UTC: {why}")) for r in reasons), (name, reasons)
     # the control: a new generator folder gets runs, for that generator only
     assert control["runs"], control

@@ -32,8 +32,8 @@ def _job_and_sensor(data, store, **sensor_kw):
 
 def test_one_tick_is_one_run_that_evaluates_items_generators_and_the_board(small_world, tmp_path):
     data, episodes = small_world(("faithful",))
-    # recheck_seconds=0: the tick after the run sees the run's events and checks every partition at once
-    job, sensor = _job_and_sensor(data, tmp_path / "store", recheck_seconds=0)
+    # full_check_seconds=0: every tick checks every partition (else a tick with no folder, item or code change skips)
+    job, sensor = _job_and_sensor(data, tmp_path / "store", full_check_seconds=0)
     with instance_for_test() as instance:
         first = sensor(build_sensor_context(instance=instance))
         assert len(first.run_requests) == 1

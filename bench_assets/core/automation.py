@@ -43,10 +43,12 @@ def _latest_storage_id(instance, key: AssetKey, partition: str | None = None) ->
 class Staleness:
     """Missing / stale status of asset partitions from one asset graph and one caching resolver: build it once per
     sensor tick and ask for every partition (upstream statuses are resolved once, not once per partition). Build
-    a new one after materialising: the resolver caches."""
+    a new one after materialising: the resolver caches. ``bulk``: the materialised partitions of each asset are
+    read once (worth it when many partitions of an asset are asked about, as in a sensor tick)."""
 
-    def __init__(self, instance, assets: Sequence):
-        self.instance = instance
+    def __init__(self, instance, assets: Sequence, bulk: bool = False):
+        self.instance, self.bulk = instance, bulk
+        self._materialized: dict[AssetKey, set] = {}
         self.graph = AssetGraph.from_assets(assets)
         view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
                               instance=instance, asset_graph=self.graph)
@@ -59,6 +61,13 @@ class Staleness:
         through a partitioned -> unpartitioned edge, so an aggregate (a leaderboard over every generator x item)
         is also stale when any upstream partition was materialised after it: a new generator's or answerer's
         partitions then refresh the leaderboard."""
+        if self.bulk and pk is not None and self.graph.get(key).is_partitioned:
+            # one query per asset for every partition key it has: a partition that was never materialised is
+            # missing without asking the resolver (a new generator's partitions are all missing)
+            if key not in self._materialized:
+                self._materialized[key] = set(self.instance.get_materialized_partitions(key))
+            if pk not in self._materialized[key]:
+                return StaleStatus.MISSING.value
         status = self.resolver.get_status(key, pk)
         if status in (StaleStatus.MISSING, StaleStatus.STALE):
             return status.value
@@ -137,7 +146,7 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
                              generators_root: Callable[[], str], item_assets: Sequence[str],
                              generator_assets: Sequence[str], minimum_interval_seconds: int = 10,
                              assets_fn: Callable[[], Sequence] | None = None, evaluate_job=None,
-                             recheck_seconds: float = 30.0, full_check_seconds: float = 300.0):
+                             full_check_seconds: float = 3600.0):
     """A sensor that adds items and generators as dynamic partitions and requests their runs.
 
     Only partitions with an asset missing or stale are requested, with only those assets: what `bench demo` or
@@ -152,11 +161,13 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
     Without it (multiprocess, Celery, k8s: a partition per run is what spreads work over workers), one run per
     partition: items first, and a generator's runs once its items are materialised.
 
-    Ticks are cheap so the interval can be short (a dropped folder waits ``minimum_interval_seconds`` at most, not
-    30 s): a tick first compares a quick fingerprint (item ids, every generator folder's names / sizes / mtimes,
-    the assets' code versions) and the instance's newest event id with the cursor. The full staleness check over
-    every partition runs only when the fingerprint changed, when the instance changed and the last full check is
-    ``recheck_seconds`` old, or every ``full_check_seconds`` whatever happened (an edit nothing above sees).
+    Ticks are cheap so the interval can be short (a dropped folder waits ``minimum_interval_seconds`` at most):
+    a tick first compares a quick fingerprint (item ids, every generator folder's names / sizes / mtimes, the
+    naming errors, the assets' code versions) with the cursor and skips when it is unchanged. When it changed, the
+    check covers what changed: the partitions of generators whose folder changed and of new items. Every
+    partition is checked on the first tick, when a code version changed, and every ``full_check_seconds``
+    (anything else, such as a wiped materialisation; the nightly schedule re-runs what went stale meanwhile). A
+    partition never materialised is missing from one query per asset; only materialised ones ask the resolver.
     """
 
     def _assets() -> Sequence:
@@ -192,16 +203,20 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
         folders = {g.name: folder_fingerprint(g.path) for g in gens}
         cur = read_cursor(context.cursor)
         now = time.time()
-        quick = quick_fingerprint(items, folders, errors, assets)
-        mark = instance.event_log_storage.get_maximum_record_id() or 0
+        versions = code_versions(assets)
+        quick = quick_fingerprint(items, folders, errors, versions)
         since = now - float(cur.get("full_at") or 0)
-        if cur.get("quick") == quick and since < full_check_seconds and \
-                (cur.get("mark") == mark or since < recheck_seconds):
-            # no generator folder, item id or code version changed: the last full check's answer stands
-            at = time.strftime("%H:%M:%S", time.gmtime(float(cur.get("full_at") or 0)))
+        if cur.get("quick") == quick and since < full_check_seconds:
+            # no generator folder, item id, naming error or code version changed: the last check's answer stands
+            at = time.strftime("%H:%M:%S", time.gmtime(float(cur.get("checked_at") or 0)))
             return SensorResult(skip_reason=SkipReason(
-                f"unchanged since the full check at {at} UTC: {cur.get('last') or 'nothing requested'}"),
+                f"unchanged since the check at {at} UTC: {cur.get('last') or 'nothing requested'}"),
                 cursor=context.cursor)
+        whole = cur.get("versions") != versions or since >= full_check_seconds or "items" not in cur
+        seen = set(cur.get("items") or [])
+        fresh_items = set(items) if whole else {i for i in items if i not in seen}
+        prev = cur.get("folders") or {}
+        changed = {g.name for g in gens if whole or prev.get(g.name) != folders[g.name]}
         for e in errors:
             context.log.error(e)
         known_items = set(instance.get_dynamic_partitions(partitions.items.name))
@@ -213,23 +228,25 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
         if new_gens:
             instance.add_dynamic_partitions(partitions.generators.name, new_gens)
 
-        stale = Staleness(instance, assets)
+        stale = Staleness(instance, assets, bulk=True)
         item_keys = [AssetKey(a) for a in item_assets]
         gen_keys = [AssetKey(a) for a in generator_assets]
         requests = []
         item_todo = []
+        ready = instance.get_materialized_partitions(AssetKey(item_assets[0]))
         for i in items:
-            selection = stale.todo(item_keys, i)
+            # new items, and (for a changed generator) items never materialised; a materialised item's code and
+            # file did not change since the last check
+            selection = stale.todo(item_keys, i) if i in fresh_items or (changed and i not in ready) else []
             if selection:
                 item_todo.append(i)
                 requests.append(RunRequest(run_key=f"item/{i}", partition_key=i, asset_selection=selection))
-        ready = instance.get_materialized_partitions(AssetKey(item_assets[0]))
         if evaluate_job is not None:  # the same run materialises the items first
             ready = set(ready) | set(item_todo)
         for g in gens:
             fp = folders[g.name]
             for i in items:
-                if i not in ready:
+                if i not in ready or (g.name not in changed and i not in fresh_items):
                     continue
                 pk = partitions.key(g.name, i)
                 selection = stale.todo(gen_keys, str(pk))
@@ -238,9 +255,18 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
                 requests.append(RunRequest(
                     run_key=f"{g.name}/{i}/{fp}", partition_key=pk, asset_selection=selection,
                     tags={"bench/generator": g.name, "bench/benchmark": benchmark}))
-        last = (f"{len(requests)} partition runs requested" if requests else
-                "every item and generator partition is up to date" if items else "no item or generator found")
-        cursor = json.dumps({"folders": folders, "quick": quick, "mark": mark, "full_at": now, "last": last},
+        if requests:
+            last = f"{len(requests)} partition runs requested"
+        elif not items:
+            last = "no item or generator found"
+        elif whole:
+            last = "every item and generator partition is up to date"
+        else:
+            scope = [f"generators {', '.join(sorted(changed))}" if changed else "",
+                     f"{len(fresh_items)} new items" if fresh_items else ""]
+            last = f"up to date: the partitions of {' and '.join(x for x in scope if x) or 'nothing changed'}"
+        cursor = json.dumps({"folders": folders, "items": list(items), "quick": quick, "versions": versions,
+                             "checked_at": now, "full_at": now if whole else cur.get("full_at"), "last": last},
                             sort_keys=True)
         if not requests:
             return SensorResult(skip_reason=SkipReason(last), cursor=cursor)
@@ -260,11 +286,16 @@ def read_cursor(text: str | None) -> dict:
     return cur if "quick" in cur else {"folders": cur}
 
 
-def quick_fingerprint(items: Sequence[str], folders: dict, errors: Sequence[str], assets: Sequence) -> str:
-    """What a tick can see without asking the instance: item ids, each generator folder's fingerprint, the naming
-    errors, and every asset's code version (a code change makes partitions stale)."""
+def code_versions(assets: Sequence) -> str:
+    """A digest of every asset's code version (a code change makes partitions stale)."""
     versions = sorted((k.to_user_string(), str(v)) for a in assets
                       for k, v in (getattr(a, "code_versions_by_key", None) or {}).items())
+    return hashlib.sha256(json.dumps(versions).encode()).hexdigest()[:16]
+
+
+def quick_fingerprint(items: Sequence[str], folders: dict, errors: Sequence[str], versions: str) -> str:
+    """What a tick can see without asking the instance: item ids, each generator folder's fingerprint, the naming
+    errors, and the code versions' digest."""
     blob = json.dumps([list(items), sorted(folders.items()), sorted(errors), versions])
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
