@@ -7,6 +7,7 @@ Usage:
   python scripts/benchmark_scale.py --only decoders      # PyAV vs OpenCV (vs torchcodec when importable)
   python scripts/benchmark_scale.py --only benchmarks --lengths 15,60 --benchmarks locot2v,narrativetrack
   python scripts/benchmark_scale.py --only daemon        # EntityBench runs: daemon + run launcher vs in-process
+  python scripts/benchmark_scale.py --only sensor --sensor-items 300   # one generator-sensor tick's cost
 
 What it makes (cached under --workdir, never committed): synthetic 1280x720 videos of --lengths seconds at
 --fps, built from the embedded benchmark clips (so detectors still find their entities) upscaled, blended with a
@@ -620,11 +621,62 @@ def _runs(env: dict) -> list[dict]:
         instance.dispose()
 
 
+# ------------------------------------------------------------------------------------------------ sensor ticks
+
+def sensor_ticks(args) -> list[dict]:
+    """What one generator-sensor tick costs with --sensor-items EntityBench items whose item and generator partitions
+    are all materialised (runless materialisation events: the check reads the instance, not the data): the first
+    tick (every partition checked), a tick with nothing changed (the quick fingerprint), and a tick after a new
+    generator folder is dropped (its partitions only, missing from one query per asset)."""
+    import warnings
+    warnings.filterwarnings("ignore")
+    from dagster import AssetMaterialization, build_sensor_context, instance_for_test
+    from bench_assets.benchmarks import BENCHMARKS
+    from bench_assets.core import automation as A
+    B = BENCHMARKS["entitybench"]
+    n = args.sensor_items
+    items = [f"s{i:05d}" for i in range(n)]
+    rows = []
+    with tempfile.TemporaryDirectory() as root:
+        def folder(name):
+            d = Path(root) / name
+            d.mkdir()
+            (d / "generator.yaml").write_text(f"name: {name}\nbenchmark: entitybench\ndescription: scale\n")
+        folder("g_done")
+        sensor = A.generator_sensor_factory(
+            benchmark="entitybench", partitions=B.partitions, item_ids=lambda: items, generators_root=lambda: root,
+            item_assets=B.item_assets, generator_assets=B.generator_assets, assets_fn=lambda: B.assets)
+        with instance_for_test() as inst:
+            inst.add_dynamic_partitions(B.partitions.items.name, items)
+            inst.add_dynamic_partitions(B.partitions.generators.name, ["g_done"])
+            for i in items:
+                for a in B.item_assets:
+                    inst.report_runless_asset_event(AssetMaterialization(a, partition=i))
+                pk = str(B.partitions.key("g_done", i))
+                for a in B.generator_assets:
+                    inst.report_runless_asset_event(AssetMaterialization(a, partition=pk))
+
+            def tick(what, cursor):
+                t = time.perf_counter()
+                r = sensor(build_sensor_context(instance=inst, cursor=cursor))
+                rows.append({"tick": what, "seconds": time.perf_counter() - t, "requests": len(r.run_requests),
+                             "reason": r.skip_reason.skip_message if r.skip_reason else ""})
+                return r
+            first = tick("first (every partition)", None)
+            tick("nothing changed (quick)", first.cursor)
+            folder("g_new")
+            tick("a generator folder dropped", first.cursor)
+    print(f"\nsensor ticks, {n} items x 1 materialised generator ({len(B.generator_assets)} generator assets):")
+    for r in rows:
+        print(f"  {r['tick']:28s} {r['seconds'] * 1000:9.1f} ms  {r['requests']:5d} requests  {r['reason'][:60]}")
+    return rows
+
+
 # ------------------------------------------------------------------------------------------------ main
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["decoders", "benchmarks", "daemon"], action="append")
+    ap.add_argument("--only", choices=["decoders", "benchmarks", "daemon", "sensor"], action="append")
     ap.add_argument("--benchmarks", default="media-stream,media-legacy,entitybench,locot2v,narrativetrack,mbench",
                     help="media-stream / media-legacy: the frame source alone on the long videos")
     ap.add_argument("--lengths", default="15,60,300", help="seconds of the 1280x720 videos")
@@ -639,6 +691,7 @@ def main() -> int:
                          "as from the UI's Launchpad)")
     ap.add_argument("--inprocess-wall", type=float,
                     help="daemon part: the in-process wall time already measured with the same options (skips it)")
+    ap.add_argument("--sensor-items", type=int, default=300, help="sensor part: materialised items")
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "bench_scale_media"))
     ap.add_argument("--rss-limit-gb", type=float, default=6.0)
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per benchmark run")
@@ -651,7 +704,7 @@ def main() -> int:
         fn = media_child if bench.startswith("media-") else child
         Path(args.out).write_text(json.dumps(fn(bench, case, args)))
         return 0
-    only = set(args.only or ["decoders", "benchmarks", "daemon"])
+    only = set(args.only or ["decoders", "benchmarks", "daemon", "sensor"])
     from bench_assets.core.media import decoder_info
     print(f"decoder: {decoder_info()}")
     report: dict = {}
@@ -681,6 +734,8 @@ def main() -> int:
         print_bench(rows)
     if "daemon" in only:
         report["daemon"] = daemon_path(args)
+    if "sensor" in only:
+        report["sensor"] = sensor_ticks(args)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1, default=str))
     return 0
