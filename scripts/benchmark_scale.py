@@ -415,7 +415,7 @@ def run_child(bench: str, case: str, args) -> dict:
 
 def print_bench(rows: list[dict]) -> None:
     hdr = (f"{'benchmark':14s} {'case':6s} {'peak RSS':>9s} {'passes/video':>12s} {'conv/needed':>13s} "
-           f"{'legacy frames':>13s} {'wall s':>8s} {'model/wall':>10s} {'throughput':>18s}  notes")
+           f"{'legacy frames':>13s} {'wall s':>8s} {'model/wall':>10s} {'decode/wall':>11s} {'throughput':>18s}  notes")
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
@@ -430,15 +430,16 @@ def print_bench(rows: list[dict]) -> None:
                    f"{60 * r['shots'] / wall:.1f} shots/min" if r.get("shots")
                    else f"{60 * r['video_s'] / wall:.1f} video-s/min")
             mw = f"{100 * r['forward_s'] / wall:.0f} %"
+            dw = f"{100 * (d.get('decode_s', 0) + d.get('convert_s', 0)) / wall:.1f} %" if "decode_s" in d else "-"
         else:
-            thr, mw = "-", "-"
+            thr, mw, dw = "-", "-", "-"
         notes = r.get("error", "") or "; ".join(r.get("failed", [])[:2])
         if r.get("rerun"):
             q = r["rerun"]
             notes = (f"rerun: {q['forwards']} forwards, {q['judge_calls']} judge calls, {q['decodes']} decodes, "
                      f"{q['materialized']} materialised ({q['wall_s']:.1f} s)" + (f"; {notes}" if notes else ""))
         print(f"{r['benchmark']:14s} {r['case']:6s} {peak:8.2f}G {d.get('passes', 0) / vids:12.2f} {conv:>13s} "
-              f"{d.get('legacy_frames', 0):13d} {wall or 0:8.1f} {mw:>10s} {thr:>18s}  {notes[:160]}")
+              f"{d.get('legacy_frames', 0):13d} {wall or 0:8.1f} {mw:>10s} {dw:>11s} {thr:>18s}  {notes[:160]}")
 
 
 # ------------------------------------------------------------------------------------------------ daemon path

@@ -49,6 +49,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +63,8 @@ DEFAULT_CHUNK = 32
 
 _lock = threading.Lock()
 _counts = {"passes": 0, "frames_decoded": 0, "frames_converted": 0, "frames_needed": 0,
-           "legacy_passes": 0, "legacy_frames": 0}  # whole-clip decodes (decode_video / ClipCache) among them
+           "legacy_passes": 0, "legacy_frames": 0,
+           "decode_s": 0.0, "convert_s": 0.0}  # seconds in FFmpeg's decoder / in RGB conversion (wall, this thread)  # whole-clip decodes (decode_video / ClipCache) among them
 
 
 def decode_count() -> int:
@@ -277,12 +279,15 @@ class VideoSource:
                 stream.thread_type = "AUTO"  # frame + slice threads inside FFmpeg; the GIL is released
                 frames_iter = container.decode(stream)
                 while decoded <= last:
+                    t = time.perf_counter()
                     try:
                         frame = next(frames_iter)
                     except StopIteration:
                         break
                     except Exception as e:
                         raise DecodeError(f"{self.path}: decoding failed at frame {decoded} ({e})") from e
+                    finally:
+                        _add(decode_s=time.perf_counter() - t)
                     i = decoded
                     decoded += 1
                     users = need.get(i)
@@ -292,7 +297,9 @@ class VideoSource:
                     for r in users:
                         rgb = converted.get(r.size)
                         if rgb is None:
+                            t = time.perf_counter()
                             rgb = converted[r.size] = _to_rgb(frame, r.size)
+                            _add(convert_s=time.perf_counter() - t)
                         if r.streamed:
                             buffers[id(r)][0].append(i)
                             buffers[id(r)][1].append(rgb)
