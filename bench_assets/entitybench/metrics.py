@@ -4,7 +4,7 @@ Each function documents the spec line it implements (``../shared/spec/entitybenc
 """
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 import cv2
 import numpy as np
@@ -192,24 +192,75 @@ class _Flicker:
         return 1.0 - self.total / self.n / 255.0 if self.n else None
 
 
+class SharedFlow:
+    """The flow model of one shot, shared by motion smoothness and dynamic degree. At 16 fps dynamic degree's ~8 fps
+    pairs (k, k+2) are smoothness's forward pairs: each is computed once (a third of the shot's flows). A flow
+    whose key (frame indices a, b) is in ``shared`` is held until the other metric asks for it, then dropped; the
+    two ask within the same chunk, so a few flows are held at a time. Values are the unshared ones: the same
+    model on the same frames (DIS is deterministic)."""
+
+    def __init__(self, model, shared: Iterable[tuple[int, int]] = ()):
+        self.model, self.shared, self.held = model, set(shared), {}
+
+    def flow(self, pairs: Sequence[tuple[np.ndarray, np.ndarray]], keys: Sequence[tuple[int, int]]) -> list:
+        out: list = [None] * len(pairs)
+        todo = []
+        for j, k in enumerate(keys):
+            if k in self.held:
+                out[j] = self.held.pop(k)
+            else:
+                todo.append(j)
+        if todo:
+            for j, f in zip(todo, self.model.flow([pairs[j] for j in todo])):
+                out[j] = f
+                if keys[j] in self.shared:
+                    self.shared.discard(keys[j])
+                    self.held[keys[j]] = f
+        return out
+
+    def stop(self) -> None:
+        """One of the two metrics stopped (its model failed): nothing more is held for it."""
+        self.shared.clear()
+        self.held.clear()
+
+
+def smoothness_forward_pairs(n_frames: int) -> set[tuple[int, int]]:
+    """(p, n) of every triple (p, p+1, p+2), p even, that motion smoothness rebuilds."""
+    return {(p, p + 2) for p in range(0, n_frames - 2, 2)}
+
+
+def dynamic_pairs(n_frames: int, fps: float) -> set[tuple[int, int]]:
+    """Consecutive indices of dynamic degree's ~8 fps resampling."""
+    from bench_assets.core.media import fps_indices
+    idx = fps_indices(n_frames, fps or DYNAMIC_FPS, DYNAMIC_FPS)
+    return set(zip(idx, idx[1:]))
+
+
+def _flow_of(model):
+    return model if isinstance(model, SharedFlow) else SharedFlow(model)
+
+
 class _Smoothness:
     """Triples (0,1,2), (2,3,4), ...: the odd frame is rebuilt from its even neighbours."""
 
     def __init__(self, model, fps, n_frames):
-        self.flow, self.buf, self.errs = model.flow, [], []
+        self.flow, self.buf, self.errs, self.i = _flow_of(model).flow, [], [], 0   # i: index of buf[0]
 
     def update(self, frames: np.ndarray) -> None:
         self.buf += list(frames)
-        triples = []
+        triples, starts = [], []
         while len(self.buf) >= 3:
             triples.append(tuple(self.buf[:3]))
+            starts.append(self.i)
             self.buf = self.buf[2:]
+            self.i += 2
         if not triples:
             return
-        pairs = []
-        for p, _, n in triples:
+        pairs, keys = [], []
+        for (p, _, n), a in zip(triples, starts):
             pairs += [(p, n), (n, p)]
-        flows = self.flow(pairs)
+            keys += [(a, a + 2), (a + 2, a)]
+        flows = self.flow(pairs, keys)
         for j, (p, m, n) in enumerate(triples):
             self.errs.append(_midpoint_error(p, m, n, flows[2 * j], flows[2 * j + 1]))
 
@@ -222,22 +273,23 @@ class _Dynamic:
 
     def __init__(self, model, fps, n_frames):
         from bench_assets.core.media import fps_indices
-        self.flow = model.flow
+        self.flow = _flow_of(model).flow
         self.keep = set(fps_indices(n_frames, fps or DYNAMIC_FPS, DYNAMIC_FPS))
-        self.i, self.prev, self.moving = 0, None, []
+        self.i, self.prev, self.moving = 0, None, []   # prev: (index, frame) of the last kept frame
 
     def update(self, frames: np.ndarray) -> None:
         picked = []
         for f in frames:
             if self.i in self.keep:
-                picked.append(f)
+                picked.append((self.i, f))
             self.i += 1
         if self.prev is not None:
             picked = [self.prev, *picked]
         if len(picked) >= 2:
-            h, w = picked[0].shape[:2]
+            h, w = picked[0][1].shape[:2]
             threshold = DYNAMIC_THRESHOLD_PER_256 * min(h, w) / 256.0
-            for fl in self.flow(list(zip(picked[:-1], picked[1:]))):
+            pairs = list(zip(picked[:-1], picked[1:]))
+            for fl in self.flow([(a, b) for (_, a), (_, b) in pairs], [(i, j) for (i, _), (j, _) in pairs]):
                 mag = flow_magnitude(fl)
                 k = max(1, int(round(DYNAMIC_TOP_FRACTION * mag.size)))
                 self.moving.append(float(np.mean(np.partition(mag, -k)[-k:])) > threshold)
@@ -290,7 +342,13 @@ def stream_pillar1(chunks, fps: float, n_frames: int, metrics: dict) -> dict[str
     """Run the given Pillar 1 metrics ({ShotMetric: model}) over ``chunks`` (an iterable of consecutive frame
     arrays covering the shot once, no overlap): metric_id -> (value, error). A metric whose model raises is
     stopped with the error (the evaluator's failure); the others go on."""
-    accs = {m.metric_id: m.start(model, fps, n_frames) for m, model in metrics.items()}
+    models = {m.metric_id: model for m, model in metrics.items()}
+    sharing = None
+    if models.get("motion_smoothness") is not None and models.get("motion_smoothness") is models.get("dynamic_degree"):
+        sharing = SharedFlow(models["motion_smoothness"],
+                             smoothness_forward_pairs(n_frames) & dynamic_pairs(n_frames, fps))
+        models["motion_smoothness"] = models["dynamic_degree"] = sharing
+    accs = {m.metric_id: m.start(models[m.metric_id], fps, n_frames) for m in metrics}
     errors: dict[str, str] = {}
     for frames in chunks:
         for mid, acc in accs.items():
@@ -300,4 +358,6 @@ def stream_pillar1(chunks, fps: float, n_frames: int, metrics: dict) -> dict[str
                 acc.update(frames)
             except Exception as e:  # noqa: BLE001 - one metric's model crash must not take the shot down
                 errors[mid] = f"{mid} failed: {type(e).__name__}: {e}"[:300]
+                if sharing is not None and mid in ("motion_smoothness", "dynamic_degree"):
+                    sharing.stop()
     return {mid: ((None, errors[mid]) if mid in errors else (acc.result(), None)) for mid, acc in accs.items()}
