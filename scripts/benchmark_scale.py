@@ -323,15 +323,16 @@ def child(bench: str, case: str, args) -> dict:
         gens, errors = discover_generators(paths.generators_dir, bench)
         if errors:
             raise SystemExit(f"generator discovery: {errors}")
+        from bench_resources.models import load_seconds
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        c0 = media.counters()
+        c0, l0 = media.counters(), load_seconds()
         stop = _progress_writer(args.out, bench, case, info, c0, rss0)
         with instance_for_test() as instance:
             stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=b.partitions,
                              items=info["items"], generators=gens, item_assets=b.item_assets,
                              generator_assets=b.generator_assets, aggregate_assets=[], progress=lambda s: None)
             stop.set()
-            c1 = media.counters()
+            c1, load_s = media.counters(), load_seconds() - l0
             dc = {k: c1[k] - c0[k] for k in c0}
             # the same work again with nothing changed: must be free (0 forwards, 0 judge calls, 0 decodes)
             again = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=b.partitions,
@@ -340,7 +341,7 @@ def child(bench: str, case: str, args) -> dict:
         rerun = {"forwards": again.forwards, "judge_calls": again.judge_calls, "decodes": again.decodes,
                  "materialized": len(again.materialized), "wall_s": again.wall_s}
         return {"benchmark": bench, "case": case, **info, "wall_s": stats.wall_s, "forwards": stats.forwards,
-                "forward_s": stats.forward_s, "decode": dc, "failed": [f"{s}: {m}"[:200] for s, _, m in stats.failed],
+                "forward_s": stats.forward_s, "load_s": load_s, "decode": dc, "failed": [f"{s}: {m}"[:200] for s, _, m in stats.failed],
                 "materialized": len(stats.materialized), "rerun": rerun,
                 "rss_before_run_gib": rss0 / 2**20, "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
                 "device": resources["device"].describe()["device"]}
@@ -415,7 +416,8 @@ def run_child(bench: str, case: str, args) -> dict:
 
 def print_bench(rows: list[dict]) -> None:
     hdr = (f"{'benchmark':14s} {'case':6s} {'peak RSS':>9s} {'passes/video':>12s} {'conv/needed':>13s} "
-           f"{'legacy frames':>13s} {'wall s':>8s} {'model/wall':>10s} {'decode/wall':>11s} {'throughput':>18s}  notes")
+           f"{'legacy frames':>13s} {'wall s':>8s} {'model/wall':>10s} {'load s':>6s} {'other/wall':>10s} "
+           f"{'decode/wall':>11s} {'throughput':>18s}  notes")
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
@@ -431,15 +433,20 @@ def print_bench(rows: list[dict]) -> None:
                    else f"{60 * r['video_s'] / wall:.1f} video-s/min")
             mw = f"{100 * r['forward_s'] / wall:.0f} %"
             dw = f"{100 * (d.get('decode_s', 0) + d.get('convert_s', 0)) / wall:.1f} %" if "decode_s" in d else "-"
+            # neither forwards nor the one-time model loading: what grows with the shots besides the models
+            ow = (f"{100 * (wall - r['forward_s'] - r['load_s']) / wall:.0f} %" if r.get("load_s") is not None
+                  else "-")
         else:
-            thr, mw, dw = "-", "-", "-"
+            thr, mw, dw, ow = "-", "-", "-", "-"
+        ls = f"{r['load_s']:6.1f}" if r.get("load_s") is not None else f"{'-':>6s}"
         notes = r.get("error", "") or "; ".join(r.get("failed", [])[:2])
         if r.get("rerun"):
             q = r["rerun"]
             notes = (f"rerun: {q['forwards']} forwards, {q['judge_calls']} judge calls, {q['decodes']} decodes, "
                      f"{q['materialized']} materialised ({q['wall_s']:.1f} s)" + (f"; {notes}" if notes else ""))
         print(f"{r['benchmark']:14s} {r['case']:6s} {peak:8.2f}G {d.get('passes', 0) / vids:12.2f} {conv:>13s} "
-              f"{d.get('legacy_frames', 0):13d} {wall or 0:8.1f} {mw:>10s} {dw:>11s} {thr:>18s}  {notes[:160]}")
+              f"{d.get('legacy_frames', 0):13d} {wall or 0:8.1f} {mw:>10s} {ls} {ow:>10s} {dw:>11s} {thr:>18s}  "
+              f"{notes[:160]}")
 
 
 # ------------------------------------------------------------------------------------------------ daemon path

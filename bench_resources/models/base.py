@@ -16,6 +16,7 @@ _lock = threading.Lock()
 _forwards = 0
 _items = 0
 _seconds = 0.0
+_load_seconds = 0.0
 
 
 def forward_count() -> int:
@@ -28,6 +29,17 @@ def forward_items() -> int:
 
 def forward_seconds() -> float:
     return _seconds
+
+
+def load_seconds() -> float:
+    """Wall seconds spent loading model slots in this process (once per slot: a fixed cost, not a per-shot one)."""
+    return _load_seconds
+
+
+def add_load_seconds(seconds: float) -> None:
+    global _load_seconds
+    with _lock:
+        _load_seconds += seconds
 
 
 @contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any, Literal, Optional
@@ -11,7 +12,7 @@ from typing import Any, Literal, Optional
 from dagster import ConfigurableResource
 
 from bench_resources.device import Device
-from bench_resources.models.base import SlotStatus, SlotUnavailable, fingerprint_path
+from bench_resources.models.base import SlotStatus, SlotUnavailable, add_load_seconds, fingerprint_path
 from bench_resources.models.specs import SLOTS, Checkpoint, LoadContext
 
 _loaded: dict[tuple, Any] = {}
@@ -105,8 +106,10 @@ class ModelRegistry(ConfigurableResource):
             st = self.status(name)
             if not st.available:
                 raise SlotUnavailable(name, self.profile, ckpt.name, st.reason or "unavailable", "")
+            t0 = time.perf_counter()
             paths, _, _ = ckpt.locate(ctx)
             model = ckpt.load(ctx, paths or [])
+            add_load_seconds(time.perf_counter() - t0)
             _loaded[key] = model
             return model
 
