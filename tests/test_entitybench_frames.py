@@ -87,9 +87,34 @@ def test_cache_is_bounded_in_bytes(tmp_path):
     cache = FR.ShotFrameCache(max_bytes=int(2.5 * one))
     for p in paths:
         cache.get(p)
-    assert len(cache) == 2 and cache.bytes == 2 * one and cache.cached(paths[0]) is None
+    # one episode larger than the cache: the shots held stay, the one that does not fit is served, not kept
+    assert len(cache) == 2 and cache.bytes == 2 * one and cache.cached(paths[2]) is None
     tiny = FR.ShotFrameCache(max_bytes=one - 1)
     assert tiny.get(paths[0]).n_frames == N and len(tiny) == 0  # served, not kept
+
+
+def test_an_episode_larger_than_the_cache_does_not_thrash(tmp_path):
+    """Every asset of a partition reads the episode's shots in order. A plain LRU with room for 3 of 4 shots misses
+    on every read of such a scan (each read evicts the shot the next read needs); this cache misses once per scan,
+    and a later episode's shots replace the earlier episode's."""
+    one = len(FR.sample_indices(N)) * W * H * 3
+    (tmp_path / "e1").mkdir()
+    (tmp_path / "e2").mkdir()
+    first = [_write(tmp_path / "e1" / f"shot_{i}.mp4", seed=i) for i in range(4)]
+    later = [_write(tmp_path / "e2" / f"shot_{i}.mp4", seed=10 + i) for i in range(2)]
+    cache = FR.ShotFrameCache(max_bytes=int(3.5 * one))
+    p0 = media.counters()["passes"]
+    for _asset in range(5):
+        for p in first:
+            cache.get(p)
+    assert media.counters()["passes"] - p0 == 4 + 4 * 1      # 4 once, then 1 miss per later scan (LRU: 4 + 4 * 4)
+    assert [cache.cached(p) is not None for p in first] == [True, True, True, False]
+    for _asset in range(3):
+        for p in later:
+            cache.get(p)
+    assert media.counters()["passes"] - p0 == 8 + 2          # the next episode: each shot once
+    assert all(cache.cached(p) is not None for p in later) and cache.bytes <= 3.5 * one
+    assert sum(cache.cached(p) is not None for p in first) == 1   # the earlier episode made room, LRU first
 
 
 def test_pillar1_runs_first_among_the_generator_steps():

@@ -95,11 +95,17 @@ def _key(path: str | Path) -> tuple:
 
 
 class ShotFrameCache:
-    """Per-process LRU of ``ShotFrames`` keyed by (path, size, mtime), bounded in bytes of frames held
-    (``BENCH_SHOT_FRAMES_BYTES``, default 512 MiB: ~28 shots of 832x480 or ~12 of 1280x720)."""
+    """Per-process cache of ``ShotFrames`` keyed by (path, size, mtime), bounded in bytes of frames held
+    (``BENCH_SHOT_FRAMES_BYTES``, default 1 GiB: ~56 shots of 832x480 or ~24 of 1280x720).
+
+    Eviction suits how a run reads shots: every asset of a (generator, episode) partition walks the episode's
+    shots in order. A plain LRU thrashes on such a scan once the episode does not fit (every read a miss: a 31-shot
+    episode with room for 28 decoded each shot 5 times). So a new shot first evicts shots of other folders
+    (earlier episodes), least recently used first; when the cache holds only its own episode, the new shot is
+    served but not kept, and the shots already held stay hits for every later asset."""
 
     def __init__(self, max_bytes: Optional[int] = None):
-        self.max_bytes = int(os.environ.get("BENCH_SHOT_FRAMES_BYTES", str(512 << 20))) if max_bytes is None \
+        self.max_bytes = int(os.environ.get("BENCH_SHOT_FRAMES_BYTES", str(1 << 30))) if max_bytes is None \
             else int(max_bytes)
         self._items: "OrderedDict[tuple, ShotFrames]" = OrderedDict()
         self._lock = threading.Lock()
@@ -118,14 +124,18 @@ class ShotFrameCache:
 
     def put(self, path: str | Path, shot: ShotFrames) -> None:
         key = _key(path)
+        folder = str(Path(key[0]).parent)
         with self._lock:
             if shot.nbytes > self.max_bytes or key in self._items:
                 return
+            for k in [k for k in self._items if str(Path(k[0]).parent) != folder]:   # least recently used first
+                if self.bytes + shot.nbytes <= self.max_bytes:
+                    break
+                self.bytes -= self._items.pop(k).nbytes
+            if self.bytes + shot.nbytes > self.max_bytes:
+                return   # full of this episode's shots: keep them (hits for every later asset), serve this one
             self._items[key] = shot
             self.bytes += shot.nbytes
-            while self._items and self.bytes > self.max_bytes:
-                _, old = self._items.popitem(last=False)
-                self.bytes -= old.nbytes
 
     def get(self, path: str | Path) -> ShotFrames:
         """The shot's sampled frames: cached, or one pass that converts only them (DecodeError names the file)."""
