@@ -63,8 +63,8 @@ DEFAULT_CHUNK = 32
 
 _lock = threading.Lock()
 _counts = {"passes": 0, "frames_decoded": 0, "frames_converted": 0, "frames_needed": 0,
-           "legacy_passes": 0, "legacy_frames": 0,
-           "decode_s": 0.0, "convert_s": 0.0}  # seconds in FFmpeg's decoder / in RGB conversion (wall, this thread)  # whole-clip decodes (decode_video / ClipCache) among them
+           "legacy_passes": 0, "legacy_frames": 0,  # whole-clip decodes (decode_video / ClipCache) among them
+           "decode_s": 0.0, "convert_s": 0.0}       # wall seconds in FFmpeg's decoder / in RGB conversion
 
 
 def decode_count() -> int:
@@ -274,6 +274,7 @@ class VideoSource:
                 container = av.open(self.path)
             except Exception as e:  # probed fine a moment ago: changed or unreadable now
                 raise DecodeError(f"{self.path}: cannot be opened as a video ({e})") from e
+            decode_s = convert_s = 0.0   # summed here, counted once per pass (not a lock per frame)
             try:
                 stream = container.streams.video[0]
                 stream.thread_type = "AUTO"  # frame + slice threads inside FFmpeg; the GIL is released
@@ -287,7 +288,7 @@ class VideoSource:
                     except Exception as e:
                         raise DecodeError(f"{self.path}: decoding failed at frame {decoded} ({e})") from e
                     finally:
-                        _add(decode_s=time.perf_counter() - t)
+                        decode_s += time.perf_counter() - t
                     i = decoded
                     decoded += 1
                     users = need.get(i)
@@ -299,7 +300,7 @@ class VideoSource:
                         if rgb is None:
                             t = time.perf_counter()
                             rgb = converted[r.size] = _to_rgb(frame, r.size)
-                            _add(convert_s=time.perf_counter() - t)
+                            convert_s += time.perf_counter() - t
                         if r.streamed:
                             buffers[id(r)][0].append(i)
                             buffers[id(r)][1].append(rgb)
@@ -314,6 +315,7 @@ class VideoSource:
                         yield None
             finally:
                 container.close()
+                _add(decode_s=decode_s, convert_s=convert_s)
         self.stats.frames_decoded = decoded
         _add(frames_decoded=decoded)
         missing = [i for i in need if i >= decoded]

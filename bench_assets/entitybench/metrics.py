@@ -100,10 +100,15 @@ def motion_smoothness(frames: np.ndarray, flow: FlowFn) -> Optional[float]:
     return float((255.0 - np.mean(errs)) / 255.0)
 
 
+def dynamic_indices(n_frames: int, fps: float) -> list[int]:
+    """The native frames of dynamic degree's ~8 fps resampling (fixed from the frame count and the rate)."""
+    from bench_assets.core.media import fps_indices
+    return fps_indices(n_frames, fps or DYNAMIC_FPS, DYNAMIC_FPS)
+
+
 def dynamic_degree(frames: np.ndarray, fps: float, flow: FlowFn) -> Optional[float]:
     """Share of consecutive pairs (resampled to ~8 fps) whose top-5 % flow magnitude mean > 6*min(H,W)/256."""
-    from bench_assets.core.media import fps_indices
-    idx = fps_indices(len(frames), fps or DYNAMIC_FPS, DYNAMIC_FPS)
+    idx = dynamic_indices(len(frames), fps)
     if len(idx) < 2:
         return None
     h, w = frames.shape[1:3]
@@ -231,8 +236,7 @@ def smoothness_forward_pairs(n_frames: int) -> set[tuple[int, int]]:
 
 def dynamic_pairs(n_frames: int, fps: float) -> set[tuple[int, int]]:
     """Consecutive indices of dynamic degree's ~8 fps resampling."""
-    from bench_assets.core.media import fps_indices
-    idx = fps_indices(n_frames, fps or DYNAMIC_FPS, DYNAMIC_FPS)
+    idx = dynamic_indices(n_frames, fps)
     return set(zip(idx, idx[1:]))
 
 
@@ -272,9 +276,8 @@ class _Dynamic:
     """Consecutive pairs of the ~8 fps resampling (indices fixed from the container's frame count)."""
 
     def __init__(self, model, fps, n_frames):
-        from bench_assets.core.media import fps_indices
         self.flow = _flow_of(model).flow
-        self.keep = set(fps_indices(n_frames, fps or DYNAMIC_FPS, DYNAMIC_FPS))
+        self.keep = set(dynamic_indices(n_frames, fps))
         self.i, self.prev, self.moving = 0, None, []   # prev: (index, frame) of the last kept frame
 
     def update(self, frames: np.ndarray) -> None:
