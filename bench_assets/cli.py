@@ -1,4 +1,4 @@
-"""`bench`: demo, ui, evaluate, leaderboard, report, validate, human-alignment, weights.
+"""`bench`: demo, ui, evaluate, leaderboard, metrics, report, validate, human-alignment, weights.
 
 User-facing problems (unknown benchmark, missing data root, a generator matching no item, a bad generator.yaml)
 are one `error:` line and exit status 2; a step failure is one line naming the step, the item and the message.
@@ -329,6 +329,34 @@ def cmd_leaderboard(args) -> int:
     return 0
 
 
+def metrics_table(names: list[str]) -> pd.DataFrame:
+    """Every declared metric of the named benchmarks (their ``metric_specs.py``), one row each."""
+    frames = [_benchmark(n).metrics.table() for n in names]
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def cmd_metrics(args) -> int:
+    names = [args.benchmark] if args.benchmark else list(_benchmarks())
+    table = metrics_table(names)
+    if args.json:
+        print(table.to_json(orient="records", indent=2))
+        return 0
+    if table.empty:
+        print("(no metric declared)")
+        return 0
+    cols = ["benchmark", "id", "paper_id", "family", "direction", "scale", "unit", "aggregation", "coverage_policy",
+            "kind", "slots"]
+    shown = table[cols].copy()
+    shown["paper_id"] = [("addition" if a else p) for a, p in zip(table["addition"], table["paper_id"])]
+    with pd.option_context("display.width", 250, "display.max_rows", 2000, "display.max_columns", 20,
+                           "display.max_colwidth", 40):
+        print(shown.fillna("").to_string(index=False))
+    n_add = int(table["addition"].sum())
+    print(f"\n{len(table)} metrics in {len(names)} benchmark(s); {n_add} additions (not the papers' metrics)")
+    return 0
+
+
 def _descendants(pid: int) -> list[int]:
     try:
         import psutil
@@ -450,6 +478,11 @@ def _parser() -> argparse.ArgumentParser:
     lb.add_argument("--benchmark", required=True, choices=names)
     lb.add_argument("--json", action="store_true")
     lb.set_defaults(fn=cmd_leaderboard)
+    me = sub.add_parser("metrics", help="every declared metric: paper id or addition, family, direction, scale, "
+                                        "aggregation, coverage policy, model slots")
+    me.add_argument("--benchmark", default=None, choices=names)
+    me.add_argument("--json", action="store_true")
+    me.set_defaults(fn=cmd_metrics)
     rp = sub.add_parser("report", help="write the HTML report of the whole store")
     rp.add_argument("--out", default=None, metavar="DIR", help="default: <store>/reports/site")
     rp.set_defaults(fn=cmd_report)

@@ -1,0 +1,281 @@
+"""One declarative entry per metric (``MetricSpec``), and the one leaderboard row schema every benchmark's board uses.
+
+A metric id alone says nothing; its spec says what it is: the paper's id or an addition, its family, direction,
+scale, how item values become a board cell (aggregation, coverage policy), which model slots compute it, which
+tables it reads, and which other metrics an aggregate needs. As a torchmetrics metric carries
+``higher_is_better`` and an lm-evaluation-harness task lists its metrics with aggregation and direction, each
+benchmark folder declares its metrics in ``metric_specs.py`` (``METRICS``); boards, the site, the CLI (``bench
+metrics``), validity and the parity suite read them, and nothing else names a metric's properties.
+
+Board rows (``BOARD_COLUMNS``) are the same for the five benchmarks: generator, metric id, slice, value, raw mean,
+coverage, the counts (evaluated, skipped, generator failures, evaluator failures), reason, protocol digest,
+substitute model (or None), addition flag, comparable flag, baseline flag; anything a benchmark needs beyond that
+goes in ``detail`` (JSON). ``board_frame`` builds and checks one: an id without a spec is an error, and the
+addition flag is copied from the spec, so a board cannot present an addition as the paper's metric.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Literal, Mapping, Optional, Sequence
+
+import pandas as pd
+
+Direction = Literal["higher", "lower", "none"]
+Kind = Literal["metric", "aggregate", "diagnostic"]
+
+ADDITION = None  # MetricSpec(paper_id=ADDITION): a construct of this project, not the paper's
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """What a metric is. ``paper_id`` is the id the paper prints (usually == ``id``); None marks an addition.
+
+    ``aggregation``: how item values become the board's value ("mean over items", "gate-corrected mean", ...).
+    ``coverage_policy``: "applied" (value = raw mean x coverage), "reported" (value = raw mean, coverage beside
+    it), "none" (the metric has no item coverage, e.g. a corpus statistic).
+    ``slots``: the model slots whose checkpoint decides the value; the substitute mark is derived from them.
+    ``parts``: for an aggregate, the metric ids it needs, all of them (an aggregate never pretends).
+    ``pattern``: a regular expression instead of one id, for metric families whose ids are generated
+    (``accuracy.EE.mcq``, ...); ``id`` is then the family's name as listed.
+    ``validity``: names of the validity cases that concern it (core/validity.py reads them for its rows).
+    """
+    id: str
+    family: str
+    direction: Direction
+    description: str
+    paper_id: Optional[str] = "same"
+    scale: Optional[tuple[float, float]] = (0.0, 1.0)
+    unit: str = ""
+    aggregation: str = "mean over items"
+    coverage_policy: Literal["applied", "reported", "none"] = "reported"
+    slots: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+    parts: tuple[str, ...] = ()
+    kind: Kind = "metric"
+    pattern: Optional[str] = None
+    validity: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.paper_id == "same":
+            object.__setattr__(self, "paper_id", self.id if not self.pattern else self.id)
+        if self.direction not in ("higher", "lower", "none"):
+            raise ValueError(f"{self.id}: direction must be higher, lower or none, not {self.direction!r}")
+        if self.kind == "aggregate" and not self.parts:
+            raise ValueError(f"{self.id}: an aggregate names the parts it needs")
+
+    @property
+    def addition(self) -> bool:
+        return self.paper_id is None
+
+    @property
+    def higher_is_better(self) -> Optional[bool]:
+        return {"higher": True, "lower": False}.get(self.direction)
+
+    def matches(self, metric_id: str) -> bool:
+        return metric_id == self.id or (self.pattern is not None and re.fullmatch(self.pattern, metric_id) is not None)
+
+    def as_row(self) -> dict[str, Any]:
+        row = asdict(self)
+        row["addition"] = self.addition
+        for k in ("slots", "inputs", "parts", "validity"):
+            row[k] = ", ".join(row[k])
+        row["scale"] = None if self.scale is None else f"[{self.scale[0]:g}, {self.scale[1]:g}]"
+        return row
+
+
+class MetricSpecs:
+    """A benchmark's specs, looked up by metric id (exact ids first, then patterns)."""
+
+    def __init__(self, benchmark: str, specs: Sequence[MetricSpec]):
+        self.benchmark = benchmark
+        self.specs = tuple(specs)
+        self._by_id = {}
+        for s in self.specs:
+            if s.id in self._by_id:
+                raise ValueError(f"{benchmark}: metric {s.id!r} declared twice")
+            self._by_id[s.id] = s
+
+    def __iter__(self):
+        return iter(self.specs)
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    def get(self, metric_id: str) -> Optional[MetricSpec]:
+        s = self._by_id.get(metric_id)
+        if s is not None and s.pattern is None:
+            return s
+        return next((s for s in self.specs if s.pattern and s.matches(metric_id)), s)
+
+    def __getitem__(self, metric_id: str) -> MetricSpec:
+        s = self.get(metric_id)
+        if s is None:
+            raise KeyError(f"{self.benchmark}: metric {metric_id!r} has no MetricSpec (declare it in "
+                           f"bench_assets/{self.benchmark}/metric_specs.py)")
+        return s
+
+    def table(self) -> pd.DataFrame:
+        rows = [{"benchmark": self.benchmark, **s.as_row()} for s in self.specs]
+        return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- substitutes
+
+def substitute_label(slots: Iterable[str], models) -> Optional[str]:
+    """'slot: checkpoint; ...' for the slots in use whose checkpoint is not the paper's, None when every slot runs
+    the paper's checkpoint (or is unavailable, in which case the metric has no value to mark).
+
+    ``models`` is the ModelRegistry actually used; the comparison is with the slot table's paper checkpoint, so an
+    alternative named in configuration is marked too."""
+    from bench_resources.models.specs import SLOTS
+    parts = []
+    for slot in slots:
+        if slot not in SLOTS:
+            continue
+        st = models.status(slot)
+        if st.available and st.checkpoint != SLOTS[slot].paper.name:
+            parts.append(f"{slot}: {st.checkpoint}")
+    return "; ".join(parts) or None
+
+
+def substitute_map(specs: MetricSpecs, models, metric_ids: Iterable[str]) -> dict[str, Optional[str]]:
+    """metric id -> substitute label, computed once per slot set."""
+    cache: dict[tuple[str, ...], Optional[str]] = {}
+    out = {}
+    for mid in set(metric_ids):
+        spec = specs.get(mid)
+        key = spec.slots if spec else ()
+        if key not in cache:
+            cache[key] = substitute_label(key, models)
+        out[mid] = cache[key]
+    return out
+
+
+def label_substitutes(df: pd.DataFrame, specs: MetricSpecs, models, column: str = "metric_id") -> pd.DataFrame:
+    """Adds (or overwrites) a ``substitute`` column on a metric table at compute time: the slot actually used."""
+    smap = substitute_map(specs, models, df[column].dropna().unique()) if len(df) else {}
+    df["substitute"] = pd.array([smap.get(m) for m in df[column]], dtype="string")
+    return df
+
+
+def join_substitutes(values: Iterable[Any]) -> Optional[str]:
+    """The distinct substitute labels of a cell's rows, joined ('a; b'); None when no row had one."""
+    seen: list[str] = []
+    for v in values:
+        if v is None or (isinstance(v, float) and pd.isna(v)) or v is pd.NA:
+            continue
+        for part in re.split(r"\s*[;|]\s*", str(v)):
+            if part and part not in seen:
+                seen.append(part)
+    return "; ".join(sorted(seen)) or None
+
+
+# ----------------------------------------------------------------------------- the board
+
+BOARD_COLUMNS: dict[str, str] = {
+    "benchmark": "string", "generator": "string", "metric_id": "string", "slice": "string",
+    "value": "Float64", "raw_mean": "Float64", "coverage": "Float64",
+    "n_items": "Int64", "n_eval": "Int64", "n_skipped": "Int64",
+    "n_failed": "Int64",             # the generator's failures (missing, undecodable, invalid output)
+    "n_failed_evaluator": "Int64",   # the evaluator's (judge outage, missing weights, replay miss): never final
+    "reason": "string", "protocol": "string", "substitute": "string",
+    "addition": "boolean", "comparable": "boolean", "baseline": "boolean",
+    "detail": "string",              # benchmark extras (JSON): cases / triggered / reliability, mean rank, ...
+}
+
+
+def board_row(generator: str, metric_id: str, slice: str, value: Optional[float], **fields: Any) -> dict[str, Any]:
+    """One row of the schema; ``detail`` may be a dict (stored as JSON)."""
+    row = {"generator": generator, "metric_id": metric_id, "slice": slice, "value": value, **fields}
+    unknown = set(row) - set(BOARD_COLUMNS)
+    if unknown:
+        raise KeyError(f"board columns {sorted(unknown)} are not in the schema; put benchmark extras in detail")
+    return row
+
+
+def board_frame(benchmark: str, rows: Sequence[Mapping[str, Any]] | pd.DataFrame, specs: MetricSpecs) -> pd.DataFrame:
+    """The common board from rows: schema columns in order and types, ``addition`` from the spec, ``detail`` as
+    JSON, ``value`` None wherever the row says so. Raises when a metric id has no spec."""
+    df = pd.DataFrame(list(rows) if not isinstance(rows, pd.DataFrame) else rows)
+    unknown = set(df.columns) - set(BOARD_COLUMNS)
+    if unknown:
+        raise KeyError(f"{benchmark} board: columns {sorted(unknown)} are not in the schema; use detail")
+    df = df.reindex(columns=list(BOARD_COLUMNS))
+    df["benchmark"] = benchmark
+    if len(df):
+        missing = sorted({m for m in df["metric_id"].dropna() if specs.get(m) is None})
+        if missing:
+            raise KeyError(f"{benchmark} board: metric ids without a MetricSpec: {missing[:10]}")
+        df["addition"] = [specs[m].addition for m in df["metric_id"]]
+        df["detail"] = [None if _missing(d) else (d if isinstance(d, str) else json.dumps(d, sort_keys=True,
+                                                                                           default=str))
+                        for d in df["detail"]]
+        for c in ("n_eval", "n_skipped", "n_failed", "n_failed_evaluator"):
+            df[c] = pd.to_numeric(df[c], errors="coerce").fillna(0)
+        for c in ("comparable", "baseline"):
+            df[c] = df[c].map(lambda v: None if _missing(v) else bool(v))
+        df["baseline"] = df["baseline"].fillna(False)
+        df["comparable"] = df["comparable"].fillna(True)
+    return df.astype(BOARD_COLUMNS)
+
+
+def detail_of(board: pd.DataFrame) -> pd.DataFrame:
+    """The ``detail`` JSON of each row expanded into columns (index aligned with the board)."""
+    recs = [json.loads(d) if isinstance(d, str) and d else {} for d in board.get("detail", pd.Series(dtype=object))]
+    return pd.DataFrame(recs, index=board.index)
+
+
+def _missing(v: Any) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and pd.isna(v))
+
+
+def check_board(board: pd.DataFrame, specs: MetricSpecs) -> list[str]:
+    """Problems of a board against its specs: ids without a spec, specs without a row, an addition that a
+    paper-named row hides, columns outside the schema. Empty when the board is sound."""
+    problems = []
+    extra = set(board.columns) - set(BOARD_COLUMNS)
+    if extra:
+        problems.append(f"columns outside the schema: {sorted(extra)}")
+    ids = set(board["metric_id"].dropna()) if "metric_id" in board else set()
+    for m in sorted(ids):
+        s = specs.get(m)
+        if s is None:
+            problems.append(f"{m}: no MetricSpec")
+        elif "addition" in board and bool(board.loc[board["metric_id"] == m, "addition"].fillna(False).any()) \
+                != s.addition:
+            problems.append(f"{m}: board's addition flag differs from the spec")
+    for s in specs:
+        if s.kind == "diagnostic":
+            continue
+        if not any(s.matches(m) for m in ids):
+            problems.append(f"{s.id}: declared but not on the board")
+    return problems
+
+
+# ----------------------------------------------------------------------------- aggregates that never pretend
+
+def all_parts(parts: Mapping[str, Optional[float]], name: str) -> tuple[Optional[bool], Optional[str]]:
+    """(True, None) when every part has a value; else (False, 'name needs all N parts; missing: ...')."""
+    missing = [k for k, v in parts.items() if _missing(v)]
+    if not parts:
+        return False, f"{name} has no parts"
+    if missing:
+        return False, f"{name} needs all {len(parts)} parts; without a value: {', '.join(missing)}"
+    return True, None
+
+
+def comparability(records: pd.DataFrame) -> pd.DataFrame:
+    """Per (generator, metric id): the protocol digest(s) its item rows were scored under ('+'-joined), and whether
+    that cell is comparable: one protocol for the cell and the same one for every generator of the metric. A metric
+    scored under different protocols (another checkpoint, threshold or profile) is flagged, never silently averaged
+    (EntityBench B.5). ``records``: generator, metric_id, protocol."""
+    rows = []
+    for mid, part in records.groupby("metric_id"):
+        all_protocols = set(part["protocol"].dropna())
+        for gen, sub in part.groupby("generator"):
+            mine = sorted(set(sub["protocol"].dropna()))
+            rows.append({"generator": gen, "metric_id": mid, "protocol": "+".join(mine) or None,
+                         "comparable": len(mine) <= 1 and len(all_protocols) <= 1})
+    return pd.DataFrame(rows, columns=["generator", "metric_id", "protocol", "comparable"])

@@ -1,0 +1,8 @@
+"""Every metric of the mbench board, declared once (core/metric_spec.py): the board, the site, the CLI
+(`bench metrics`), validity and parity read these."""
+from __future__ import annotations
+
+from bench_assets.core.metric_spec import MetricSpec, MetricSpecs
+
+METRICS = MetricSpecs("mbench", [
+])
