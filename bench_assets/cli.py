@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -76,112 +75,8 @@ def _board(resources, benchmark: str = "entitybench") -> pd.DataFrame:
                        f"({type(e).__name__}: {first}); run `bench evaluate` or `bench demo` first") from None
 
 
-EVAL_COL = "n_failed_evaluator"
-
-
-def _present(v) -> bool:
-    return v is not None and not (isinstance(v, float) and pd.isna(v)) and v is not pd.NA and str(v) != ""
-
-
-def _n(k: int, noun: str) -> str:
-    return f"{k} {noun}{'' if k == 1 else 's'}"
-
-
-def _coverage(head: pd.DataFrame) -> pd.Series:
-    """Coverage per row: the board's own column, else scored / total where the board counts items that way."""
-    if "coverage" in head.columns:
-        return pd.to_numeric(head["coverage"], errors="coerce")
-    for scored, total in (("stories_scored", "stories"), ("samples_scored", "samples"), ("scored", "cases")):
-        if {scored, total} <= set(head.columns):
-            t = pd.to_numeric(head[total], errors="coerce")
-            return pd.to_numeric(head[scored], errors="coerce") / t.where(t > 0)
-    return pd.Series([float("nan")] * len(head), index=head.index)
-
-
-def format_board(board: pd.DataFrame, headline: dict | None = None, benchmark: str = "entitybench") -> str:
-    """The leaderboard as the CLI prints it: metric x generator, each cell the value with compact marks, then a
-    legend and a coverage / evaluator-failure line per generator. Pure (a frame in, text out) so tests read it.
-
-    ``0.812*``: an offline substitute produced the value (the legend names it); ``[75%]``: coverage below 100%;
-    ``(ef16)``: 16 evaluator failures (judge outage, missing weights, replay miss), kept apart from the
-    generator's skips; ``!``: not comparable (partitions scored under different protocols)."""
-    head = board.copy()
-    for col, val in (headline or {}).items():
-        if col in head.columns:
-            head = head[head[col] == val]
-    if head.empty or not {"metric_id", "generator", "value"} <= set(head.columns):
-        return f"({benchmark} leaderboard is empty)"
-    head = head.reset_index(drop=True)
-    cov = _coverage(head)
-    ef = pd.to_numeric(head[EVAL_COL], errors="coerce").fillna(0).astype(int) if EVAL_COL in head.columns \
-        else pd.Series(0, index=head.index)
-    subs = [str(s) if _present(s) else None for s in (head["substitute"] if "substitute" in head.columns
-                                                       else [None] * len(head))]
-    comparable = head["comparable"] if "comparable" in head.columns else pd.Series(None, index=head.index)
-    cells, used_cov, used_nc = [], False, False
-    for i, v in enumerate(head["value"]):
-        v = pd.to_numeric(v, errors="coerce")
-        text = "None" if pd.isna(v) else f"{float(v):.3f}"
-        if subs[i] and not pd.isna(v):
-            text += "*"
-        if _present(comparable.iloc[i]) and not bool(comparable.iloc[i]):
-            text += "!"
-            used_nc = True
-        c = cov.iloc[i]
-        if not pd.isna(v) and not pd.isna(c) and c < 0.995:
-            text += f"[{c:.0%}]"
-            used_cov = True
-        if ef.iloc[i] > 0:
-            text += f"(ef{ef.iloc[i]})"
-        cells.append(text)
-    head["cell"] = cells
-    table = head.pivot_table(index="metric_id", columns="generator", values="cell", aggfunc="first")
-    table = table.fillna("-")
-    with pd.option_context("display.width", 250, "display.max_rows", 500, "display.max_columns", 50):
-        lines = [table.to_string()]
-    legend = []
-    # one mark for "an offline substitute produced this value"; the legend names each substitute model once,
-    # with the metrics it stands behind (a board's substitute cell joins several: "slot: model; slot: model")
-    behind: dict[str, set] = {}
-    for i, sub in enumerate(subs):
-        if sub and not pd.isna(pd.to_numeric(head.at[i, "value"], errors="coerce")):
-            for part in re.split(r"\s*(?:;|\|)\s*", sub):
-                if part:
-                    behind.setdefault(part, set()).add(head.at[i, "metric_id"])
-    if behind:
-        legend.append("* an offline substitute produced the value:")
-        for part, mids in sorted(behind.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-            mids = sorted(mids)
-            legend.append(f"    {part} ({_n(len(mids), 'metric')}: {', '.join(mids[:4])}"
-                          f"{', ...' if len(mids) > 4 else ''})")
-    if used_cov:
-        legend.append("[NN%] coverage below 100% (items scored / items)")
-    if int(ef.sum()):
-        legend.append("(efN) N evaluator failures (judge outage, missing weights, replay miss), not the generator's")
-    if used_nc:
-        legend.append("! not comparable: partitions scored under different protocols")
-    for gen, part in head.groupby("generator", sort=True):
-        vals = pd.to_numeric(part["value"], errors="coerce")
-        c = cov.loc[part.index][vals.notna()].dropna()
-        line = f"{gen}: {int(vals.notna().sum())}/{len(part)} metrics with a value"
-        if len(c):
-            low = c.idxmin()
-            line += f", coverage mean {c.mean():.0%}"
-            if c.min() < 0.995:
-                line += f" (lowest {head.at[low, 'metric_id']} {c.min():.0%})"
-        if "reason" in part.columns and vals.isna().any():
-            # the commonest reason a cell is None, once (the audit pages and `--json` have every reason)
-            why = part.loc[vals.isna(), "reason"].dropna().astype(str)
-            if len(why):
-                top, n = why.value_counts().index[0], int(why.value_counts().iloc[0])
-                line += f"; None mostly because: {top[:70]}{'...' if len(top) > 70 else ''} ({n})"
-        n_ef = int(ef.loc[part.index].sum())
-        if n_ef:
-            hit = sorted(part.loc[ef.loc[part.index] > 0, "metric_id"])
-            line += f"; evaluator failures {n_ef} in {_n(len(hit), 'metric')} ({', '.join(hit[:3])}" \
-                    f"{', ...' if len(hit) > 3 else ''})"
-        legend.append(line)
-    return "\n".join(lines + [""] + legend)
+# the board's text (cells, marks, legend) is shared with the leaderboard assets' UI metadata
+from bench_assets.core.board_text import format_board  # noqa: E402
 
 
 def _print_board(board: pd.DataFrame, benchmark: str = "entitybench") -> None:
@@ -294,7 +189,7 @@ def cmd_human_alignment(args) -> int:
     board = _board(build_resources(), args.benchmark)
     headline = dict(_benchmarks()[args.benchmark].headline or {})
     if args.split:
-        headline["split"] = args.split
+        headline["slice"] = args.split
     for col, val in headline.items():
         if col in board.columns:
             board = board[board[col] == val]

@@ -185,25 +185,25 @@ def _board_rows():
     sub = "image_embedder: efficientnet-lite0"
     both = "image_embedder: efficientnet-lite0; flow: opencv-dis-flow"
     rows = [
-        dict(generator="faithful", metric_id="cs_face", tier="all", value=0.8123, coverage=1.0,
+        dict(generator="faithful", metric_id="cs_face", slice="all", value=0.8123, coverage=1.0,
              n_failed_evaluator=0, substitute=sub, comparable=True),
-        dict(generator="drift", metric_id="cs_face", tier="all", value=0.41, coverage=0.5,
+        dict(generator="drift", metric_id="cs_face", slice="all", value=0.41, coverage=0.5,
              n_failed_evaluator=0, substitute=sub, comparable=False),
-        dict(generator="faithful", metric_id="aesthetic_quality", tier="all", value=None, coverage=None,
+        dict(generator="faithful", metric_id="aesthetic_quality", slice="all", value=None, coverage=None,
              n_failed_evaluator=16, substitute="aesthetic: none", comparable=True),
-        dict(generator="drift", metric_id="aesthetic_quality", tier="all", value=None, coverage=None,
+        dict(generator="drift", metric_id="aesthetic_quality", slice="all", value=None, coverage=None,
              n_failed_evaluator=16, substitute=None, comparable=True, reason="slot 'aesthetic' unavailable"),
-        dict(generator="faithful", metric_id="temporal_flickering", tier="all", value=0.97, coverage=1.0,
+        dict(generator="faithful", metric_id="temporal_flickering", slice="all", value=0.97, coverage=1.0,
              n_failed_evaluator=0, substitute=both, comparable=True),
         # another tier: not the headline, must not show
-        dict(generator="faithful", metric_id="temporal_flickering", tier="easy", value=0.123, coverage=1.0,
+        dict(generator="faithful", metric_id="temporal_flickering", slice="easy", value=0.123, coverage=1.0,
              n_failed_evaluator=0, substitute=None, comparable=True),
     ]
     return pd.DataFrame(rows)
 
 
 def test_format_board_marks_substitutes_coverage_and_evaluator_failures():
-    text = cli.format_board(_board_rows(), {"tier": "all"})
+    text = cli.format_board(_board_rows(), {"slice": "all"})
     lines = text.splitlines()
     row = {ln.split()[0]: ln.split()[1:] for ln in lines[2:5]}
     # columns sorted: drift, faithful
@@ -217,22 +217,32 @@ def test_format_board_marks_substitutes_coverage_and_evaluator_failures():
     assert lines[i + 1:i + 3] == ["    image_embedder: efficientnet-lite0 (2 metrics: cs_face, temporal_flickering)",
                                   "    flow: opencv-dis-flow (1 metric: temporal_flickering)"]
     assert "! not comparable: partitions scored under different protocols" in lines
-    assert "[NN%] coverage below 100% (items scored / items)" in lines
+    assert "[NN%] coverage below 100% (evaluated / what the metric should have read)" in lines
+    assert "+" not in "".join(lines[2:5])  # no addition on this board
     assert ("drift: 1/2 metrics with a value, coverage mean 50% (lowest cs_face 50%); None mostly because: slot "
             "'aesthetic' unavailable (1); evaluator failures 16 in 1 metric (aesthetic_quality)") in lines
     assert "faithful: 2/3 metrics with a value, coverage mean 100%; evaluator failures 16 in 1 metric " \
            "(aesthetic_quality)" in lines
 
 
-def test_format_board_without_marks_and_with_scored_counts():
+def test_format_board_without_marks_and_an_addition_marked():
     import pandas as pd
-    # a board with no substitute / evaluator columns (ViStoryBench's shape: stories_scored / stories)
-    board = pd.DataFrame([dict(generator="g1", metric_id="cids_self", split="full", value=55.0, stories=4,
-                               stories_scored=3),
-                          dict(generator="g2", metric_id="cids_self", split="full", value=60.0, stories=4,
-                               stories_scored=4)])
-    text = cli.format_board(board, {"split": "full"}, "vistorybench")
+    from bench_assets.core.metric_spec import MetricSpec, MetricSpecs, board_frame
+    specs = MetricSpecs("vistorybench", [MetricSpec("cids_self", "character identity", "higher", "CIDS self"),
+                                         MetricSpec("cids_mix", "character identity", "higher", "ours",
+                                                    paper_id=None)])
+    board = board_frame("vistorybench", [
+        dict(generator="g1", metric_id="cids_self", slice="full", value=55.0, coverage=0.75),
+        dict(generator="g2", metric_id="cids_self", slice="full", value=60.0, coverage=1.0),
+        dict(generator="g2", metric_id="cids_mix", slice="full", value=61.0, coverage=1.0)], specs)
+    text = cli.format_board(board, {"slice": "full"}, "vistorybench")
+    assert text.splitlines()[3].split() == ["cids_self", "55.000[75%]", "60.000"]
+    assert text.splitlines()[2].split() == ["cids_mix", "-", "61.000+"]
+    assert "+ an addition of this platform, not the paper's metric (never in a paper average)" in text
+    board = board[board.metric_id == "cids_self"]
+    text = cli.format_board(board, {"slice": "full"}, "vistorybench")
     assert text.splitlines()[2].split() == ["cids_self", "55.000[75%]", "60.000"]
-    assert "*" not in text and "(ef" not in text and "!" not in text and "substitute" not in text
+    assert "*" not in text and "(ef" not in text and "!" not in text and "+" not in text \
+        and "substitute" not in text
     assert "g1: 1/1 metrics with a value, coverage mean 75% (lowest cids_self 75%)" in text
-    assert cli.format_board(board.iloc[0:0], {"split": "full"}, "vistorybench") == "(vistorybench leaderboard is empty)"
+    assert cli.format_board(board.iloc[0:0], {"slice": "full"}, "vistorybench") == "(vistorybench leaderboard is empty)"

@@ -1,0 +1,141 @@
+"""The common board (core/metric_spec.BOARD_COLUMNS) as text: the CLI's table and the leaderboard asset's UI
+metadata use the same cells and marks, so a substitute or an addition reads the same wherever it is read.
+
+Cell marks: ``0.812*`` an offline substitute produced the value (the legend names it); ``+`` an addition (a
+construct of this project, not the paper's metric); ``[75%]`` coverage below 100%; ``(ef16)`` 16 evaluator
+failures (judge outage, missing weights, replay miss), kept apart from the generator's; ``!`` not comparable
+(partitions scored under different protocols)."""
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+import pandas as pd
+
+
+def _present(v: Any) -> bool:
+    return v is not None and v is not pd.NA and not (isinstance(v, float) and pd.isna(v)) and str(v) != ""
+
+
+def _n(k: int, noun: str) -> str:
+    return f"{k} {noun}{'' if k == 1 else 's'}"
+
+
+def _flag(v: Any) -> bool:
+    return _present(v) and str(v).lower() not in ("false", "0")
+
+
+def select(board: pd.DataFrame, headline: Optional[dict] = None) -> pd.DataFrame:
+    """The rows of one view (e.g. ``{"slice": "all"}``); a key the board lacks is ignored."""
+    head = board
+    for col, val in (headline or {}).items():
+        if col in head.columns:
+            head = head[head[col] == val]
+    return head.reset_index(drop=True)
+
+
+def cells(head: pd.DataFrame, digits: int = 3) -> tuple[list[str], dict[str, bool]]:
+    """One text cell per row with its marks, and which marks were used (for the legend)."""
+    used = {"substitute": False, "addition": False, "coverage": False, "evaluator": False, "comparable": False}
+    out = []
+    for _, r in head.iterrows():
+        v = pd.to_numeric(r.get("value"), errors="coerce")
+        text = "None" if pd.isna(v) else f"{float(v):.{digits}f}"
+        if not pd.isna(v) and _present(r.get("substitute")):
+            text += "*"
+            used["substitute"] = True
+        if _flag(r.get("addition")):
+            text += "+"
+            used["addition"] = True
+        if _present(r.get("comparable")) and not _flag(r.get("comparable")):
+            text += "!"
+            used["comparable"] = True
+        c = pd.to_numeric(r.get("coverage"), errors="coerce")
+        if not pd.isna(v) and not pd.isna(c) and c < 0.995:
+            text += f"[{c:.0%}]"
+            used["coverage"] = True
+        ef = pd.to_numeric(r.get("n_failed_evaluator"), errors="coerce")
+        if not pd.isna(ef) and ef > 0:
+            text += f"(ef{int(ef)})"
+            used["evaluator"] = True
+        out.append(text)
+    return out, used
+
+
+def legend(head: pd.DataFrame, used: dict[str, bool]) -> list[str]:
+    lines = []
+    behind: dict[str, set] = {}
+    for _, r in head.iterrows():
+        if _present(r.get("substitute")) and not pd.isna(pd.to_numeric(r.get("value"), errors="coerce")):
+            for part in re.split(r"\s*[;|]\s*", str(r["substitute"])):
+                if part:
+                    behind.setdefault(part, set()).add(r["metric_id"])
+    if behind:
+        lines.append("* an offline substitute produced the value:")
+        for part, mids in sorted(behind.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            mids = sorted(mids)
+            lines.append(f"    {part} ({_n(len(mids), 'metric')}: {', '.join(mids[:4])}"
+                         f"{', ...' if len(mids) > 4 else ''})")
+    if used.get("addition"):
+        lines.append("+ an addition of this platform, not the paper's metric (never in a paper average)")
+    if used.get("coverage"):
+        lines.append("[NN%] coverage below 100% (evaluated / what the metric should have read)")
+    if used.get("evaluator"):
+        lines.append("(efN) N evaluator failures (judge outage, missing weights, replay miss), not the generator's")
+    if used.get("comparable"):
+        lines.append("! not comparable: partitions scored under different protocols")
+    return lines
+
+
+def pivot(head: pd.DataFrame, texts: list[str]) -> pd.DataFrame:
+    h = head.assign(cell=texts)
+    return h.pivot_table(index="metric_id", columns="generator", values="cell", aggfunc="first").fillna("-")
+
+
+def format_board(board: pd.DataFrame, headline: Optional[dict] = None, benchmark: str = "entitybench") -> str:
+    """The leaderboard as the CLI prints it: metric x generator, each cell the value with its marks, then a legend
+    and a coverage / evaluator-failure line per generator. Pure (a frame in, text out)."""
+    head = select(board, headline)
+    if head.empty or not {"metric_id", "generator", "value"} <= set(head.columns):
+        return f"({benchmark} leaderboard is empty)"
+    texts, used = cells(head)
+    with pd.option_context("display.width", 250, "display.max_rows", 500, "display.max_columns", 50):
+        lines = [pivot(head, texts).to_string()]
+    notes = legend(head, used)
+    cov = pd.to_numeric(head.get("coverage"), errors="coerce") if "coverage" in head else \
+        pd.Series(float("nan"), index=head.index)
+    ef = pd.to_numeric(head["n_failed_evaluator"], errors="coerce").fillna(0).astype(int) \
+        if "n_failed_evaluator" in head else pd.Series(0, index=head.index)
+    for gen, part in head.groupby("generator", sort=True):
+        vals = pd.to_numeric(part["value"], errors="coerce")
+        c = cov.loc[part.index][vals.notna()].dropna()
+        line = f"{gen}: {int(vals.notna().sum())}/{len(part)} metrics with a value"
+        if len(c):
+            low = c.idxmin()
+            line += f", coverage mean {c.mean():.0%}"
+            if c.min() < 0.995:
+                line += f" (lowest {head.at[low, 'metric_id']} {c.min():.0%})"
+        if "reason" in part.columns and vals.isna().any():
+            # the commonest reason a cell is None, once (the audit pages and `--json` have every reason)
+            why = part.loc[vals.isna(), "reason"].dropna().astype(str)
+            if len(why):
+                top, n = why.value_counts().index[0], int(why.value_counts().iloc[0])
+                line += f"; None mostly because: {top[:70]}{'...' if len(top) > 70 else ''} ({n})"
+        n_ef = int(ef.loc[part.index].sum())
+        if n_ef:
+            hit = sorted(part.loc[ef.loc[part.index] > 0, "metric_id"])
+            line += f"; evaluator failures {n_ef} in {_n(len(hit), 'metric')} ({', '.join(hit[:3])}" \
+                    f"{', ...' if len(hit) > 3 else ''})"
+        notes.append(line)
+    return "\n".join(lines + [""] + notes)
+
+
+def board_markdown(board: pd.DataFrame, headline: Optional[dict] = None, digits: int = 3) -> str:
+    """The main view as a Markdown table with the same marks and legend (a leaderboard asset's UI metadata)."""
+    head = select(board, headline)
+    if head.empty:
+        return "empty"
+    texts, used = cells(head, digits)
+    notes = legend(head, used)
+    md = pivot(head, texts).to_markdown()
+    return md + ("\n\n" + "\n\n".join(n.strip() for n in notes) if notes else "")
