@@ -94,6 +94,33 @@ def test_every_bench_command_in_the_readme_exists_with_its_flags():
             assert flag in helps[sub], f"`bench {sub}` has no {flag} (README: {cmd})"
 
 
+def check_common_board(benchmark: str, rows: list[dict]) -> None:
+    """The board a user gets is the common schema, every id on it has a MetricSpec and every declared metric is on
+    it, and every value whose spec's slots ran a checkpoint other than the paper's (here: the offline profile's
+    substitutes) carries the substitute mark."""
+    import pandas as pd
+
+    from bench_assets.benchmarks import BENCHMARKS
+    from bench_assets.core.metric_spec import BOARD_COLUMNS, check_board
+    from bench_resources.models.registry import ModelRegistry
+    from bench_resources.models.specs import SLOTS
+
+    board = pd.DataFrame(rows)
+    assert list(board.columns) == list(BOARD_COLUMNS), f"{benchmark}: board columns {list(board.columns)}"
+    specs = BENCHMARKS[benchmark].metrics
+    assert not check_board(board, specs), f"{benchmark}: {check_board(board, specs)}"
+    models = ModelRegistry(profile="offline")
+    unmarked = []
+    for r in rows:
+        if r["value"] is None or r.get("baseline"):
+            continue
+        subbed = [s for s in specs[r["metric_id"]].slots if s in SLOTS and models.status(s).available
+                  and models.status(s).checkpoint != SLOTS[s].paper.name]
+        if subbed and not r.get("substitute"):
+            unmarked.append((r["metric_id"], r["slice"], subbed))
+    assert not unmarked, f"{benchmark}: values from substitutes without a mark: {unmarked[:5]}"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("section", sorted(EXPECT))
 def test_bring_your_own_recipe_runs_as_written(section, tmp_path):
@@ -116,6 +143,7 @@ def test_bring_your_own_recipe_runs_as_written(section, tmp_path):
         assert values, f"{section}: no value for {name} offline"
     else:
         assert all(r.get("reason") for r in mine if r.get("value") is None)
+    check_common_board(section_page(section).split(".")[0], board)
     if "bench report" in script:
         report = tmp_path / "report"
         assert (report / "index.html").is_file() and (report / section_page(section)).is_file()
