@@ -91,6 +91,9 @@ def test_substitutes_come_from_the_slot_actually_used(tmp_path):
     assert df["substitute"].tolist()[0] == f"image_embedder: {st.checkpoint}" and pd.isna(df["substitute"][1])
     assert join_substitutes(["b: y; a: x", None, "a: x", float("nan")]) == "a: x; b: y"
     assert join_substitutes([None, pd.NA]) is None
+    # a checkpoint name holding ';' stays whole (the offline ReID's name does)
+    odd = "reid: osnet (offline substitute; not a person-ReID model)"
+    assert join_substitutes([f"{odd}; face: yunet", "face: yunet"]) == f"face: yunet; {odd}"
 
 
 def test_aggregates_need_all_parts_and_comparability_is_per_metric():

@@ -7,10 +7,11 @@ failures (judge outage, missing weights, replay miss), kept apart from the gener
 (partitions scored under different protocols)."""
 from __future__ import annotations
 
-import re
 from typing import Any, Optional
 
 import pandas as pd
+
+from bench_assets.core.metric_spec import split_substitutes
 
 
 def _present(v: Any) -> bool:
@@ -67,9 +68,8 @@ def legend(head: pd.DataFrame, used: dict[str, bool]) -> list[str]:
     behind: dict[str, set] = {}
     for _, r in head.iterrows():
         if _present(r.get("substitute")) and not pd.isna(pd.to_numeric(r.get("value"), errors="coerce")):
-            for part in re.split(r"\s*[;|]\s*", str(r["substitute"])):
-                if part:
-                    behind.setdefault(part, set()).add(r["metric_id"])
+            for part in split_substitutes(r["substitute"]):
+                behind.setdefault(part, set()).add(r["metric_id"])
     if behind:
         lines.append("* an offline substitute produced the value:")
         for part, mids in sorted(behind.items(), key=lambda kv: (-len(kv[1]), kv[0])):

@@ -160,14 +160,24 @@ def label_substitutes(df: pd.DataFrame, specs: MetricSpecs, models, column: str 
     return df
 
 
+# labels are 'slot: checkpoint' joined by '; '; a checkpoint's name may itself hold ';' or '|', so a label splits
+# only where the next part starts a new 'slot: ' (a slot name is a word)
+_LABEL_SPLIT = re.compile(r"\s*[;|]\s*(?=[\w.\-]+: )")
+
+
+def split_substitutes(label: Any) -> list[str]:
+    """The 'slot: checkpoint' parts of one substitute label."""
+    if label is None or label is pd.NA or (isinstance(label, float) and pd.isna(label)):
+        return []
+    return [p.strip() for p in _LABEL_SPLIT.split(str(label)) if p.strip()]
+
+
 def join_substitutes(values: Iterable[Any]) -> Optional[str]:
     """The distinct substitute labels of a cell's rows, joined ('a; b'); None when no row had one."""
     seen: list[str] = []
     for v in values:
-        if v is None or (isinstance(v, float) and pd.isna(v)) or v is pd.NA:
-            continue
-        for part in re.split(r"\s*[;|]\s*", str(v)):
-            if part and part not in seen:
+        for part in split_substitutes(v):
+            if part not in seen:
                 seen.append(part)
     return "; ".join(sorted(seen)) or None
 
