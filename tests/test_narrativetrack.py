@@ -15,14 +15,17 @@ import pandas as pd
 import pytest
 from dagster import instance_for_test, materialize
 
+from bench_assets.core.metric_spec import check_board
 from bench_assets.core.partitions import ENTITYBENCH
 from bench_assets.narrativetrack import assets as A
+from bench_assets.narrativetrack import board as NB
 from bench_assets.narrativetrack import constants as K
 from bench_assets.narrativetrack import dataset as D
 from bench_assets.narrativetrack import episodes as E
 from bench_assets.narrativetrack import pipeline as PL
 from bench_assets.narrativetrack import qa as Q
 from bench_assets.narrativetrack import scoring as SC
+from bench_assets.narrativetrack.metric_specs import METRICS
 from bench_resources.config import build_resources
 from bench_resources.judge import Judge
 from bench_resources.paths import BenchPaths
@@ -158,13 +161,16 @@ def test_released_qa_evaluated_like_generated(tmp_path, monkeypatch):
                               instance=instance, resources=resources, run_config=QUIET)
             assert res.success
         assert {sum(b["type"] == "image" for b in r["body"]["messages"][0]["content"]) for r in srv.requests} == {8}
-    board = resources["store"].query("SELECT * FROM narrativetrack_released_leaderboard WHERE generator = "
-                                     "'narrativetrack_one' AND mode = 'strict'").set_index("metric_id")
-    # "b" is right for the first MC only; the missing video's item failed (counted, not scored)
+    full = resources["store"].query("SELECT * FROM narrativetrack_released_leaderboard")
+    assert check_board(full, METRICS) == [] and set(full.slice) == {"strict", "lenient"}
+    board = full[(full.generator == "narrativetrack_one") & (full.slice == "strict")].set_index("metric_id")
+    # "b" is right for the first MC only; the missing video's item was never asked (counted, not scored, and not
+    # the answerer's failure)
     assert board.loc["accuracy.AC.mc", "value"] == pytest.approx(100 / 2)
     assert board.loc["accuracy.AC.binary", "value"] == 0.0 and board.loc["accuracy.AC.ordering", "value"] == 0.0
-    assert board.loc["accuracy.avg", "n_eval"] == 4 and board.loc["accuracy.avg", "n_failed"] == 1
-    assert "missing.mp4" in board.loc["accuracy.avg", "reason"]
+    avg = board.loc["accuracy.avg"]
+    assert avg.n_items == 5 and avg.n_eval == 4 and avg.n_failed == 0 and avg.n_failed_evaluator == 1
+    assert avg.coverage == pytest.approx(4 / 5) and "missing.mp4" in avg.reason
 
 
 def test_released_qa_loader_validates_counts(tmp_path):
@@ -418,12 +424,19 @@ def test_answers_none_with_reason_when_no_answerer_is_reachable(world):
                       run_config=QUIET)
     assert res.success
     board = resources["store"].query("SELECT * FROM narrativetrack_leaderboard")
-    mine = board[board.answerer.isin(ANSWERERS)]
-    assert set(mine.answerer) == set(ANSWERERS) and mine.value.isna().all()
-    assert mine.reason.str.contains("no answerer reachable: judge off").all()
+    assert check_board(board, METRICS) == []
+    mine = board[board.generator.isin(ANSWERERS)]
+    assert set(mine.generator) == set(ANSWERERS) and mine.value.isna().all()
+    # nt001's questions could not be asked (the evaluator's failure, with its reason); the other videos' questions
+    # were not asked yet (no answers partition): counted, never scored
+    asked = mine[mine.n_failed_evaluator > 0]
+    assert len(asked) and asked.reason.str.contains("no answerer reachable: judge off").all()
+    assert (mine.n_eval == 0).all() and (mine.n_failed == 0).all()
+    avg = mine[mine.metric_id == "accuracy.avg"]
+    assert (avg.n_failed_evaluator + avg.n_skipped == avg.n_items).all() and (avg.n_skipped > 0).all()
     rnd = board[(board.generator == "random") & (board.metric_id == "accuracy.EE.binary")]
-    assert set(rnd["mode"]) == {"strict", "lenient"} and (rnd.value == 50.0).all()
-    assert float(board[(board.answerer == "random") & (board.metric_id == "accuracy.AC.ordering")].value.iloc[0]) == \
+    assert set(rnd["slice"]) == {"strict", "lenient"} and (rnd.value == 50.0).all() and rnd.baseline.all()
+    assert float(board[(board.generator == "random") & (board.metric_id == "accuracy.AC.ordering")].value.iloc[0]) == \
         pytest.approx(100 / 6)
 
 
@@ -459,18 +472,26 @@ def test_answerer_through_http_server_strict_and_lenient(world, monkeypatch, tmp
         n_images = {sum(b["type"] == "image" for b in r["body"]["messages"][0]["content"]) for r in srv.requests}
     assert models == {"claude-sonnet-4-6"} and n_images == {20}
     assert len(srv.requests) == len(qa)
-    board = resources["store"].query("SELECT * FROM narrativetrack_leaderboard WHERE answerer = "
-                                     "'narrativetrack_claude_sonnet'")
-    val = {(r.mode, r.metric_id): r.value for r in board.itertuples()}
+    full = resources["store"].query("SELECT * FROM narrativetrack_leaderboard")
+    assert check_board(full, METRICS) == []
+    board = full[full.generator == "narrativetrack_claude_sonnet"]
+    val = {(r.slice, r.metric_id): r.value for r in board.itertuples()}
     assert val[("strict", "accuracy.AC.binary")] == 0.0 and val[("lenient", "accuracy.AC.binary")] == 100.0
     assert val[("strict", "accuracy.SC.mc")] == 100.0 and val[("lenient", "accuracy.SC.mc")] == 100.0
     assert val[("strict", "accuracy.OC.ordering")] == 0.0 and val[("lenient", "accuracy.OC.ordering")] == 0.0
-    n = Counter(qa.format)
-    assert val[("strict", "accuracy.avg")] == pytest.approx(100 * n["mc"] / len(qa))
-    assert val[("lenient", "accuracy.avg")] == pytest.approx(100 * (n["mc"] + n["binary"]) / len(qa))
-    row = board[(board["mode"] == "strict") & (board.metric_id == "accuracy.avg")].iloc[0]
-    assert row.n_eval == len(qa)  # only nt002 answered by this answerer in this test (nt001 was skipped: judge off)
-    assert int(row.n_skipped) > 0 and "judge off" in row.reason
+    # the average reads the paper's questions only; the measured ones are their own (addition) ids
+    is_measured = [NB.question_set(t, q) == NB.MEASURED for t, q in zip(qa.template, qa.qa_id)]
+    paper, measured = qa[[not m for m in is_measured]], qa[is_measured]
+    n = Counter(paper.format)
+    assert val[("strict", "accuracy.avg")] == pytest.approx(100 * n["mc"] / len(paper))
+    assert val[("lenient", "accuracy.avg")] == pytest.approx(100 * (n["mc"] + n["binary"]) / len(paper))
+    if len(measured):
+        nm = Counter(measured.format)
+        assert val[("strict", "measured.avg")] == pytest.approx(100 * nm["mc"] / len(measured))
+        assert board[board.metric_id.str.startswith("measured.")].addition.all()
+    row = board[(board.slice == "strict") & (board.metric_id == "accuracy.avg")].iloc[0]
+    assert row.n_eval == len(paper)  # only nt002 answered by this answerer in this test (nt001: judge off)
+    assert int(row.n_failed_evaluator) > 0 and "judge off" in row.reason and row.coverage < 1.0
 
 
 def test_qa_over_generated_episodes(world, monkeypatch, tmp_path):

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from dagster import instance_for_test, materialize
 
@@ -119,10 +120,11 @@ def test_answerers_through_both_backends_look_at_pixels(tmp_path, monkeypatch):
     assert len(oai.requests) == 7 + 2  # two retried failures (HTTP 500, 429), then every question once
     assert {r["path"] for r in oai.requests} == {"/v1/chat/completions"} and not any(r["auth"] for r in oai.requests)
     assert seen_sizes and all(s == {64} for s in seen_sizes)
-    board = resources["store"].query("SELECT * FROM narrativetrack_released_leaderboard WHERE mode = 'strict' "
+    board = resources["store"].query("SELECT * FROM narrativetrack_released_leaderboard WHERE slice = 'strict' "
                                      "AND metric_id = 'accuracy.avg'").set_index("generator")
     for g in ("nt_claude", "nt_qwen_vllm"):
         assert board.loc[g, "value"] == 100.0 and board.loc[g, "n_eval"] == 7 and board.loc[g, "n_failed"] == 0
+        assert board.loc[g, "coverage"] == 1.0 and pd.isna(board.loc[g, "substitute"])  # the authors' questions
     ans = resources["store"].query("SELECT answerer, backend, raw_answer FROM narrativetrack_released_answers")
     assert dict(zip(ans.answerer, ans.backend)) == {"nt_claude": "anthropic", "nt_qwen_vllm": "openai"}
 

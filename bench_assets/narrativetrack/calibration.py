@@ -21,21 +21,21 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from bench_assets.core import face_calibration as FC
+from bench_assets.core import face_calibration
 from bench_assets.core.face_calibration import choose_threshold, group_pairs, leave_one_out  # noqa: F401 (public)
 
 GROUP = 4
-MIN_SHORT_SIDE = FC.MIN_SHORT_SIDE
+MIN_SHORT_SIDE = face_calibration.MIN_SHORT_SIDE
 FILE = Path(__file__).with_name("face_calibration.json")   # a property of the method (model + rule), not of a dataset
 
 
 def make_groups(faces, size: int = GROUP) -> list[dict]:
-    return FC.make_groups(faces, size)
+    return face_calibration.make_groups(faces, size)
 
 
 def collect_faces(face_model, sources: dict[str, dict], step_s: float = 0.2, log=print) -> list[dict]:
     from bench_assets.narrativetrack.pipeline import shot_ids
-    return FC.collect_faces(face_model, sources, shot_ids=shot_ids, step_s=step_s, log=log)
+    return face_calibration.collect_faces(face_model, sources, shot_ids=shot_ids, step_s=step_s, log=log)
 
 
 def embedded_sources(nt_root: Path) -> tuple[dict, dict]:
@@ -48,7 +48,7 @@ def embedded_sources(nt_root: Path) -> tuple[dict, dict]:
             gt = json.loads(gt_p.read_text())
             for person in gt["people"]:
                 same_as[f"{vid}/{person}"] = f"embedded/{person}"
-            srcs[vid] = FC.person_boxes_source(nt_root / "videos" / f"{vid}.mp4", gt["frames"])
+            srcs[vid] = face_calibration.person_boxes_source(nt_root / "videos" / f"{vid}.mp4", gt["frames"])
     return srcs, same_as
 
 
@@ -58,21 +58,21 @@ def default_sources(megamind: Optional[str], nt_root: Path, sidecar: bool = Fals
     ``sidecar`` Megamind's shots and labels follow data/footage/Megamind.yaml (the stored file predates it: its
     "man" faces of the third shot (154-200) are the back of his head and the woman drifting right, and its highest
     different-identity pair, .688, is one of them; without them the rule gives .5915, recall .874 -> .993)."""
-    foot, same_as = FC.footage_sources(None)
+    foot, same_as = face_calibration.footage_sources(None)
     drawn, same_drawn = embedded_sources(nt_root)
     srcs = {**foot, **drawn}
     if megamind:
-        srcs["Megamind.avi"] = FC.footage_sources(megamind, sidecar=sidecar)[0]["Megamind.avi"]
+        srcs["Megamind.avi"] = face_calibration.footage_sources(megamind, sidecar=sidecar)[0]["Megamind.avi"]
     return srcs, {**same_as, **same_drawn}
 
 
 def load(path: Path = FILE) -> Optional[dict]:
-    return FC.load(path)
+    return face_calibration.load(path)
 
 
 def recompute(doc: dict) -> dict:
     """The threshold and checks again from the stored group embeddings (what a test compares with the file)."""
-    return FC.recompute(doc)
+    return face_calibration.recompute(doc)
 
 
 def face_merge_threshold(fallback: float, path: Path = FILE) -> tuple[float, dict]:
@@ -98,10 +98,12 @@ def main(argv=None) -> int:
     reg = ModelRegistry(profile="offline")
     srcs, same_as = default_sources(a.megamind, PROJECT_ROOT / "data" / "narrativetrack", sidecar=a.sidecar_labels)
     faces = collect_faces(reg.slot("face"), srcs)
-    doc = FC.calibration_doc(faces, srcs, same_as, GROUP, "FACE_MERGE_COSINE calibrated on faces of known identity "
-                             "(bench_assets/narrativetrack/calibration.py)", reg.status("face").checkpoint)
+    doc = face_calibration.calibration_doc(faces, srcs, same_as, GROUP,
+                                           "FACE_MERGE_COSINE calibrated on faces of known identity "
+                                           "(bench_assets/narrativetrack/calibration.py)",
+                                           reg.status("face").checkpoint)
     out = Path(a.out) if a.out else FILE
-    FC.save(doc, out)
+    face_calibration.save(doc, out)
     return 0
 
 

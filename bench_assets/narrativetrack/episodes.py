@@ -18,13 +18,13 @@ from bench_assets.core.automation import board_condition
 from bench_assets.core.generators import discover_generators
 from bench_assets.core.media import DecodeError, VideoSource
 from bench_assets.core.partitions import ENTITYBENCH
-from bench_assets.entitybench import dataset as ED
-from bench_assets.narrativetrack import constants as K
-from bench_assets.narrativetrack import dataset as D
-from bench_assets.narrativetrack import metrics as M
-from bench_assets.narrativetrack import pipeline as PL
-from bench_assets.narrativetrack import qa as Q
-from bench_assets.narrativetrack import scoring as SC
+from bench_assets.entitybench import dataset as entitybench_dataset
+from bench_assets.narrativetrack import constants
+from bench_assets.narrativetrack import dataset
+from bench_assets.narrativetrack import metrics
+from bench_assets.narrativetrack import pipeline
+from bench_assets.narrativetrack import qa
+from bench_assets.narrativetrack import scoring
 from bench_resources.judge import Judge
 from bench_resources.paths import BenchPaths
 from bench_resources.store import Store
@@ -53,7 +53,7 @@ def _ing(verb: str) -> str:
     return stem + "ing"
 
 
-def action_of(shot: ED.Shot, reg: dict, cid: str) -> str:
+def action_of(shot: entitybench_dataset.Shot, reg: dict, cid: str) -> str:
     """The character's action in the shot, as an -ing phrase from the shot's action sentence."""
     names = {e: reg[e].name for e in shot.entities}
     text = shot.action.strip().rstrip(".")
@@ -71,7 +71,7 @@ def action_of(shot: ED.Shot, reg: dict, cid: str) -> str:
     return f"appearing as the shot shows: {text}"
 
 
-def script_entities(ep: ED.Episode) -> list[dict]:
+def script_entities(ep: entitybench_dataset.Episode) -> list[dict]:
     """Entity records of the characters from the schedule (segments = scheduled shots, in shot units)."""
     reg = ep.registry
     n = len(ep.shots)
@@ -87,8 +87,8 @@ def script_entities(ep: ED.Episode) -> list[dict]:
             loc = next((reg[x].name for x in s.entities if reg[x].type == "location"), "an unnamed place")
             segs.append({"start": float(s.index - 1), "end": float(s.index), "action": action_of(s, reg, e.id),
                          "outfit": outfit_of(e.description), "scene": loc, "shot": s.index})
-        runs = PL.presence_runs([s["start"] for s in segs], gap=1.0, step=1.0)
-        tt = PL.track_type(runs, float(n), edge=0.5)
+        runs = pipeline.presence_runs([s["start"] for s in segs], gap=1.0, step=1.0)
+        tt = pipeline.track_type(runs, float(n), edge=0.5)
         others = [x for x in ep.entities if x.type == "character" and x.id != e.id]
         out.append({"entity_id": e.id, "name": e.name, "track_type": tt, "segments": segs, "runs": runs,
                     "duration": float(n), "edge": 0.5,  # time in shots
@@ -100,12 +100,12 @@ def episode_pool(paths: BenchPaths, episode_id: str) -> list[dict]:
     """Synthetic distractors: the characters of the other episodes of the dataset (cross-clip)."""
     root = paths.benchmark_dir("entitybench") / "episodes"
     pool = []
-    for eid in ED.discover_episodes(root):
+    for eid in entitybench_dataset.discover_episodes(root):
         if eid == episode_id:
             continue
         try:
-            ep = ED.load_episode(root / f"{eid}.json")
-        except ED.EpisodeError:
+            ep = entitybench_dataset.load_episode(root / f"{eid}.json")
+        except entitybench_dataset.EpisodeError:
             continue
         for ent in script_entities(ep):
             for s in ent["segments"]:
@@ -119,18 +119,18 @@ def narrativetrack_episode_qa(context: AssetExecutionContext, paths: BenchPaths)
     """NarrativeTrack questions whose answers come from an EntityBench episode's script (no detection)."""
     eid = context.partition_key
     try:
-        ep = ED.load_episode(paths.benchmark_dir("entitybench") / "episodes" / f"{eid}.json")
-    except ED.EpisodeError as e:
+        ep = entitybench_dataset.load_episode(paths.benchmark_dir("entitybench") / "episodes" / f"{eid}.json")
+    except entitybench_dataset.EpisodeError as e:
         raise Failure(description=str(e)) from None
     ents = script_entities(ep)
-    raw = Q.generate(eid, ents, episode_pool(paths, eid), K.QA_SEED, "script")
-    kept, dropped = Q.apply_filters(raw)
-    kept = Q.balance(kept, K.QA_SEED, eid)
+    raw = qa.generate(eid, ents, episode_pool(paths, eid), constants.QA_SEED, "script")
+    kept, dropped = qa.apply_filters(raw)
+    kept = qa.balance(kept, constants.QA_SEED, eid)
     df = pd.DataFrame([{**q, "kept": True, "drop_reason": None} for q in kept] + [{**q, "kept": False}
                                                                                    for q in dropped])
     if df.empty:
         raise Failure(f"episode {eid}: the script supports no question (no character with a change or a track type)")
-    df["options"] = pd.Series([SC.dumps_options(o) for o in df["options"]], index=df.index, dtype="string")
+    df["options"] = pd.Series([scoring.dumps_options(o) for o in df["options"]], index=df.index, dtype="string")
     df = df.drop(columns=[c for c in ("group", "filters") if c in df])
     df["episode_id"] = eid
     cells = Counter(zip(df.loc[df["kept"], "dimension"], df.loc[df["kept"], "format"]))
@@ -139,10 +139,11 @@ def narrativetrack_episode_qa(context: AssetExecutionContext, paths: BenchPaths)
         "track_types": MetadataValue.json({e["entity_id"]: e["track_type"] for e in ents})})
 
 
-def episode_frames(paths: BenchPaths, generator: str, ep: ED.Episode, k: int) -> tuple[list[np.ndarray], list[str]]:
+def episode_frames(paths: BenchPaths, generator: str, ep: entitybench_dataset.Episode,
+                   k: int) -> tuple[list[np.ndarray], list[str]]:
     """k frames sampled uniformly over the generator's shots concatenated in order; problems listed per shot. Each
     shot is probed, then decoded once keeping only its share of the k frames."""
-    files = ED.index_shot_files(ep, paths.generator_dir(generator) / ep.episode_id, generator)
+    files = entitybench_dataset.index_shot_files(ep, paths.generator_dir(generator) / ep.episode_id, generator)
     srcs, problems = [], []
     for f in files:
         if f.path is None:
@@ -179,16 +180,16 @@ def narrativetrack_episode_answers(context: AssetExecutionContext, paths: BenchP
     from bench_assets.narrativetrack.assets import answer_frame, answer_rows
     generator, eid = ENTITYBENCH.split(context.partition_key)
     try:
-        ep = ED.load_episode(paths.benchmark_dir("entitybench") / "episodes" / f"{eid}.json")
-    except ED.EpisodeError as e:
+        ep = entitybench_dataset.load_episode(paths.benchmark_dir("entitybench") / "episodes" / f"{eid}.json")
+    except entitybench_dataset.EpisodeError as e:
         raise Failure(description=str(e)) from None
-    gens, _ = discover_generators(paths.generators_dir, K.BENCH)
+    gens, _ = discover_generators(paths.generators_dir, constants.BENCH)
     qas = narrativetrack_episode_qa.assign(video_id=eid)
     rows = []
     for g in gens:
         try:
-            answerer = D.answerer_from_card(g.name, g.card)
-        except D.DatasetError as e:
+            answerer = dataset.answerer_from_card(g.name, g.card)
+        except dataset.DatasetError as e:
             rows += [{"qa_id": r.qa_id, "answerer": g.name, "status": "failed", "reason": str(e)}
                      for r in qas.itertuples()]
             continue
@@ -222,9 +223,9 @@ def narrativetrack_episode_report(context: AssetExecutionContext, store: Store) 
     qas = store.query("SELECT * FROM narrativetrack_episode_qa WHERE kept")
     rows = []
     for (gen, a), g in ans.groupby(["generator", "answerer"], sort=True):
-        for r in M.accuracy_table(g):
+        for r in metrics.accuracy_table(g):
             rows.append({"generator": gen, "answerer": a, **r})
-    for r in M.random_baseline(qas):
+    for r in metrics.random_baseline(qas):
         rows.append({"generator": "random", "answerer": "random", **r})
     df = pd.DataFrame(rows, columns=["generator", "answerer", "mode", "metric_id", "value", "n_eval", "n_failed",
                                      "n_skipped", "reason", "value_failed_wrong"])

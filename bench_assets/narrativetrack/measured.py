@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 from typing import Optional, Sequence
 
-from bench_assets.narrativetrack import constants as K
-from bench_assets.narrativetrack import pipeline as PL
+from bench_assets.narrativetrack import constants
+from bench_assets.narrativetrack import pipeline
 
 ANCHOR_AREA_RATIO = 2.0      # the anchor's face is at least this many times larger (area) than any other face
 NEAR_MISS_MARGIN = 0.1       # another identity whose mean face is within this of the merge threshold may be the
@@ -64,16 +64,16 @@ def face_states(samples: Sequence[int], boxes_at: dict, entity: int) -> dict[int
 
 
 def track_class(times: Sequence[float], seen: Sequence[bool], duration: float, step: float,
-                gap: float = K.GAP_TOLERANCE_S, edge: float = K.EDGE_TOLERANCE_S) -> str:
-    runs = PL.presence_runs([t for t, s in zip(times, seen) if s], gap, step)
-    tt = PL.track_type(runs, duration, edge)
+                gap: float = constants.GAP_TOLERANCE_S, edge: float = constants.EDGE_TOLERANCE_S) -> str:
+    runs = pipeline.presence_runs([t for t, s in zip(times, seen) if s], gap, step)
+    tt = pipeline.track_type(runs, duration, edge)
     if tt == "reappear" and runs[0][0] > edge:
         return "other"  # comes and goes, but was not there at the start: none of the paper's three
     return tt
 
 
 def anchor(samples_order: Sequence[int], boxes_at: dict, times: dict, duration: float, direction: str,
-           edge: float = K.EDGE_TOLERANCE_S) -> tuple[Optional[int], dict]:
+           edge: float = constants.EDGE_TOLERANCE_S) -> tuple[Optional[int], dict]:
     """The identity with the largest face at the first (last) sample with a face, or None and why."""
     order = list(samples_order) if direction == "start_to_later" else list(reversed(samples_order))
     k = next((k for k in order if any(b["face_h"] is not None for b in boxes_at.get(k, []))), None)
@@ -108,14 +108,14 @@ def near_miss(dets: Sequence[dict], entity: int, merge: float) -> Optional[float
         if d.get("face_emb") is None or d.get("identity") is None:
             continue
         fb = d["face_box"]
-        if fb is None or fb[3] - fb[1] < K.FACE_MIN_HEIGHT:
+        if fb is None or fb[3] - fb[1] < constants.FACE_MIN_HEIGHT:
             continue
-        by.setdefault(d["identity"], []).append(PL._unit(d["face_emb"]))
+        by.setdefault(d["identity"], []).append(pipeline._unit(d["face_emb"]))
     mine = [v for i in anchor_ids if i in by for v in by[i]]
     if not mine:
         return None
-    m = PL._unit(sum(mine))
-    worst = max((float(m @ PL._unit(sum(vs))) for i, vs in by.items() if i not in anchor_ids), default=-1.0)
+    m = pipeline._unit(sum(mine))
+    worst = max((float(m @ pipeline._unit(sum(vs))) for i, vs in by.items() if i not in anchor_ids), default=-1.0)
     return round(worst, 3) if worst >= merge - NEAR_MISS_MARGIN else None
 
 
@@ -131,7 +131,7 @@ def generate(video_id: str, frames: Sequence[dict], dets: Sequence[dict], durati
     for d in dets:
         fb = d.get("face_box")
         fh = float(fb[3] - fb[1]) if fb is not None else None
-        if fh is not None and fh < K.FACE_MIN_HEIGHT:
+        if fh is not None and fh < constants.FACE_MIN_HEIGHT:
             fh = None  # too small to carry identity (the identity step ignores it too)
         b = d["box"]
         boxes_at.setdefault(int(d["sample"]), []).append({

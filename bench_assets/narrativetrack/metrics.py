@@ -1,5 +1,7 @@
-"""Accuracy tables (pure pandas): per (dimension x format) cell, the micro-average over all items (the paper's
-"Avg."), slices by direction, track type and distractor type; strict and lenient never mixed; the random baseline.
+"""Accuracy tables (pure pandas) in the shape of the episode report (generator x answerer; the leaderboards use
+board.py): per (dimension x format) cell, the micro-average over all items (the paper's "Avg."), slices by
+direction, track type and distractor type, over the paper's question types only; strict and lenient never mixed;
+the random baseline.
 Two denominators, both reported: ``value`` over answered items (failed answers excluded) and
 ``value_failed_wrong`` with failed answers counted wrong; items skipped (no answerer reachable) are in neither."""
 from __future__ import annotations
@@ -9,6 +11,7 @@ from typing import Optional
 import pandas as pd
 
 from bench_assets.core.records import MetricRecord
+from bench_assets.narrativetrack import board
 from bench_assets.narrativetrack.constants import RANDOM_BASELINE
 
 MODES = ("strict", "lenient")
@@ -38,6 +41,8 @@ def failed_as_wrong(correct: pd.Series, status: pd.Series) -> Optional[float]:
 
 
 def _slices(df: pd.DataFrame):
+    if "qa_id" in df and len(df):  # the paper's cells never read a measured question (board.py: their own ids)
+        df = df[[board.question_set(None, q) == board.PAPER for q in df["qa_id"]]]
     yield "avg", df
     for (d, f), g in df.groupby(["dimension", "format"], sort=True):
         yield f"{d}.{f}", g

@@ -13,8 +13,9 @@ import cv2
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from bench_assets.narrativetrack import constants as K
-from bench_assets.narrativetrack import states as ST
+from bench_assets.core.kernels import iou_matrix
+from bench_assets.narrativetrack import constants
+from bench_assets.narrativetrack import states
 
 
 # ----------------------------------------------------------------------------------------------- frames and cuts
@@ -28,7 +29,7 @@ def sample_indices(n_frames: int, native_fps: float, sample_fps: float) -> list[
     return sorted({min(n_frames - 1, int(round(j * step))) for j in range(int((n_frames - 1) / step) + 1)})
 
 
-def shot_ids(frames: Sequence[np.ndarray], threshold: float = K.CUT_CHANGED_FRACTION) -> list[int]:
+def shot_ids(frames: Sequence[np.ndarray], threshold: float = constants.CUT_CHANGED_FRACTION) -> list[int]:
     """Shot number per frame: a cut where at least ``threshold`` of the pixels (48x27 thumbnails) change by more than 40
     grey levels between consecutive sampled frames. Sensitive on purpose: a spurious cut only splits a segment (the
     change lists collapse equal neighbours), a missed one merges two scenes."""
@@ -52,9 +53,10 @@ def link_threshold(track_ids: Sequence[int], samples: Sequence[int], emb: Sequen
                    fallback: float, sim=None, boxes: Optional[Sequence] = None) -> tuple[float, dict]:
     """The ReID cosine above which two boxes are taken for one person, calibrated on the video itself without labels:
     positives are consecutive boxes of one IoU track (the same person by construction; with ``boxes``, only pairs
-    overlapping at IoU >= ``K.LINK_POSITIVE_IOU``, which a track cannot have jumped between), negatives two boxes of one
-    frame (two people by construction). The threshold maximises Youden's J (TPR - FPR) between the two; ``fallback``
-    where either side is missing (one person alone: nothing to confuse). Returns (threshold, the numbers behind it)."""
+    overlapping at IoU >= ``constants.LINK_POSITIVE_IOU``, which a track cannot have jumped between), negatives two
+    boxes of one frame (two people by construction). The threshold maximises Youden's J (TPR - FPR) between the
+    two; ``fallback`` where either side is missing (one person alone: nothing to confuse). Returns (threshold, the
+    numbers behind it)."""
     sim = sim or cosine
     unit = {i: e for i, e in enumerate(emb) if e is not None}
     by = defaultdict(list)
@@ -65,13 +67,13 @@ def link_threshold(track_ids: Sequence[int], samples: Sequence[int], emb: Sequen
     for idx in by.values():
         idx.sort(key=lambda i: samples[i])
         pos += [sim(unit[a], unit[b]) for a, b in zip(idx, idx[1:]) if boxes is None or
-                iou_matrix([boxes[a]], [boxes[b]])[0, 0] >= K.LINK_POSITIVE_IOU]
+                iou_matrix([boxes[a]], [boxes[b]])[0, 0] >= constants.LINK_POSITIVE_IOU]
     per = defaultdict(list)
     for i in unit:
         per[samples[i]].append(i)
     neg = [sim(unit[a], unit[b]) for ii in per.values() for k, a in enumerate(ii) for b in ii[k + 1:]]
     info = {"positives": len(pos), "negatives": len(neg)}
-    if len(pos) < K.LINK_MIN_PAIRS or len(neg) < K.LINK_MIN_PAIRS:
+    if len(pos) < constants.LINK_MIN_PAIRS or len(neg) < constants.LINK_MIN_PAIRS:
         return fallback, {**info, "source": "fallback (too few positive or negative pairs)"}
     p, n = np.sort(pos), np.sort(neg)
     cands = np.unique(np.r_[p, n])
@@ -128,7 +130,7 @@ def split_on(track_ids: Sequence[int], samples: Sequence[int], desc: Sequence, t
 
 def stitch_tracklets(track_ids: Sequence[int], samples: Sequence[int], boxes: Sequence[Sequence[float]],
                      shots: Sequence[int], emb: Sequence, threshold: float, max_gap: int, sample_s: float = 1.0,
-                     speed: float = K.LINK_SPEED, colour: Optional[Sequence] = None,
+                     speed: float = constants.LINK_SPEED, colour: Optional[Sequence] = None,
                      colour_threshold: float = 0.0) -> tuple[list[int], list[dict]]:
     """IoU tracking at 1 fps cannot follow a walking person (they move about a box width between samples), so their
     track breaks into one-box tracklets. Tracklet B continues tracklet A when B starts at most ``max_gap`` samples
@@ -150,7 +152,7 @@ def stitch_tracklets(track_ids: Sequence[int], samples: Sequence[int], boxes: Se
                 continue
             ba, bb = np.asarray(boxes[last], float), np.asarray(boxes[first], float)
             ha, hb = ba[3] - ba[1], bb[3] - bb[1]
-            if min(ha, hb) <= 0 or max(ha, hb) / min(ha, hb) > K.LINK_HEIGHT_RATIO:
+            if min(ha, hb) <= 0 or max(ha, hb) / min(ha, hb) > constants.LINK_HEIGHT_RATIO:
                 continue
             dist = float(np.hypot(*((ba[:2] + ba[2:]) / 2 - (bb[:2] + bb[2:]) / 2)))
             if dist > speed * gap * sample_s * (ha + hb) / 2:
@@ -176,22 +178,8 @@ def stitch_tracklets(track_ids: Sequence[int], samples: Sequence[int], boxes: Se
 
 # ----------------------------------------------------------------------------------------------- detection merge
 
-def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a, b = np.asarray(a, float).reshape(-1, 4), np.asarray(b, float).reshape(-1, 4)
-    if len(a) == 0 or len(b) == 0:
-        return np.zeros((len(a), len(b)))
-    x1 = np.maximum(a[:, None, 0], b[None, :, 0])
-    y1 = np.maximum(a[:, None, 1], b[None, :, 1])
-    x2 = np.minimum(a[:, None, 2], b[None, :, 2])
-    y2 = np.minimum(a[:, None, 3], b[None, :, 3])
-    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
-    area = lambda z: (z[:, 2] - z[:, 0]) * (z[:, 3] - z[:, 1])  # noqa: E731
-    union = area(a)[:, None] + area(b)[None, :] - inter
-    return np.where(union > 0, inter / np.maximum(union, 1e-9), 0.0)
-
-
 def merge_detections(b1: np.ndarray, s1: np.ndarray, b2: np.ndarray, s2: np.ndarray,
-                     iou: float = K.MERGE_IOU) -> tuple[np.ndarray, np.ndarray, list[int]]:
+                     iou: float = constants.MERGE_IOU) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Two detectors' boxes: pairs with IoU >= ``iou`` are one entity and keep the higher-confidence box (the spec's
     decision; the paper's formula would always keep detector 1's). Returns (boxes, scores, source 1|2)."""
     b1, b2 = np.asarray(b1, float).reshape(-1, 4), np.asarray(b2, float).reshape(-1, 4)
@@ -209,8 +197,8 @@ def merge_detections(b1: np.ndarray, s1: np.ndarray, b2: np.ndarray, s2: np.ndar
     return (np.asarray(boxes, float).reshape(-1, 4), np.asarray(scores, float), src)
 
 
-def suppress_duplicates(boxes: np.ndarray, scores: np.ndarray, iou: float = K.MERGE_IOU,
-                        containment: float = K.DUPLICATE_CONTAINMENT) -> tuple[list[int], np.ndarray]:
+def suppress_duplicates(boxes: np.ndarray, scores: np.ndarray, iou: float = constants.MERGE_IOU,
+                        containment: float = constants.DUPLICATE_CONTAINMENT) -> tuple[list[int], np.ndarray]:
     """One detector's several boxes for one person (a full-body box and a head-and-torso box inside it): in score
     order, a box overlapping a kept box at IoU >= ``iou`` is dropped, and of two boxes one of which lies inside the
     other (intersection / its area >= ``containment``) the larger, more complete box is kept with the higher score.
@@ -355,7 +343,7 @@ class ByteTracker:
 def track_boxes(frame_boxes: Sequence[tuple[np.ndarray, np.ndarray]], shots: Sequence[int], sample_fps: float,
                 params: Optional[dict] = None) -> list[list[int]]:
     """Track ids for every frame's boxes; the tracker is reset at each shot cut; the lost buffer is in seconds."""
-    p = dict(params or K.BYTETRACK)
+    p = dict(params or constants.BYTETRACK)
     buffer_s = p.pop("lost_track_buffer_s")
     tracker = ByteTracker(lost_track_buffer=max(1, int(math.ceil(buffer_s * sample_fps))), **p)
     out, prev = [], None
@@ -413,7 +401,8 @@ def cluster_tracklets(embeddings: dict[int, np.ndarray], frames: dict[int, set],
 
 
 def face_refine(labels: dict[int, int], face_emb: dict[int, np.ndarray], frames: dict[int, set],
-                merge: float = K.FACE_MERGE_COSINE, split: float = K.FACE_SPLIT_COSINE) -> tuple[dict[int, int], list]:
+                merge: float = constants.FACE_MERGE_COSINE,
+                split: float = constants.FACE_SPLIT_COSINE) -> tuple[dict[int, int], list]:
     """Face recognition refines the ReID clusters: (1) a tracklet whose face disagrees with the rest of its cluster's
     faces (cosine < ``split``) is split off; (2) clusters whose mean faces agree (cosine >= ``merge``) and that never
     share a frame are merged (an outfit change splits ReID clusters; the face joins them). Tracklets without a face
@@ -462,7 +451,7 @@ def face_refine(labels: dict[int, int], face_emb: dict[int, np.ndarray], frames:
     return {t: order[c] for t, c in labels.items()}, log
 
 
-def main_characters(box_counts: dict[int, int], n: int = K.MAIN_CHARACTERS) -> list[int]:
+def main_characters(box_counts: dict[int, int], n: int = constants.MAIN_CHARACTERS) -> list[int]:
     """The n largest clusters (by number of boxes; ties by id)."""
     return [c for c, _ in sorted(box_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
 
@@ -479,7 +468,8 @@ def tracklet_verdicts(crop_votes: dict, crop_tracklet: dict, n_models: int) -> d
 
 # ----------------------------------------------------------------------------------------------- segments
 
-def presence_runs(times: Iterable[float], gap: float = K.GAP_TOLERANCE_S, step: float = 0.0) -> list[tuple[float, float]]:
+def presence_runs(times: Iterable[float], gap: float = constants.GAP_TOLERANCE_S,
+                  step: float = 0.0) -> list[tuple[float, float]]:
     """Maximal runs of presence: consecutive timestamps closer than ``gap`` are one run. ``step`` (one sampling
     period) is added to a run's end: a person seen at t is present until the next sample."""
     ts = sorted(set(float(t) for t in times))
@@ -492,7 +482,7 @@ def presence_runs(times: Iterable[float], gap: float = K.GAP_TOLERANCE_S, step: 
     return [(a, b + step) for a, b in runs]
 
 
-def track_type(runs: Sequence[tuple[float, float]], duration: float, edge: float = K.EDGE_TOLERANCE_S) -> str:
+def track_type(runs: Sequence[tuple[float, float]], duration: float, edge: float = constants.EDGE_TOLERANCE_S) -> str:
     """appear (one run, reaching the end but not the start), disappear (one run from the start, ending early),
     reappear (several disjoint runs); continuous / middle otherwise (no existence question)."""
     if not runs:
@@ -641,7 +631,7 @@ def motion_measure(times: Sequence[float], boxes: Sequence[Sequence[float]]) -> 
 def describe_action(times: Sequence[float], boxes: Sequence[Sequence[float]]) -> str:
     """Offline action from the box's motion over the segment: walking left/right, moving towards/away from the
     camera, or staying in place (a box that does not move says nothing about sitting or standing)."""
-    return ST.action_label(*motion_measure(times, boxes))
+    return states.action_label(*motion_measure(times, boxes))
 
 
 # ----------------------------------------------------------------------------------------------- changes and flags
@@ -671,7 +661,7 @@ def distinct_in_order(values: Sequence[str]) -> list[str]:
 def flags(segments: Sequence[dict], others: Sequence[dict], similar: bool, style: str = "heuristic") -> dict:
     """The second-step metadata computed from the attribute states of the usable segments (states.py; the judge's
     version, when available, can only veto a change on top of this)."""
-    out = ST.state_flags([s for s in segments if ST.usable(s, style)], style)
+    out = states.state_flags([s for s in segments if states.usable(s, style)], style)
     out["similar_looking_existence"] = bool(similar)
     out["other_entities"] = [{"actions": o["action"], "outfits": o["outfit"]} for o in others]
     return out

@@ -15,9 +15,9 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from bench_assets.narrativetrack import constants as K
-from bench_assets.narrativetrack import states as ST
-from bench_assets.narrativetrack import templates as T
+from bench_assets.narrativetrack import constants
+from bench_assets.narrativetrack import states
+from bench_assets.narrativetrack import templates
 from bench_assets.narrativetrack.pipeline import norm_text
 
 ATTR = {"AC": "action", "OC": "outfit", "SC": "scene"}
@@ -43,7 +43,7 @@ def _pick(rng, values: Sequence, k: int) -> list:
 
 
 def _variant(rng) -> int:
-    return int(rng.integers(K.N_VARIANTS))
+    return int(rng.integers(constants.N_VARIANTS))
 
 
 class Generator:
@@ -51,13 +51,13 @@ class Generator:
     source, attributes without an unsure step, anchors that single the person out, distractors that clearly differ
     from every state of the person, orderings over states that occur in one block each, and the flags honoured."""
 
-    def __init__(self, video_id: str, entities: Sequence[dict], pool: Sequence[dict], seed: int = K.QA_SEED,
+    def __init__(self, video_id: str, entities: Sequence[dict], pool: Sequence[dict], seed: int = constants.QA_SEED,
                  style: str = "heuristic") -> None:
         self.video_id, self.seed, self.style = video_id, seed, style
         self.entities = [dict(e) for e in entities if e.get("segments")]
         for e in self.entities:
             # usable segments keep their index in the entity's full segment list (the anchor column)
-            e["usable"] = [dict(s, _i=i) for i, s in enumerate(e["segments"]) if ST.usable(s, style)]
+            e["usable"] = [dict(s, _i=i) for i, s in enumerate(e["segments"]) if states.usable(s, style)]
         self.pool = [p for p in pool if p.get("clip") != video_id and p.get("style", "heuristic") == style]
         self.out: list[dict] = []
         self.present = {attr: {norm_text(s[attr]) for e in self.entities for s in e["usable"]}
@@ -70,22 +70,22 @@ class Generator:
     def _dedupe(self, values: list[str]) -> list[str]:
         seen, out = set(), []
         for v in values:
-            if ST.words(v) not in seen:
-                seen.add(ST.words(v))
+            if states.words(v) not in seen:
+                seen.add(states.words(v))
                 out.append(v)
         return out
 
     def real_values(self, ent: dict, attr: str) -> list[str]:
         own = ent["usable"]
-        return self._dedupe([o[attr] for o in self.others(ent) if ST.distinct_from(o, own, attr, self.style)])
+        return self._dedupe([o[attr] for o in self.others(ent) if states.distinct_from(o, own, attr, self.style)])
 
     def synthetic_values(self, ent: dict, attr: str) -> list[str]:
         own = ent["usable"]
         return self._dedupe([p[attr] for p in self.pool if norm_text(p[attr]) not in self.present[attr]
-                             and ST.distinct_from(p, own, attr, self.style)])
+                             and states.distinct_from(p, own, attr, self.style)])
 
     def _not_own_state(self, cand: dict, own: Sequence[dict]) -> bool:
-        return all(any(ST.relation(cand, s, a, self.style) == "change" for a in ST.ATTRS) for s in own)
+        return all(any(states.relation(cand, s, a, self.style) == "change" for a in states.ATTRS) for s in own)
 
     def real_states(self, ent: dict) -> list[str]:
         return self._dedupe([describe(o) for o in self.others(ent) if self._not_own_state(o, ent["usable"])])
@@ -109,7 +109,7 @@ class Generator:
     @staticmethod
     def _src(seg: dict) -> dict:
         """The source of each attribute of a segment (one source per segment: judge, heuristic or script)."""
-        return {a: seg.get("source", "script") for a in ST.ATTRS}
+        return {a: seg.get("source", "script") for a in states.ATTRS}
 
     @staticmethod
     def _spans_video(ent: dict) -> bool:
@@ -118,7 +118,7 @@ class Generator:
         runs, dur = ent.get("runs"), ent.get("duration")
         if not runs or dur is None:
             return False
-        edge = ent.get("edge", K.EDGE_TOLERANCE_S)
+        edge = ent.get("edge", constants.EDGE_TOLERANCE_S)
         return runs[0][0] <= edge and runs[-1][1] >= dur - edge
 
     @staticmethod
@@ -131,41 +131,42 @@ class Generator:
         return True
 
     def _anchor_ok(self, ent: dict, seg: dict) -> bool:
-        return ST.identifies(seg, self.others(ent), self.style)
+        return states.identifies(seg, self.others(ent), self.style)
 
     # ----------------------------------------------------------------------------------- dimensions
     def existence(self, ent: dict) -> None:
         tt = ent["track_type"]
         segs = ent["segments"]
         for direction in ("start_to_later", "later_to_start"):
-            group = T.EE_GROUP.get((tt, direction))
+            group = templates.EE_GROUP.get((tt, direction))
             if group is None:
                 continue
             anchor = 0 if direction == "start_to_later" else len(segs) - 1
             st = segs[anchor]
-            if not ST.usable(st, self.style) or not self._anchor_ok(ent, st):
+            if not states.usable(st, self.style) or not self._anchor_ok(ent, st):
                 continue  # the description would rest on another source, or fit someone else too
             if tt == "reappear" and not self._spans_video(ent):
                 continue  # every reappear template says "at the beginning" ... "at the end"
             src = {"anchor": self._src(st)}
             rng = _rng(self.seed, self.video_id, ent["entity_id"], "EE", direction)
-            for g, ans in ((group, "yes"), (T.EE_NEGATIVE[group], "no")):
+            for g, ans in ((group, "yes"), (templates.EE_NEGATIVE[group], "no")):
                 v = _variant(rng)
-                q = T.fill(T.EE_BINARY[g][v], direction, st["action"], st["outfit"], st["scene"])
+                q = templates.fill(templates.EE_BINARY[g][v], direction, st["action"], st["outfit"], st["scene"])
                 self.add(ent, "EE", "binary", direction, "none", q, None, ans, f"EE.binary.{g}.{v}", anchor, g, src)
             v = _variant(rng)
-            q = T.fill(T.EE_MC[v], direction, st["action"], st["outfit"], st["scene"])
-            opts = [T.EE_OPTIONS[tt]] + [T.EE_OPTIONS[o] for o in ("appear", "reappear", "disappear") if o != tt]
+            q = templates.fill(templates.EE_MC[v], direction, st["action"], st["outfit"], st["scene"])
+            opts = [templates.EE_OPTIONS[tt]] + [templates.EE_OPTIONS[o] for o in ("appear", "reappear", "disappear")
+                                                 if o != tt]
             self.add(ent, "EE", "mc", direction, "none", q, opts, "a", f"EE.mc.{direction}.{v}", anchor, None, src)
 
     def change(self, ent: dict, dim: str) -> None:
         attr = ATTR[dim]
         segs = ent["usable"]
-        states = ST.attribute_states(segs, attr, self.style)
-        if states is None or len(states["blocks"]) < 2:
+        att = states.attribute_states(segs, attr, self.style)
+        if att is None or len(att["blocks"]) < 2:
             return  # no clean change: no question
         fl = ent.get("flags") or {}
-        blocks = states["blocks"]
+        blocks = att["blocks"]
         if fl.get(f"significant_{attr}_transition", True):
             for direction in ("start_to_later", "later_to_start"):
                 b = 0 if direction == "start_to_later" else len(blocks) - 1
@@ -174,24 +175,24 @@ class Generator:
                 if not self._at_edge(ent, st, direction) or not self._anchor_ok(ent, st):
                     continue
                 truth_seg = segs[blocks[nb][0]]
-                truth = states["text"][states["state"][nb]]
+                truth = att["text"][att["state"][nb]]
                 rng = _rng(self.seed, self.video_id, ent["entity_id"], dim, direction)
                 self._binary_mc(ent, dim, direction, st, truth, {"real": self.real_values(ent, attr),
                                                                  "synthetic": self.synthetic_values(ent, attr)},
                                 rng, {"anchor": self._src(st), "answer": self._src(truth_seg)[attr]})
-        single = states["single_block"]
+        single = att["single_block"]
         if len(single) >= 3 and fl.get(f"over_three_{attr}_changes", True):
             # only states that occur in one block each: their chronological order is unambiguous
-            order = [states["text"][k] for k in single[:3]]
-            opt_src = [self._src(segs[blocks[states["state"].index(k)][0]])[attr] for k in single[:3]]
-            for direction in K.DIRECTIONS:
+            order = [att["text"][k] for k in single[:3]]
+            opt_src = [self._src(segs[blocks[att["state"].index(k)][0]])[attr] for k in single[:3]]
+            for direction in constants.DIRECTIONS:
                 anchor = {"start_to_later": 0, "later_to_start": len(segs) - 1, "agnostic": len(segs) // 2}[direction]
                 st = segs[anchor]
                 if not self._at_edge(ent, st, direction) or not self._anchor_ok(ent, st):
                     continue
                 rng = _rng(self.seed, self.video_id, ent["entity_id"], dim, "ordering", direction)
                 v = _variant(rng)
-                q = T.fill(T.ORDERING[dim][v], direction, st["action"], st["outfit"], st["scene"])
+                q = templates.fill(templates.ORDERING[dim][v], direction, st["action"], st["outfit"], st["scene"])
                 self.add(ent, dim, "ordering", direction, "none", q, list(order), "a, b, c",
                          f"{dim}.ordering.{direction}.{v}", st["_i"], None,
                          {"anchor": self._src(st), "options": opt_src})
@@ -219,19 +220,20 @@ class Generator:
         The pools hold only values that clearly differ from every state of the person."""
         x_fmt = (lambda v: f"while {v}") if dim == "EA" else (lambda v: v)
         for kind in ("real", "synthetic"):
-            pool = [v for v in pools[kind] if ST.words(v) != ST.words(truth)]
+            pool = [v for v in pools[kind] if states.words(v) != states.words(truth)]
             if not pool:
                 continue
             neg = pool[int(rng.integers(len(pool)))]
             for x, ans in ((truth, "yes"), (neg, "no")):
                 v = _variant(rng)
-                q = T.fill(T.BINARY[dim][v], direction, st["action"], st["outfit"], st["scene"], x_fmt(x))
+                q = templates.fill(templates.BINARY[dim][v], direction, st["action"], st["outfit"], st["scene"],
+                                   x_fmt(x))
                 self.add(ent, dim, "binary", direction, kind if ans == "no" else "none", q, None, ans,
                          f"{dim}.binary.{direction}.{v}", st["_i"], kind, sources)
             two = _pick(rng, pool, 2)
             if two:
                 v = _variant(rng)
-                q = T.fill(T.MC[dim][v], direction, st["action"], st["outfit"], st["scene"])
+                q = templates.fill(templates.MC[dim][v], direction, st["action"], st["outfit"], st["scene"])
                 self.add(ent, dim, "mc", direction, kind, q, [truth, *two], "a", f"{dim}.mc.{direction}.{v}",
                          st["_i"], None, sources)
 
@@ -244,7 +246,7 @@ class Generator:
         return self.out
 
 
-def generate(video_id: str, entities: Sequence[dict], pool: Sequence[dict], seed: int = K.QA_SEED,
+def generate(video_id: str, entities: Sequence[dict], pool: Sequence[dict], seed: int = constants.QA_SEED,
              style: str = "heuristic") -> list[dict]:
     """Unfiltered, unpermuted QA (truth at (a), orderings in time order)."""
     return Generator(video_id, entities, pool, seed, style).run()
@@ -257,7 +259,7 @@ def jaccard(a: str, b: str) -> float:
     return len(x & y) / max(len(x | y), 1)
 
 
-def lexical_duplicates(options: Optional[Sequence[str]], threshold: float = K.NEAR_DUPLICATE_JACCARD) -> bool:
+def lexical_duplicates(options: Optional[Sequence[str]], threshold: float = constants.NEAR_DUPLICATE_JACCARD) -> bool:
     if not options:
         return False
     return any(norm_text(a) == norm_text(b) or jaccard(a, b) >= threshold
@@ -299,7 +301,7 @@ def apply_filters(qas: list[dict], grammar: Optional[Callable[[dict], tuple[Opti
 
 # ------------------------------------------------------------------------------------------- permutation
 
-def balance(qas: list[dict], seed: int = K.QA_SEED, key: str = "") -> list[dict]:
+def balance(qas: list[dict], seed: int = constants.QA_SEED, key: str = "") -> list[dict]:
     """Permute options so the answers are balanced: MC answer letters cycle a/b/c in a seeded order (each as often as
     the count allows), ordering answers cycle through the 6 permutations; "(d) None of the above" is appended."""
     rng = _rng(seed, "balance", key)
@@ -315,19 +317,19 @@ def balance(qas: list[dict], seed: int = K.QA_SEED, key: str = "") -> list[dict]
         opts = list(q["options"])
         if q["answer"] == "d":  # "None of the above" is the answer: the three options only change places
             opts = [opts[j] for j in rng.permutation(len(opts))]
-            q["options"] = {**dict(zip(LETTERS, opts)), "d": K.NONE_OPTION}
+            q["options"] = {**dict(zip(LETTERS, opts)), "d": constants.NONE_OPTION}
             continue
         others = [o for o in opts[1:]]
         others = [others[j] for j in rng.permutation(len(others))]
         new = others[:p] + [opts[0]] + others[p:]
-        q["options"] = {**dict(zip(LETTERS, new)), "d": K.NONE_OPTION}
+        q["options"] = {**dict(zip(LETTERS, new)), "d": constants.NONE_OPTION}
         q["answer"] = LETTERS[p]
     for i, p in zip(order, perms):
         q = out[i]
         chrono = list(q["options"])          # time order
         perm = PERMS[p]                       # option letter j shows chrono[perm[j]]
         shown = [chrono[perm[j]] for j in range(3)]
-        q["options"] = {**dict(zip(LETTERS, shown)), "d": K.NONE_OPTION}
+        q["options"] = {**dict(zip(LETTERS, shown)), "d": constants.NONE_OPTION}
         q["answer"] = ", ".join(LETTERS[perm.index(t)] for t in range(3))
     for q in out:
         if q["format"] == "binary":
@@ -351,11 +353,11 @@ def coverage(qas: Sequence[dict]) -> set[tuple[str, str, str]]:
 
 def all_cells() -> set[tuple[str, str, str]]:
     cells = set()
-    for dim in K.DIMENSIONS:
-        for fmt in K.FORMATS:
-            if fmt == "ordering" and dim not in K.ORDERING_DIMENSIONS:
+    for dim in constants.DIMENSIONS:
+        for fmt in constants.FORMATS:
+            if fmt == "ordering" and dim not in constants.ORDERING_DIMENSIONS:
                 continue
-            for d in K.DIRECTIONS:
+            for d in constants.DIRECTIONS:
                 if d == "agnostic" and fmt != "ordering":
                     continue
                 cells.add((dim, fmt, d))

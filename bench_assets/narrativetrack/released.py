@@ -10,11 +10,14 @@ from pathlib import Path
 import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, Output, asset
 
+from bench_assets.core.board_text import board_markdown
 from bench_assets.core.generators import discover_generators
 from bench_assets.core.media import DecodeError, VideoSource
-from bench_assets.narrativetrack import constants as K
-from bench_assets.narrativetrack import dataset as D
-from bench_assets.narrativetrack import metrics as M
+from bench_assets.core.metric_spec import board_frame
+from bench_assets.narrativetrack import board
+from bench_assets.narrativetrack import constants
+from bench_assets.narrativetrack import dataset
+from bench_assets.narrativetrack.metric_specs import METRICS
 from bench_resources.judge import Judge
 from bench_resources.paths import BenchPaths
 
@@ -24,7 +27,7 @@ QA_COLUMNS = ["qa_id", "video_id", "video_path", "dimension", "format", "directi
 
 
 def released_path(paths: BenchPaths) -> Path:
-    return paths.benchmark_dir(K.BENCH) / D.RELEASED_QA
+    return paths.benchmark_dir(constants.BENCH) / dataset.RELEASED_QA
 
 
 @asset(group_name=GROUP, code_version="1")
@@ -35,25 +38,25 @@ def narrativetrack_released_qa(context: AssetExecutionContext, paths: BenchPaths
     if not p.is_file():
         return Output(pd.DataFrame(columns=QA_COLUMNS), metadata={
             "status": MetadataValue.text(f"not provided: put the authors' file at {p}")})
-    recs = D.load_released_qa(p)
-    check = D.released_count_check(recs)
+    recs = dataset.load_released_qa(p)
+    check = dataset.released_count_check(recs)
     df = pd.DataFrame(recs)
     df["kept"] = True
     return Output(df[QA_COLUMNS], metadata={"qa": len(df), "counts_match_paper": check["ok"],
                                             "count_check": MetadataValue.json(check)})
 
 
-@asset(group_name=GROUP, code_version="1")
+@asset(group_name=GROUP, code_version="2")
 def narrativetrack_released_answers(context: AssetExecutionContext, paths: BenchPaths,
                                     narrativetrack_released_qa: pd.DataFrame, judge: Judge) -> Output[pd.DataFrame]:
     """Every NarrativeTrack answerer on every released QA (frames sampled uniformly from the QA's video)."""
     from bench_assets.narrativetrack.assets import answer_frame, answer_rows
     qas = narrativetrack_released_qa.assign(entity_id=None)
-    gens, _ = discover_generators(paths.generators_dir, K.BENCH)
+    gens, _ = discover_generators(paths.generators_dir, constants.BENCH)
     base = released_path(paths).parent
     rows = []
     for g in gens:
-        answerer = D.answerer_from_card(g.name, g.card)
+        answerer = dataset.answerer_from_card(g.name, g.card)
         for vpath, group in qas.groupby("video_path", sort=True):
             path = Path(vpath) if Path(vpath).is_absolute() else base / vpath
             try:  # only the answerer's frames are converted (one streamed pass)
@@ -64,7 +67,8 @@ def narrativetrack_released_answers(context: AssetExecutionContext, paths: Bench
             except (DecodeError, OSError) as e:
                 rows += [{"qa_id": r.qa_id, "video_id": r.video_id, "dimension": r.dimension, "format": r.format,
                           "direction": r.direction, "track_type": r.track_type, "distractor": r.distractor,
-                          "answerer": g.name, "model": answerer.model, "status": "failed",
+                          # not the answerer's failure: it was never asked (counted as the evaluator's)
+                          "answerer": g.name, "model": answerer.model, "status": "skipped",
                           "reason": f"video {path}: {e}"} for r in group.itertuples()]
                 continue
             rows += answer_rows(judge, answerer, group, list(frames))
@@ -74,21 +78,20 @@ def narrativetrack_released_answers(context: AssetExecutionContext, paths: Bench
                                 "skipped": int(st.get("skipped", 0))})
 
 
-@asset(group_name=GROUP, code_version="1")
+@asset(group_name=GROUP, code_version="2")
 def narrativetrack_released_leaderboard(context: AssetExecutionContext, narrativetrack_released_qa: pd.DataFrame,
                                         narrativetrack_released_answers: pd.DataFrame) -> Output[pd.DataFrame]:
-    """Accuracy on the released QA per answerer, strict and lenient, every cell and slice, beside random; the
-    paper's Table 2 applies to these numbers only."""
-    rows = []
-    for a, g in narrativetrack_released_answers.groupby("answerer", sort=True):
-        rows += [{"generator": a, **r} for r in M.accuracy_table(g)]
-    if len(narrativetrack_released_qa):
-        rows += [{"generator": "random", **r} for r in M.random_baseline(narrativetrack_released_qa)]
-    df = pd.DataFrame(rows, columns=["generator", "mode", "metric_id", "value", "n_eval", "n_failed", "n_skipped",
-                                     "reason", "value_failed_wrong"])
-    avg = df[df["metric_id"] == "accuracy.avg"]
-    return Output(df, metadata={"avg": MetadataValue.md(avg.to_markdown(index=False)) if len(avg) else
-                                "no released QA", "qa": json.dumps(len(narrativetrack_released_qa))})
+    """Accuracy on the released QA per answerer (generator), strict and lenient (slice), every cell and slice,
+    beside random, in the common board schema; the paper's Table 2 applies to these numbers only. The questions are
+    the authors': no model slot built them, so no substitute mark."""
+    answers = narrativetrack_released_answers
+    table = board_frame(constants.BENCH, board.leaderboard_rows(answers, narrativetrack_released_qa,
+                                                                sorted(set(answers["answerer"].dropna()))), METRICS)
+    avg = table[table["metric_id"] == "accuracy.avg"][["generator", "slice", "value", "raw_mean", "coverage",
+                                                       "n_eval", "n_failed", "n_failed_evaluator", "reason"]]
+    return Output(table, metadata={"table": MetadataValue.md(board_markdown(table, {"slice": "strict"}, digits=2)),
+                                   "avg": MetadataValue.md(avg.to_markdown(index=False)) if len(avg) else
+                                   "no released QA", "qa": json.dumps(len(narrativetrack_released_qa))})
 
 
 ASSETS = [narrativetrack_released_qa, narrativetrack_released_answers, narrativetrack_released_leaderboard]

@@ -10,8 +10,8 @@ from typing import Any, Iterator, Optional, Sequence
 import cv2
 import numpy as np
 
-from bench_assets.narrativetrack import constants as K
-from bench_assets.narrativetrack import pipeline as PL
+from bench_assets.narrativetrack import constants
+from bench_assets.narrativetrack import pipeline
 
 # Working sizes, not protocol constants (results do not depend on them): native frames a detector gets at a time,
 # and crops handed to the ReID model at a time (rounded up to a multiple of its batch, so its batches are the same).
@@ -20,14 +20,14 @@ REID_CHUNK = 64
 
 
 def detect(frames: Sequence[np.ndarray], detector, second=None, second_query: str = "a person",
-           min_score: float = K.DETECTOR_MIN_SCORE) -> list[dict]:
+           min_score: float = constants.DETECTOR_MIN_SCORE) -> list[dict]:
     """Person boxes per sampled frame; with a second detector, boxes merged at IoU >= 0.5 keeping the higher score."""
     rows = []
     for k, (a, b) in enumerate(_detections(frames, detector, second, second_query)):
         ba, sa = _clean(a, min_score)
         if b is not None and len(b):
             bb, sb = _clean(b, min_score)
-            boxes, scores, src = PL.merge_detections(ba, sa, bb, sb)
+            boxes, scores, src = pipeline.merge_detections(ba, sa, bb, sb)
         else:
             boxes, scores, src = np.asarray(ba, float).reshape(-1, 4), np.asarray(sa, float), [1] * len(ba)
         for j in range(len(boxes)):
@@ -60,7 +60,7 @@ def _clean(d, min_score: float) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros((0, 4)), np.zeros(0)
     k = d.confidence >= min_score
     b, s = np.asarray(d.xyxy[k], float), np.asarray(d.confidence[k], float)
-    keep, scores = PL.suppress_duplicates(b, s)
+    keep, scores = pipeline.suppress_duplicates(b, s)
     return b[keep], scores
 
 
@@ -71,7 +71,7 @@ def tracklets(dets: list[dict], n_samples: int, shots: Sequence[int], sample_fps
         per[r["sample"]].append(i)
     frame_boxes = [(np.array([dets[i]["box"] for i in per[k]], float).reshape(-1, 4),
                     np.array([dets[i]["score"] for i in per[k]], float)) for k in range(n_samples)]
-    ids = PL.track_boxes(frame_boxes, shots, sample_fps)
+    ids = pipeline.track_boxes(frame_boxes, shots, sample_fps)
     out = [-1] * len(dets)
     for k in range(n_samples):
         for i, tid in zip(per[k], ids[k]):
@@ -105,7 +105,7 @@ def reid_embeddings(frames: Sequence[np.ndarray], dets: list[dict], reid) -> lis
         good.clear()
         crops.clear()
     for i, r in enumerate(dets):
-        c = PL.crop(frames[r["sample"]], r["box"])
+        c = pipeline.crop(frames[r["sample"]], r["box"])
         if c is not None:
             good.append(i)
             crops.append(c)
@@ -115,7 +115,8 @@ def reid_embeddings(frames: Sequence[np.ndarray], dets: list[dict], reid) -> lis
     return out
 
 
-def face_subset(track_ids: Sequence[int], samples: Sequence[int], per_track: int = K.FACE_BOXES_PER_TRACK) -> set:
+def face_subset(track_ids: Sequence[int], samples: Sequence[int],
+                per_track: int = constants.FACE_BOXES_PER_TRACK) -> set:
     """The boxes whose faces are looked at: up to ``per_track`` evenly spaced boxes of every track (faces are
     averaged per tracklet; untracked boxes are never an entity's)."""
     by = defaultdict(list)
@@ -134,11 +135,11 @@ def face_embeddings(frames: Sequence[np.ndarray], dets: list[dict], face, only: 
     ``only`` are not looked at."""
     out = []
     for i, r in enumerate(dets):
-        c = PL.crop(frames[r["sample"]], r["box"]) if only is None or i in only else None
+        c = pipeline.crop(frames[r["sample"]], r["box"]) if only is None or i in only else None
         row = {"face_box": None, "face_score": None, "face_embedding": None}
         if c is not None:
-            s = K.FACE_UPSCALE_HEIGHT / c.shape[0]
-            up = cv2.resize(c, (max(1, int(round(c.shape[1] * s))), K.FACE_UPSCALE_HEIGHT),
+            s = constants.FACE_UPSCALE_HEIGHT / c.shape[0]
+            up = cv2.resize(c, (max(1, int(round(c.shape[1] * s))), constants.FACE_UPSCALE_HEIGHT),
                             interpolation=cv2.INTER_CUBIC if s > 1 else cv2.INTER_AREA)
             d = face.detect([up])[0]
             if len(d):
@@ -152,8 +153,8 @@ def face_embeddings(frames: Sequence[np.ndarray], dets: list[dict], face, only: 
 
 
 def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces: Sequence[dict],
-               threshold: float, face_merge: float = K.FACE_MERGE_COSINE, shots: Optional[Sequence[int]] = None,
-               sample_fps: float = K.SAMPLE_FPS,
+               threshold: float, face_merge: float = constants.FACE_MERGE_COSINE, shots: Optional[Sequence[int]] = None,
+               sample_fps: float = constants.SAMPLE_FPS,
                colours: Optional[Sequence] = None) -> tuple[list[Optional[int]], dict]:
     """Identity per detection (None for untracked / noise): tracklets cut where appearance breaks and stitched where
     IoU tracking lost a moving person (ReID link threshold calibrated on the video's own pairs), ReID clustering of
@@ -164,47 +165,47 @@ def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces
     # stitching can join to a track
     nxt = max(track_ids, default=-1) + 1
     track_ids = [t if t >= 0 else nxt + i for i, t in enumerate(track_ids)]
-    track_ids = PL.split_tracklets(track_ids, samples, reid, K.TRACKLET_SPLIT_COSINE)
+    track_ids = pipeline.split_tracklets(track_ids, samples, reid, constants.TRACKLET_SPLIT_COSINE)
     col_t, col_info = None, None
     if colours is not None:
         # at 1 fps a track link between boxes that barely overlap is a guess (a walker moves a box width between
         # samples, and two walkers side by side swap): cut it, and let stitching decide on appearance and distance
         boxes = [d["box"] for d in dets]
-        track_ids = PL.split_on(track_ids, samples, boxes, K.LINK_POSITIVE_IOU,
-                                lambda a, b: float(PL.iou_matrix([a], [b])[0, 0]))
-        col_t, col_info = PL.link_threshold(track_ids, samples, colours, K.COLOUR_FALLBACK, PL.bhattacharyya,
-                                            [d["box"] for d in dets])
-        track_ids = PL.split_on(track_ids, samples, colours, col_t, PL.bhattacharyya)
-    link, link_info = PL.link_threshold(track_ids, samples, reid, threshold)
+        track_ids = pipeline.split_on(track_ids, samples, boxes, constants.LINK_POSITIVE_IOU,
+                                      lambda a, b: float(pipeline.iou_matrix([a], [b])[0, 0]))
+        col_t, col_info = pipeline.link_threshold(track_ids, samples, colours, constants.COLOUR_FALLBACK,
+                                                  pipeline.bhattacharyya, [d["box"] for d in dets])
+        track_ids = pipeline.split_on(track_ids, samples, colours, col_t, pipeline.bhattacharyya)
+    link, link_info = pipeline.link_threshold(track_ids, samples, reid, threshold)
     shots = list(shots) if shots is not None else [0] * (max(samples, default=0) + 1)
-    max_gap = max(1, int(math.floor(K.LINK_MAX_GAP_S * sample_fps + 1e-9)))
-    track_ids, links = PL.stitch_tracklets(track_ids, samples, [d["box"] for d in dets], [shots[s] for s in samples],
-                                           reid, link, max_gap, 1.0 / sample_fps, colour=colours,
-                                           colour_threshold=col_t or 0.0)
+    max_gap = max(1, int(math.floor(constants.LINK_MAX_GAP_S * sample_fps + 1e-9)))
+    track_ids, links = pipeline.stitch_tracklets(track_ids, samples, [d["box"] for d in dets],
+                                                 [shots[s] for s in samples], reid, link, max_gap, 1.0 / sample_fps,
+                                                 colour=colours, colour_threshold=col_t or 0.0)
     members = defaultdict(list)
     for i, t in enumerate(track_ids):
         if t >= 0 and reid[i] is not None:
             members[t].append(i)
-    members = {t: m for t, m in members.items() if len(m) >= K.MIN_TRACKLET_BOXES}
+    members = {t: m for t, m in members.items() if len(m) >= constants.MIN_TRACKLET_BOXES}
     emb = {t: np.mean([np.asarray(reid[i], float) for i in m], axis=0) for t, m in members.items()}
     frames = {t: {dets[i]["sample"] for i in m} for t, m in members.items()}
     col = None
     if colours is not None:
         col = {t: np.mean([np.asarray(colours[i], float) for i in m if colours[i] is not None], axis=0)
                for t, m in members.items() if any(colours[i] is not None for i in m)}
-    labels = PL.cluster_tracklets(emb, frames, threshold, col, col_t or 0.0)
+    labels = pipeline.cluster_tracklets(emb, frames, threshold, col, col_t or 0.0)
     reid_clusters = len(set(labels.values()))
     face = {}
     for t, m in members.items():
         fs = [np.asarray(faces[i]["face_embedding"], float) for i in m if faces[i]["face_embedding"] is not None
-              and _face_height(faces[i]) >= K.FACE_MIN_HEIGHT]
+              and _face_height(faces[i]) >= constants.FACE_MIN_HEIGHT]
         if fs:
             face[t] = np.mean(fs, axis=0)
-    labels, log = PL.face_refine(labels, face, frames, merge=face_merge)
+    labels, log = pipeline.face_refine(labels, face, frames, merge=face_merge)
     counts = defaultdict(int)
     for t, c in labels.items():
         counts[c] += len(members[t])
-    main = PL.main_characters(dict(counts))
+    main = pipeline.main_characters(dict(counts))
     rank = {c: k for k, c in enumerate(main)}
     out: list[Optional[int]] = [None] * len(dets)
     for t, m in members.items():
@@ -223,8 +224,8 @@ def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces
 def torso_colours(frames: Sequence[np.ndarray], dets: list[dict]) -> list[Optional[list[float]]]:
     out = []
     for r in dets:
-        c = PL.crop(frames[r["sample"]], r["box"])
-        out.append(PL.torso_colour(c) if c is not None else None)
+        c = pipeline.crop(frames[r["sample"]], r["box"])
+        out.append(pipeline.torso_colour(c) if c is not None else None)
     return out
 
 
@@ -242,12 +243,12 @@ def offline_context(frames: Sequence[np.ndarray], times: Sequence[float], seg: d
     ts, bs = [times[k] for k in ks], [own_boxes[k] for k in ks]
     others = [boxes_by_sample.get(k, []) for k in ks]
     # crops and frames streamed into their small pixel samples (16x16 per crop, 48x27 per frame), never all held
-    outfit, outfit_m = PL.outfit_from_pixels(PL._outfit_pixels(
-        c for c in (PL.crop(frames[k], own_boxes[k]) for k in ks) if c is not None))
-    scene, scene_m = PL.scene_from_pixels(PL._scene_pixels((frames[k] for k in ks), others))
+    outfit, outfit_m = pipeline.outfit_from_pixels(pipeline._outfit_pixels(
+        c for c in (pipeline.crop(frames[k], own_boxes[k]) for k in ks) if c is not None))
+    scene, scene_m = pipeline.scene_from_pixels(pipeline._scene_pixels((frames[k] for k in ks), others))
     # the words are labels; states compare on the measured quantities behind them (states.py)
-    return {"action": PL.describe_action(ts, bs), "outfit": outfit, "scene": scene,
-            "measures": {"action": PL.motion_measure(ts, bs), "outfit": outfit_m, "scene": scene_m}}
+    return {"action": pipeline.describe_action(ts, bs), "outfit": outfit, "scene": scene,
+            "measures": {"action": pipeline.motion_measure(ts, bs), "outfit": outfit_m, "scene": scene_m}}
 
 
 def dumps(x: Any) -> str:

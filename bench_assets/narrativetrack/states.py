@@ -19,7 +19,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from bench_assets.narrativetrack import constants as K
+from bench_assets.narrativetrack import constants
 
 ATTRS = ("action", "outfit", "scene")
 _STOP = {"a", "an", "the", "and", "with", "of", "in", "wearing", ","}
@@ -48,9 +48,9 @@ def usable(seg: dict, style: str) -> bool:
 def action_label(vx: float, vh: float, scale: float = 1.0) -> str:
     """The offline action word of a motion vector (box heights per second); ``scale`` multiplies the speed
     thresholds. A box that does not move says nothing about sitting or standing: "staying in place"."""
-    if abs(vx) >= K.WALK_SPEED * scale and abs(vx) >= abs(vh):
+    if abs(vx) >= constants.WALK_SPEED * scale and abs(vx) >= abs(vh):
         return "walking to the right" if vx > 0 else "walking to the left"
-    if abs(vh) >= K.DEPTH_SPEED * scale:
+    if abs(vh) >= constants.DEPTH_SPEED * scale:
         return "moving towards the camera" if vh > 0 else "moving away from the camera"
     return "staying in place"
 
@@ -58,7 +58,7 @@ def action_label(vx: float, vh: float, scale: float = 1.0) -> str:
 def _confident(v, label: str) -> bool:
     """The label holds with the speed thresholds ``ACTION_MARGIN`` times lower and higher: far from a boundary."""
     return all(words(action_label(v[0], v[1], f)) == words(label)
-               for f in (1.0 / K.ACTION_MARGIN, K.ACTION_MARGIN))
+               for f in (1.0 / constants.ACTION_MARGIN, constants.ACTION_MARGIN))
 
 
 def relation(a: dict, b: dict, attr: str, style: str = "heuristic") -> str:
@@ -73,9 +73,9 @@ def relation(a: dict, b: dict, attr: str, style: str = "heuristic") -> str:
                 return "same"
             return "change" if _confident(x, ta) and _confident(y, tb) else "unsure"
         tv = 0.5 * float(np.abs(x - y).sum())
-        if tv <= K.STATE_TOLERANCE:
+        if tv <= constants.STATE_TOLERANCE:
             return "same"
-        return "change" if tv >= K.CHANGE_MARGIN and not same_words else "unsure"
+        return "change" if tv >= constants.CHANGE_MARGIN and not same_words else "unsure"
     if same_words:
         return "same"
     if attr == "action" and (ma is not None or mb is not None):

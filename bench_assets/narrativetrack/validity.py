@@ -16,23 +16,25 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench_assets.core import footage as F
-from bench_assets.core import validity as V
+from bench_assets.core import footage
+from bench_assets.core import validity as core_validity
+from bench_assets.core.kernels import iou
 
 BENCH = "narrativetrack"
 TRUTH, PIPELINE = "ground_truth", "pipeline"
 METRIC = "identity_pair_agreement"
 # one row per clip: a real man alone (carphone), an animated dialogue (Megamind), pedestrians on a campus (vtest)
 CLIPS = ("carphone", "dialogue", "campus")
-CASES = [V.Case("identities", "labelled appearances of real people (same / different) vs the pipeline's identities",
-                PIPELINE, [V.Expect(METRIC, 0, 1e-9, units=f"^{c}$") for c in CLIPS])]
+CASES = [core_validity.Case("identities",
+                            "labelled appearances of real people (same / different) vs the pipeline's identities",
+                            PIPELINE, [core_validity.Expect(METRIC, 0, 1e-9, units=f"^{c}$") for c in CLIPS])]
 
 
 def labels() -> dict[str, dict]:
     """clip -> {video_id, labels: [(person, native frame, point or box)]} from the footage sidecars."""
-    car = F.ground_truth("carphone_pristine.mp4")["people"]["car_man"]["boxes"]
-    mm = F.ground_truth("Megamind.avi")["characters"]
-    vt = F.ground_truth("vtest.avi")["people"]
+    car = footage.ground_truth("carphone_pristine.mp4")["people"]["car_man"]["boxes"]
+    mm = footage.ground_truth("Megamind.avi")["characters"]
+    vt = footage.ground_truth("vtest.avi")["people"]
     return {
         "carphone_pristine.mp4": {"video_id": "carphone", "labels": [("car_man", f, ("box", car[f])) for f in (0, 60)]},
         "Megamind.avi": {"video_id": "dialogue", "labels": [
@@ -42,27 +44,19 @@ def labels() -> dict[str, dict]:
     }
 
 
-def build_suite(work_dir: Path) -> V.Suite:
+def build_suite(work_dir: Path) -> core_validity.Suite:
     data, gens = Path(work_dir) / "data", Path(work_dir) / "generators"
     (data / BENCH).mkdir(parents=True, exist_ok=True)
     gens.mkdir(parents=True, exist_ok=True)
     lab = labels()
     (data / BENCH / "videos.json").write_text(json.dumps({"videos": [
-        {"video_id": v["video_id"], "file": str(F.footage_path(clip))} for clip, v in lab.items()]}, indent=2))
-    return V.Suite(BENCH, data, gens, TRUTH, CASES,
+        {"video_id": v["video_id"], "file": str(footage.footage_path(clip))} for clip, v in lab.items()]}, indent=2))
+    return core_validity.Suite(BENCH, data, gens, TRUTH, CASES,
                    unit_values=lambda store: unit_values(store, {v["video_id"]: v["labels"] for v in lab.values()}))
 
 
 def _contains(box, point) -> bool:
     return box[0] <= point[0] <= box[2] and box[1] <= point[1] <= box[3]
-
-
-def _iou(a, b) -> float:
-    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
 
 
 def identity_at(frames: pd.DataFrame, dets: pd.DataFrame, idents: pd.DataFrame, frame: int, where) -> object:
@@ -80,7 +74,7 @@ def identity_at(frames: pd.DataFrame, dets: pd.DataFrame, idents: pd.DataFrame, 
     for det, box in zip(d["det"], d["box"]):
         box = [float(x) for x in box]
         s = (1.0 / max(1.0, (box[2] - box[0]) * (box[3] - box[1])) if _contains(box, ref) else 0.0) \
-            if kind == "point" else _iou(box, ref)
+            if kind == "point" else iou(box, ref)
         if s > score:
             best, score = det, s
     if best is None or (kind == "box" and score < 0.3):
