@@ -1,6 +1,9 @@
 """The one Definitions object of the code location: it only assembles (the table is benchmarks.py)."""
 from __future__ import annotations
 
+import importlib
+import importlib.util
+
 from dagster import (AssetSelection, AutomationConditionSensorDefinition, DefaultSensorStatus, Definitions,
                      define_asset_job)
 
@@ -9,11 +12,25 @@ from bench_assets.core.automation import generator_sensor_factory, nightly_stale
 from bench_assets.core.deploy import executor_from_env, executor_kind
 from bench_assets.core.evaluate_job import evaluate_job_factory
 from bench_assets.core.partitions import ENTITYBENCH  # noqa: F401  (re-exported for scripts and tests)
-from bench_assets.core.validity import validity_table
+from bench_assets.core.validity import validity_asset
 from bench_resources.config import build_resources
 from bench_resources.paths import BenchPaths
 
 ALL_ASSETS = [a for b in BENCHMARKS.values() for a in b.assets]
+
+
+def validity_suites() -> dict:
+    """Each benchmark's validity cases: ``build_suite(work_dir)`` of ``bench_assets/<benchmark>/validity.py`` where
+    the folder has one (imported when a suite is built). Here, above core: core/validity.py receives them."""
+    out = {}
+    for name in BENCHMARKS:
+        module = f"bench_assets.{name}.validity"
+        if importlib.util.find_spec(module) is not None:
+            out[name] = lambda work_dir, module=module: importlib.import_module(module).build_suite(work_dir)
+    return out
+
+
+validity_table = validity_asset(BENCHMARKS, validity_suites)
 
 ENTITYBENCH_ITEM_ASSETS = list(BENCHMARKS["entitybench"].item_assets)
 ENTITYBENCH_GENERATOR_ASSETS = list(BENCHMARKS["entitybench"].generator_assets)
@@ -37,7 +54,7 @@ def _sensor(b):
     return generator_sensor_factory(
         benchmark=b.name, partitions=b.partitions, item_ids=lambda: b.item_ids(BenchPaths()),
         generators_root=lambda: str(BenchPaths().generators_dir),
-        item_assets=b.item_assets, generator_assets=b.generator_assets,
+        item_assets=b.item_assets, generator_assets=b.generator_assets, assets_fn=lambda: b.assets,
         evaluate_job=EVALUATE_JOBS[b.name] if FOLD_RUNS else None)
 
 

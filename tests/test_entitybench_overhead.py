@@ -6,6 +6,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from bench_assets.core import kernels
 from bench_assets.entitybench import metrics as M
 
 H, W = 37, 53
@@ -30,14 +31,14 @@ def test_warp_and_midpoint_error_match_the_plain_expressions_bit_for_bit():
     p, m, n = _frames(3, 1)
     f_pn, f_np = _flow(2), _flow(3)
     for t in (-0.5, 0.5, 1.0):
-        assert np.array_equal(M._warp(p.astype(np.float32), f_pn, t), _plain_warp(p.astype(np.float32), f_pn, t))
+        assert np.array_equal(kernels.warp(p.astype(np.float32), f_pn, t), _plain_warp(p.astype(np.float32), f_pn, t))
     plain_mid = 0.5 * (_plain_warp(p.astype(np.float32), f_pn, -0.5) + _plain_warp(n.astype(np.float32), f_np, -0.5))
     assert np.array_equal(M.interpolate_midpoint(p, n, f_pn, f_np), plain_mid)
     plain = float(np.mean(np.abs(plain_mid - m.astype(np.float32))))
     assert M._midpoint_error(p, m, n, f_pn, f_np) == plain
     # a second size reuses nothing of the first size's grid
     small = np.ascontiguousarray(p[:20, :30])
-    assert np.array_equal(M._warp(small.astype(np.float32), f_pn[:20, :30], -0.5),
+    assert np.array_equal(kernels.warp(small.astype(np.float32), f_pn[:20, :30], -0.5),
                           _plain_warp(small.astype(np.float32), f_pn[:20, :30], -0.5))
 
 

@@ -26,7 +26,7 @@ def _job_and_sensor(data, store, **sensor_kw):
     sensor = generator_sensor_factory(
         benchmark="entitybench", partitions=B.partitions, item_ids=items,
         generators_root=lambda: str(data / "generators"), item_assets=B.item_assets,
-        generator_assets=B.generator_assets, evaluate_job=job, **sensor_kw)
+        generator_assets=B.generator_assets, assets_fn=lambda: B.assets, evaluate_job=job, **sensor_kw)
     return job, sensor
 
 

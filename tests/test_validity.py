@@ -1,12 +1,13 @@
 """The validity suite's pieces: perturbation builders, effect-size math and verdicts, rows with reasons, footage."""
-import math
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from bench_assets.core import footage as F
+from bench_assets.core import stats
 from bench_assets.core import validity as V
+from bench_assets.core.metric_spec import MetricSpec, MetricSpecs
 
 
 def _clip(t=12, h=48, w=64, seed=0):
@@ -22,22 +23,22 @@ def _clip(t=12, h=48, w=64, seed=0):
 
 
 def test_cohens_d_by_hand():
-    assert V.cohens_d([4, 5, 6], [1, 2, 3]) == pytest.approx(3.0)
-    assert V.cohens_d([1, 2, 3], [4, 5, 6]) == pytest.approx(-3.0)
-    assert V.cohens_d([2, 2], [2, 2]) == 0.0
-    assert V.cohens_d([3, 3], [2, 2]) == math.inf
+    assert stats.cohens_d([4, 5, 6], [1, 2, 3]) == pytest.approx(3.0)
+    assert stats.cohens_d([1, 2, 3], [4, 5, 6]) == pytest.approx(-3.0)
+    # zero spread: d is undefined (core/stats.py), whether or not the means differ
+    assert stats.cohens_d([2, 2], [2, 2]) is None and stats.cohens_d([3, 3], [2, 2]) is None
 
 
 def test_paired_d_uses_the_spread_of_the_changes():
     # every unit rises by about .01 while the units themselves differ a lot: pooled d is small, d_z large
     r = [0.60, 0.95, 0.80, 0.70]
     p = [0.61, 0.962, 0.809, 0.711]
-    assert abs(V.cohens_d(p, r)) < 0.2
-    assert V.paired_d(p, r) == pytest.approx(0.0105 / np.std([0.01, 0.012, 0.009, 0.011], ddof=1))
-    assert V.paired_d(p, r) > 5
+    assert abs(stats.cohens_d(p, r)) < 0.2
+    assert stats.paired_dz(p, r) == pytest.approx(0.0105 / np.std([0.01, 0.012, 0.009, 0.011], ddof=1))
+    assert stats.paired_dz(p, r) > 5
     # changes of both signs: no effect however far the means are apart in pooled units
-    assert abs(V.paired_d([0.7, 0.5, 0.9, 0.3], [0.6, 0.6, 0.8, 0.4])) < 0.1
-    assert V.paired_d([3, 4], [2, 3]) == math.inf and V.paired_d([2, 3], [2, 3]) == 0.0
+    assert abs(stats.paired_dz([0.7, 0.5, 0.9, 0.3], [0.6, 0.6, 0.8, 0.4])) < 0.1
+    assert stats.paired_dz([3, 4], [2, 3]) is None and stats.paired_dz([2, 3], [2, 3]) is None
     # the verdict of paired units uses d_z: a consistent small rise passes, a mixed one does not
     assert V.judge_expectation(V.Expect("m", +1), r, p, paired=True)["passed"]
     assert not V.judge_expectation(V.Expect("m", +1), r, p, paired=False)["passed"]
@@ -49,8 +50,8 @@ def test_bootstrap_interval_contains_the_estimate_and_is_ordered():
     rng = np.random.default_rng(1)
     r = rng.normal(0, 1, 30)
     p = r - 1.5 + rng.normal(0, 0.3, 30)
-    d = V.paired_d(p, r)
-    lo, hi = V.bootstrap_d(p, r, paired=True, resamples=500)
+    d = stats.paired_dz(p, r)
+    lo, hi = stats.bootstrap_interval(p, r, paired=True, resamples=500)
     assert lo <= d <= hi and hi < 0
 
 
@@ -74,7 +75,9 @@ def test_rows_pair_units_and_list_metrics_that_cannot_run_with_their_reason():
         for g, vals in (("ref", [0.9, 0.8, 0.85]), ("gen_p", [0.3, 0.2, 0.25])) for u, v in zip("abc", vals)
     ] + [{"generator": g, "unit": "a", "metric_id": "m2", "value": None, "reason": "judge off"}
          for g in ("ref", "gen_p")])
-    rows = V.validity_rows(suite, values).set_index("metric_id")
+    specs = MetricSpecs("b", [MetricSpec("m1", "f", "higher", "m1"),
+                              MetricSpec("m2", "f", "higher", "m2", paper_id=None)])
+    rows = V.validity_rows(suite, values, specs).set_index("metric_id")
     assert rows.loc["m1", "passed"] and rows.loc["m1", "n_units"] == 3
     assert rows.loc["m1", "difference"] == pytest.approx(-0.6)
     assert rows.loc["m2", "passed"] is None and "judge off" in rows.loc["m2", "reason"]

@@ -11,10 +11,11 @@ from bench_assets.core import validity as V
 @pytest.mark.slow
 def test_identity_swap_and_frozen_frames_move_entitybench_the_right_way(tmp_path):
     F.require_footage("Megamind.avi", "carphone_pristine.mp4", "bikes.mp4")
+    from bench_assets.benchmarks import BENCHMARKS
     from bench_assets.entitybench import validity as EV
 
     suite = EV.build_suite(tmp_path, episodes=["vdialogue", "vsuit"], cases=["identity_swap", "frozen"])
-    table = V.evaluate_suite(suite, tmp_path, progress=lambda _s: None)
+    table = V.evaluate_suite(suite, BENCHMARKS["entitybench"], tmp_path, progress=lambda _s: None)
     print(V.format_table(table))
     rows = table.set_index(["case", "metric_id"])
 

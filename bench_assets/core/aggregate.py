@@ -4,8 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-import numpy as np
 import pandas as pd
+
+from bench_assets.core import stats
 
 
 @dataclass(frozen=True)
@@ -40,20 +41,8 @@ def corrected_mean(rows: pd.DataFrame | Iterable[dict]) -> Aggregate:
     return Aggregate(weighted / total, raw, coverage, int(has.sum()), ev, n_failed, n_skipped)
 
 
-def cohens_d(a: Iterable[float], b: Iterable[float]) -> Optional[float]:
-    """Pooled-variance Cohen's d of a minus b; None when either side has < 2 values or zero spread."""
-    x, y = np.asarray(list(a), float), np.asarray(list(b), float)
-    if len(x) < 2 or len(y) < 2:
-        return None
-    pooled = ((len(x) - 1) * x.var(ddof=1) + (len(y) - 1) * y.var(ddof=1)) / (len(x) + len(y) - 2)
-    return None if pooled <= 0 else float((x.mean() - y.mean()) / np.sqrt(pooled))
 
-
-def paired_dz(a: dict[str, float], b: dict[str, float]) -> Optional[float]:
-    """Paired d_z = mean(delta) / sd(delta) over the items both have."""
-    shared = sorted(set(a) & set(b))
-    if len(shared) < 2:
-        return None
-    delta = np.array([a[k] - b[k] for k in shared], float)
-    sd = delta.std(ddof=1)
-    return None if sd == 0 else float(delta.mean() / sd)
+# Effect sizes live in core/stats.py (one zero-spread policy, documented there); the names stay importable here
+# for the callers that read them with corrected_mean. paired_dz here is the dict form: over the items both have.
+cohens_d = stats.cohens_d
+paired_dz = stats.paired_dz_by_key

@@ -27,10 +27,19 @@ from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, Temp
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._time import get_current_datetime
 
-from bench_assets.core.evaluate_job import BENCHMARK_TAG, evaluate_op_name
 from bench_assets.core.generators import discover_generators, folder_fingerprint
 from bench_assets.core.names import BadName, validate_key
 from bench_assets.core.partitions import BenchmarkPartitions
+
+
+BENCHMARK_TAG = "bench/benchmark"
+
+
+def evaluate_op_name(benchmark: str) -> str:
+    """The op of `<benchmark>_evaluate` (core/evaluate_job.py; run config addresses it: ``{"ops": {<name>:
+    {"config": ...}}}``). Here, beside the sensor that builds those run configs, because evaluate_job imports the
+    runner, which imports this module."""
+    return f"{benchmark}_evaluate_op"
 
 
 def _latest_storage_id(instance, key: AssetKey, partition: str | None = None) -> int | None:
@@ -144,10 +153,11 @@ _LIVE_RUN_STATUSES = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, Dag
 
 def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions, item_ids: Callable[[], list[str]],
                              generators_root: Callable[[], str], item_assets: Sequence[str],
-                             generator_assets: Sequence[str], minimum_interval_seconds: int = 10,
-                             assets_fn: Callable[[], Sequence] | None = None, evaluate_job=None,
+                             generator_assets: Sequence[str], assets_fn: Callable[[], Sequence],
+                             minimum_interval_seconds: int = 10, evaluate_job=None,
                              full_check_seconds: float = 3600.0):
-    """A sensor that adds items and generators as dynamic partitions and requests their runs.
+    """A sensor that adds items and generators as dynamic partitions and requests their runs. ``assets_fn``
+    gives the benchmark's asset definitions (the caller reads them from benchmarks.py: core never imports it).
 
     Only partitions with an asset missing or stale are requested, with only those assets: what `bench demo` or
     `bench evaluate` materialised already counts, so opening the UI after the CLI recomputes nothing. A
@@ -170,12 +180,6 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
     partition never materialised is missing from one query per asset; only materialised ones ask the resolver.
     """
 
-    def _assets() -> Sequence:
-        if assets_fn is not None:
-            return assets_fn()
-        from bench_assets.benchmarks import BENCHMARKS  # lazy: benchmarks.py imports this module
-        return BENCHMARKS[benchmark].assets
-
     target = ({"job": evaluate_job} if evaluate_job is not None
               else {"asset_selection": AssetSelection.assets(*item_assets, *generator_assets)})
 
@@ -192,7 +196,7 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
                 errors.append(str(e))
         gens, gen_errors = discover_generators(generators_root(), benchmark)
         errors += gen_errors
-        assets = _assets()
+        assets = assets_fn()
         if evaluate_job is not None:
             live = instance.get_runs(filters=RunsFilter(job_name=evaluate_job.name, statuses=_LIVE_RUN_STATUSES),
                                      limit=1)

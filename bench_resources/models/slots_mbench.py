@@ -1,4 +1,4 @@
-"""Model slots used only by MBench (merged into SLOTS by specs.py)."""
+"""Model slots used only by MBench (merged into SLOTS by slots.py)."""
 from __future__ import annotations
 
 import re
@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 
 from bench_resources.models.base import counted
-from bench_resources.models.specs import Checkpoint, SlotSpec
+from bench_resources.models.checkpoint import Checkpoint, SlotSpec
 
 
 # stale buffers of older exports that transformers itself ignores (its _adjust_missing_and_unexpected_keys)

@@ -1,4 +1,4 @@
-"""Model slots used only by NarrativeTrack (merged into SLOTS by specs.py): ``reid``, a person re-identification
+"""Model slots used only by NarrativeTrack (merged into SLOTS by slots.py): ``reid``, a person re-identification
 embedding per detected box.
 
 * paper: OSNet-x1.0 (Zhou et al., torchreid's ``osnet_x1_0``), the architecture below, weights from a torchreid
@@ -15,7 +15,7 @@ from typing import Sequence
 import cv2
 import numpy as np
 
-from bench_resources.models.specs import Checkpoint, SlotSpec
+from bench_resources.models.checkpoint import Checkpoint, SlotSpec
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 OSNET_FILES = ("osnet_x1_0.pth",)

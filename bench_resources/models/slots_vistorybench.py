@@ -1,7 +1,7 @@
-"""Model slots used only by ViStoryBench (merged into SLOTS by specs.py). The face slot is shared."""
+"""Model slots used only by ViStoryBench (merged into SLOTS by slots.py). The face slot is shared."""
 from __future__ import annotations
 
-from bench_resources.models.specs import SSD_FILES, Checkpoint, SlotSpec
+from bench_resources.models.checkpoint import SSD_FILES, Checkpoint, SlotSpec
 
 
 def _gdino_character(ctx, paths):
