@@ -77,10 +77,15 @@ def imports_of(module: str, path: Path | None = None) -> list[tuple[str, int]]:
 GRAPH = {m: imports_of(m) for m in MODULES}
 
 
+# bridges/ holds assets that combine two benchmarks: above the benchmark folders (it may import them), below the
+# benchmark table; neither core nor a benchmark folder may import it
+ABOVE_FOLDERS = ("core", "bridges")
+
+
 def _folder(module: str) -> str | None:
-    """The benchmark folder of a ``bench_assets.<benchmark>.*`` module (None for core and top-level modules)."""
+    """The benchmark folder of a ``bench_assets.<benchmark>.*`` module (None for core, bridges and top level)."""
     parts = module.split(".")
-    if parts[0] != "bench_assets" or len(parts) < 3 or parts[1] == "core":
+    if parts[0] != "bench_assets" or len(parts) < 3 or parts[1] in ABOVE_FOLDERS:
         return None
     return parts[1]
 
@@ -97,6 +102,9 @@ def rule_violations(graph: dict[str, list[tuple[str, int]]]) -> list[str]:
                     bad.append(f"{where} (core imports the benchmark table or its callers)")
             if _folder(mod) is not None and _folder(target) not in (None, _folder(mod)):
                 bad.append(f"{where} (a benchmark folder imports another)")
+            if (mod.startswith("bench_assets.core") or _folder(mod) is not None) \
+                    and target.startswith("bench_assets.bridges"):
+                bad.append(f"{where} (a bridge sits above the benchmark folders; they must not import it)")
             if mod.startswith("bench_resources") and target.startswith("bench_assets"):
                 bad.append(f"{where} (bench_resources imports bench_assets)")
     return bad

@@ -9,12 +9,10 @@ import cv2
 import numpy as np
 import pytest
 
-from bench_assets.locot2v import constants as K
-from bench_assets.locot2v import metrics as M
-from bench_assets.locot2v import pipeline as PL
+from bench_assets.locot2v import constants, metrics, pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
-N = 2 * K.TRANSITION_K + 1   # the 9-frame window
+N = 2 * constants.TRANSITION_K + 1   # the 9-frame window
 
 
 def _scene(seed: int, shift: int = 0) -> np.ndarray:
@@ -46,7 +44,7 @@ def slots():
 def _score(window, slots) -> float:
     flow, emb = slots
     flows = flow.flow([(window[i], window[i + 1]) for i in range(len(window) - 1)])
-    return M.transition_window_score(window, PL.embed_unique(emb, window), flows)[0]
+    return metrics.transition_window_score(window, pipeline.embed_unique(emb, window), flows)[0]
 
 
 def test_three_reference_transitions(slots):
@@ -66,10 +64,10 @@ def test_three_reference_transitions(slots):
 
 def test_motion_consistency_is_relative_to_the_window_motion():
     # a real pan at ~5 px/frame wobbling by 0.8 px is consistent motion; a 10 px jump in a still window is not
-    assert M.motion_consistency(5.8, 5.6) > 0.95
-    assert M.motion_consistency(10.0, 0.0) < 0.1
-    assert M.motion_consistency(0.3, 0.2) > 0.9          # sub-pixel noise in a still shot (1 px floor)
-    assert M.motion_consistency(50.0, 10.0) == pytest.approx(1 / 5)
+    assert metrics.motion_consistency(5.8, 5.6) > 0.95
+    assert metrics.motion_consistency(10.0, 0.0) < 0.1
+    assert metrics.motion_consistency(0.3, 0.2) > 0.9          # sub-pixel noise in a still shot (1 px floor)
+    assert metrics.motion_consistency(50.0, 10.0) == pytest.approx(1 / 5)
 
 
 def test_steady_real_footage_window_scores_smooth(slots):
@@ -83,7 +81,7 @@ def test_steady_real_footage_window_scores_smooth(slots):
     assert s >= 0.95, s                      # was 0.88 with an absolute 1 px motion tolerance
     # and a true hard cut of the same clip (frame 30, data/footage/bikes.yaml) scores as a cut
     src = VideoSource(path)
-    req = src.take(range(30 - K.TRANSITION_K - 1 + 1, 30 + K.TRANSITION_K + 1))
+    req = src.take(range(30 - constants.TRANSITION_K - 1 + 1, 30 + constants.TRANSITION_K + 1))
     src.run()
     assert _score(list(req.frames), slots) < 0.35
 

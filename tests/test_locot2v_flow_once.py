@@ -7,8 +7,7 @@ import cv2
 import numpy as np
 import pytest
 
-from bench_assets.locot2v import constants as K
-from bench_assets.locot2v import metrics as M
+from bench_assets.locot2v import constants, metrics
 from bench_assets.locot2v.pipeline import embed_unique
 from bench_assets.locot2v.stream import RING_FRAMES, TemporalStream
 from bench_resources.models.flow import DisFlow
@@ -53,27 +52,27 @@ def _stream(frames, fps, chunk):
 def _reference(frames, fps, cuts):
     """Every metric from fresh flows for every use (what the stream computed before sharing)."""
     flow, emb = DisFlow(), _MeanColour()
-    af = [frames[i] for i in M.analysis_indices(len(frames), fps)]
+    af = [frames[i] for i in metrics.analysis_indices(len(frames), fps)]
     fwd = flow.flow(list(zip(af[:-1], af[1:])))
     bwd = flow.flow(list(zip(af[1:], af[:-1])))
     skips = [tuple(flow.flow([(af[2 * j], af[2 * j + 2]), (af[2 * j + 2], af[2 * j])]))
              for j in range((len(af) - 1) // 2)]
     windows = []
     for t in cuts:
-        a, b = M.window_bounds(t, len(frames))
+        a, b = metrics.window_bounds(t, len(frames))
         w = frames[a:b + 1]
-        windows.append(M.transition_window_score(w, embed_unique(emb, w),
+        windows.append(metrics.transition_window_score(w, embed_unique(emb, w),
                                                  flow.flow(list(zip(w[:-1], w[1:]))))[0])
-    return {"dynamic_degree": M.dynamic_degree(fwd, SHAPE)[0],
-            "warping_error": M.warping_error(af, fwd, bwd)[0],
-            "motion_smoothness": M.motion_smoothness(af, skips),
-            "temporal_flickering": M.temporal_flickering(af, M.static_pairs(fwd, SHAPE)),
+    return {"dynamic_degree": metrics.dynamic_degree(fwd, SHAPE)[0],
+            "warping_error": metrics.warping_error(af, fwd, bwd)[0],
+            "motion_smoothness": metrics.motion_smoothness(af, skips),
+            "temporal_flickering": metrics.temporal_flickering(af, metrics.static_pairs(fwd, SHAPE)),
             "transition_smoothness": 100.0 * float(np.mean(windows))}, len(fwd), 2 * len(skips)
 
 
 @pytest.mark.parametrize("fps, cuts, chunk, shared", [
-    (8.0, (70, 150), 32, 2 * 2 * K.TRANSITION_K),   # every window pair is an analysis pair: all 16 reused
-    (8.0, (70, 150), 7, 2 * 2 * K.TRANSITION_K),    # windows complete mid-chunk: same flows, same values
+    (8.0, (70, 150), 32, 2 * 2 * constants.TRANSITION_K),   # every window pair is an analysis pair: all 16 reused
+    (8.0, (70, 150), 7, 2 * 2 * constants.TRANSITION_K),    # windows complete mid-chunk: same flows, same values
     (24.0, (70, 150), 32, 0),                       # analysis pairs are 3 native frames apart: nothing to share
     (24.0, (70, 76), 32, 2),                        # overlapping windows [66, 74] and [72, 80]: 2 pairs shared
 ])
@@ -89,7 +88,7 @@ def test_each_flow_once_and_values_unchanged(fps, cuts, chunk, shared):
     assert len(flow.asked) == len(set(flow.asked))
     c = ts.flows_per_pair()
     assert (c["forward"], c["backward"], c["skip"], c["pairs"]) == (pairs, pairs, skip, pairs)
-    windows = 2 * K.TRANSITION_K * len(cuts)         # the old count: every window computed all its 2k flows
+    windows = 2 * constants.TRANSITION_K * len(cuts)         # the old count: every window computed all its 2k flows
     assert (c["window"], c["window_reused"]) == (windows - shared, shared)
     assert c["computed"] == len(flow.asked) == 2 * pairs + skip + windows - shared
     assert c["per_pair"] == round(c["computed"] / pairs, 4)
@@ -104,10 +103,11 @@ def test_fallback_window_reuses_analysis_flows():
     ts, got, flow, _ = _stream(frames, 8.0, 32)
     assert ts.cuts == [] and got["transition_smoothness"].value is not None
     t = got["transition_smoothness"].detail["transitions"][0]
-    a, b = M.window_bounds(t, len(frames))
+    a, b = metrics.window_bounds(t, len(frames))
     w = frames[a:b + 1]
-    ref = M.transition_window_score(w, embed_unique(_MeanColour(), w), DisFlow().flow(list(zip(w[:-1], w[1:]))))[0]
+    flows = DisFlow().flow(list(zip(w[:-1], w[1:])))
+    ref = metrics.transition_window_score(w, embed_unique(_MeanColour(), w), flows)[0]
     assert got["transition_smoothness"].value == 100.0 * ref
     c = ts.flows_per_pair()
-    assert (c["window"], c["window_reused"]) == (0, 2 * K.TRANSITION_K)
+    assert (c["window"], c["window_reused"]) == (0, 2 * constants.TRANSITION_K)
     assert len(flow.asked) == len(set(flow.asked)) == c["computed"]

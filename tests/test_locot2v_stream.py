@@ -4,8 +4,7 @@ import cv2
 import numpy as np
 import pytest
 
-from bench_assets.locot2v import constants as K
-from bench_assets.locot2v import metrics as M
+from bench_assets.locot2v import constants, metrics
 from bench_assets.locot2v.stream import RING_FRAMES, TemporalStream
 from bench_resources.models.flow import DisFlow
 
@@ -45,12 +44,12 @@ def test_streamed_equals_in_memory_metrics():
     flow = DisFlow()
     fwd = flow.flow(list(zip(frames[:-1], frames[1:])))
     bwd = flow.flow(list(zip(frames[1:], frames[:-1])))
-    assert got["dynamic_degree"] == M.dynamic_degree(fwd, (96, 160))[0]
-    assert got["warping_error"] == pytest.approx(M.warping_error(frames, fwd, bwd)[0])
+    assert got["dynamic_degree"] == metrics.dynamic_degree(fwd, (96, 160))[0]
+    assert got["warping_error"] == pytest.approx(metrics.warping_error(frames, fwd, bwd)[0])
     skips = [(flow.flow([(frames[2 * j], frames[2 * j + 2])])[0], flow.flow([(frames[2 * j + 2], frames[2 * j])])[0])
              for j in range((n - 1) // 2)]
-    assert got["motion_smoothness"] == pytest.approx(M.motion_smoothness(frames, skips))
-    assert ts.cuts == [120] == M.detect_transitions(np.stack(frames), 8.0)
+    assert got["motion_smoothness"] == pytest.approx(metrics.motion_smoothness(frames, skips))
+    assert ts.cuts == [120] == metrics.detect_transitions(np.stack(frames), 8.0)
     assert got["transition_smoothness"] < 40          # the hard cut's window
 
 
@@ -65,5 +64,5 @@ def test_frames_held_flat_in_video_length():
             assert all(isinstance(x, float) for x in getattr(ts, name)), name
         kept[n] = len(ts.ring) + len(ts.carry)
     # frames held at once: one chunk + the ring + a transition window + two carried analysis frames, whatever n
-    assert held[90] == held[360] <= 32 + RING_FRAMES + 2 * K.TRANSITION_K + 1 + 2
+    assert held[90] == held[360] <= 32 + RING_FRAMES + 2 * constants.TRANSITION_K + 1 + 2
     assert kept[90] == kept[360] == RING_FRAMES + 2

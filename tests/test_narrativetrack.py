@@ -21,7 +21,7 @@ from bench_assets.narrativetrack import assets as A
 from bench_assets.narrativetrack import board as NB
 from bench_assets.narrativetrack import constants as K
 from bench_assets.narrativetrack import dataset as D
-from bench_assets.narrativetrack import episodes as E
+from bench_assets.bridges import narrativetrack_episodes as E
 from bench_assets.narrativetrack import pipeline as PL
 from bench_assets.narrativetrack import qa as Q
 from bench_assets.narrativetrack import scoring as SC
@@ -510,7 +510,7 @@ def test_qa_over_generated_episodes(world, monkeypatch, tmp_path):
     resources = {**resources, "paths": BenchPaths(data_root=str(DATA), generators_root=str(root))}
     instance.add_dynamic_partitions(ENTITYBENCH.items.name, [eid])
     instance.add_dynamic_partitions(ENTITYBENCH.generators.name, gens)
-    assert materialize(A.ASSETS, selection=["narrativetrack_episode_qa"], partition_key=eid, instance=instance,
+    assert materialize([*A.ASSETS, *E.ASSETS], selection=["narrativetrack_episode_qa"], partition_key=eid, instance=instance,
                        resources=resources, run_config=QUIET).success
     qa = resources["store"].query("SELECT * FROM narrativetrack_episode_qa WHERE kept")
     # the ground truth is the script: track types from the schedule
@@ -545,10 +545,10 @@ def test_qa_over_generated_episodes(world, monkeypatch, tmp_path):
         live = {**resources, "judge": Judge(mode="live", base_url=srv.base_url, cache_dir=str(tmp_path / "jc"),
                                             max_retries=0)}
         for g in gens:
-            assert materialize(A.ASSETS, selection=["narrativetrack_episode_answers"],
+            assert materialize([*A.ASSETS, *E.ASSETS], selection=["narrativetrack_episode_answers"],
                                partition_key=str(ENTITYBENCH.key(g, eid)), instance=instance, resources=live,
                                run_config=QUIET).success
-        assert materialize(A.ASSETS, selection=["narrativetrack_episode_report"], instance=instance,
+        assert materialize([*A.ASSETS, *E.ASSETS], selection=["narrativetrack_episode_report"], instance=instance,
                            resources=live, run_config=QUIET).success
     rep = resources["store"].query("SELECT * FROM narrativetrack_episode_report")
     head = rep[(rep.metric_id == "accuracy.avg") & (rep["mode"] == "strict") & (rep.generator != "random")]

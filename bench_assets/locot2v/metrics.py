@@ -11,7 +11,10 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from skimage.metrics import structural_similarity
 
-from bench_assets.locot2v import constants as K
+from bench_assets.core import kernels
+from bench_assets.core.kernels import l2_normalise as l2n
+from bench_assets.core.kernels import midpoint_error as interpolation_error  # the in-place form, same bits
+from bench_assets.locot2v import constants
 from bench_assets.locot2v.constants import DIMENSIONS, EVENT_FIELDS, HERD_DIMENSIONS  # noqa: F401  (re-exported)
 from bench_resources.models.flow import flow_magnitude
 from bench_resources.models.slots_locot2v import sentence_chunks  # noqa: F401  (re-exported; lives with its slot)
@@ -23,16 +26,6 @@ EmbedFn = Callable[[list[np.ndarray]], np.ndarray]
 def cos100(x: float) -> float:
     """Cosine similarity as a percentage, clipped at 0 (unrelated texts are 0, not 50)."""
     return float(max(0.0, float(x)) * 100.0)
-
-
-def l2n(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, np.float64)
-    return x / np.clip(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12, None)
-
-
-def mean_available(values: Sequence[Optional[float]]) -> Optional[float]:
-    v = [float(x) for x in values if x is not None and np.isfinite(x)]
-    return float(np.mean(v)) if v else None
 
 
 # ----------------------------------------------------------------------------------------- text embeddings
@@ -135,7 +128,7 @@ def clarity_score(rounds: Sequence[float]) -> Optional[float]:
 
 # ----------------------------------------------------------------------------------------- static quality
 
-def rrub(scores: Sequence[float], top: float = K.RRUB_TOP) -> float:
+def rrub(scores: Sequence[float], top: float = constants.RRUB_TOP) -> float:
     """Relative reference upper bound: mean of the top 10 % of aesthetic scores over a reference image set."""
     s = np.sort(np.asarray(list(scores), float))[::-1]
     if not len(s):
@@ -151,7 +144,7 @@ def aesthetic_quality(scores: Sequence[float], bound: float) -> Optional[float]:
     return float(min(1.0, float(np.mean(scores)) / bound) * 100.0)
 
 
-def clip_bounds(n_frames: int, fps: float, max_seconds: float = K.TQ_MAX_CLIP_SECONDS) -> list[tuple[int, int]]:
+def clip_bounds(n_frames: int, fps: float, max_seconds: float = constants.TQ_MAX_CLIP_SECONDS) -> list[tuple[int, int]]:
     """Split a video into the fewest equal clips shorter than ``max_seconds`` ([start, end) frame ranges)."""
     if n_frames <= 0:
         return []
@@ -163,7 +156,7 @@ def clip_bounds(n_frames: int, fps: float, max_seconds: float = K.TQ_MAX_CLIP_SE
 
 # ----------------------------------------------------------------------------------------- temporal
 
-def analysis_indices(n_frames: int, fps: float, target: float = K.ANALYSIS_FPS) -> list[int]:
+def analysis_indices(n_frames: int, fps: float, target: float = constants.ANALYSIS_FPS) -> list[int]:
     """Frame indices at most ``target`` fps (all frames when the video is not faster)."""
     if n_frames <= 0:
         return []
@@ -180,12 +173,13 @@ def top_mean(flow: np.ndarray, fraction: float, mag: Optional[np.ndarray] = None
 
 def is_moving(flow: np.ndarray, shape: tuple[int, int], mag: Optional[np.ndarray] = None) -> bool:
     """VBench: the mean of a pair's top-5 % flow magnitudes exceeds 6 * min(H, W) / 256."""
-    return top_mean(flow, K.DYNAMIC_TOP_FRACTION, mag) > K.DYNAMIC_THRESHOLD_PER_256 * min(shape) / 256.0
+    return (top_mean(flow, constants.DYNAMIC_TOP_FRACTION, mag)
+            > constants.DYNAMIC_THRESHOLD_PER_256 * min(shape) / 256.0)
 
 
 def is_static(flow: np.ndarray, shape: tuple[int, int], mag: Optional[np.ndarray] = None) -> bool:
     """VBench's static rule: top-2 % flow magnitude below 3 * min(H, W) / 256."""
-    return top_mean(flow, K.STATIC_TOP_FRACTION, mag) < K.STATIC_FLOW_PER_256 * min(shape) / 256.0
+    return top_mean(flow, constants.STATIC_TOP_FRACTION, mag) < constants.STATIC_FLOW_PER_256 * min(shape) / 256.0
 
 
 def moving_static(flow: np.ndarray, shape: tuple[int, int]) -> tuple[bool, bool]:
@@ -199,7 +193,7 @@ def dynamic_verdict(moving: int, pairs: int) -> tuple[Optional[float], dict]:
     """The video is dynamic (100) when at least round(4 * pairs / 16) pairs move, else 0; no pair -> None."""
     if not pairs:
         return None, {"pairs": 0}
-    need = max(1, round(K.DYNAMIC_COUNT_PER_16 * pairs / 16.0))
+    need = max(1, round(constants.DYNAMIC_COUNT_PER_16 * pairs / 16.0))
     return (100.0 if moving >= need else 0.0), {"pairs": int(pairs), "moving": int(moving), "needed": int(need)}
 
 
@@ -225,33 +219,17 @@ def pair_mae(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(b.astype(np.float32) - a.astype(np.float32)).mean())
 
 
-def warp_maps(flow: np.ndarray, t: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """The sampling maps x + t * flow(x) of a backward warp (one pair of maps serves several images)."""
-    h, w = flow.shape[:2]
-    gx, gy = np.meshgrid(np.arange(w, dtype=np.float32), np.arange(h, dtype=np.float32))
-    return gx + t * flow[..., 0].astype(np.float32), gy + t * flow[..., 1].astype(np.float32)
-
-
-def remap(img: np.ndarray, maps: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    return cv2.remap(img, maps[0], maps[1], interpolation=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-
-
-def warp(img: np.ndarray, flow: np.ndarray, t: float = 1.0) -> np.ndarray:
-    """Backward warp: sample ``img`` at x + t * flow(x)."""
-    return remap(img, warp_maps(flow, t))
-
-
 def warp_pair_error(prev: np.ndarray, cur: np.ndarray, fwd: np.ndarray, bwd: np.ndarray,
-                    tol: float = K.WARP_FB_TOLERANCE_PX) -> Optional[float]:
+                    tol: float = constants.WARP_FB_TOLERANCE_PX) -> Optional[float]:
     """One pair (t, t+1): the previous frame warped onto the current one (sampled at x + B(x), B = flow t+1 -> t),
     mean |difference| in [0,1] over non-occluded pixels (|B(x) + F(x + B(x))| < tol, F = flow t -> t+1); None when
     every pixel is occluded. The forward flow and the frame are sampled through the same maps (built once)."""
     f, b = fwd.astype(np.float32), bwd.astype(np.float32)
-    maps = warp_maps(b)
-    ok = np.linalg.norm(b + remap(f, maps), axis=-1) < tol
+    maps = kernels.warp_map(b)
+    ok = np.linalg.norm(b + kernels.remap(f, maps), axis=-1) < tol
     if not ok.any():
         return None
-    warped = remap(prev.astype(np.float32), maps)
+    warped = kernels.remap(prev.astype(np.float32), maps)
     diff = np.abs(warped - cur.astype(np.float32)).mean(axis=-1) / 255.0
     return float(diff[ok].mean())
 
@@ -265,25 +243,15 @@ def warping_from_errors(errs: Sequence[float]) -> tuple[Optional[float], Optiona
 
 
 def warping_error(frames: Sequence[np.ndarray], fwd: Sequence[np.ndarray], bwd: Sequence[np.ndarray],
-                  tol: float = K.WARP_FB_TOLERANCE_PX) -> tuple[Optional[float], Optional[float], dict]:
+                  tol: float = constants.WARP_FB_TOLERANCE_PX) -> tuple[Optional[float], Optional[float], dict]:
     """(100 * (1 - WE), -log WE, detail) over consecutive pairs (``warp_pair_error`` each); WE = mean over pairs."""
     errs = [warp_pair_error(frames[i], frames[i + 1], fwd[i], bwd[i], tol) for i in range(len(frames) - 1)]
     return warping_from_errors([e for e in errs if e is not None])
 
 
-def interpolate_midpoint(a: np.ndarray, b: np.ndarray, flow_ab: np.ndarray, flow_ba: np.ndarray) -> np.ndarray:
-    """Flow-based midpoint: the mean of a and b each warped half-way towards the middle."""
-    return 0.5 * (warp(a.astype(np.float32), flow_ab, -0.5) + warp(b.astype(np.float32), flow_ba, -0.5))
-
-
-def interpolation_error(a: np.ndarray, mid: np.ndarray, b: np.ndarray, fab: np.ndarray, fba: np.ndarray) -> float:
-    """Mean absolute error (0-255) of ``mid`` rebuilt from its neighbours a and b by the flow interpolator."""
-    return float(np.mean(np.abs(interpolate_midpoint(a, b, fab, fba) - mid.astype(np.float32))))
-
-
 def mae_score(errs: Sequence[float]) -> Optional[float]:
     """100 * (255 - mean MAE) / 255 (VBench's scale for flickering and motion smoothness); None without errors."""
-    return float(100.0 * (255.0 - np.mean(errs)) / 255.0) if len(errs) else None
+    return kernels.smoothness_score(errs, 100.0)
 
 
 def motion_smoothness(frames: Sequence[np.ndarray], skip_flows: Sequence[tuple[np.ndarray, np.ndarray]]
@@ -305,7 +273,7 @@ def semantic_consistency(embeddings: np.ndarray) -> Optional[float]:
 def motion_consistency(magnitude: float, median_magnitude: float) -> float:
     """1 / (1 + |m - median| / max(median, floor)): how far a pair's motion departs from the window's typical
     motion, relative to it (a 1 px floor keeps a still window's sub-pixel noise from counting)."""
-    return 1.0 / (1.0 + abs(magnitude - median_magnitude) / max(median_magnitude, K.MOTION_FLOOR_PX))
+    return 1.0 / (1.0 + abs(magnitude - median_magnitude) / max(median_magnitude, constants.MOTION_FLOOR_PX))
 
 
 def pair_similarity(a: np.ndarray, b: np.ndarray, ea: np.ndarray, eb: np.ndarray, magnitude: float,
@@ -318,7 +286,7 @@ def pair_similarity(a: np.ndarray, b: np.ndarray, ea: np.ndarray, eb: np.ndarray
     ssim = float(np.clip(structural_similarity(ga, gb, data_range=255, win_size=max(3, win)), 0, 1))
     cos = float(np.clip(l2n(ea) @ l2n(eb), 0, 1))
     mc = motion_consistency(magnitude, median_magnitude)
-    w = K.TRANSITION_WEIGHTS
+    w = constants.TRANSITION_WEIGHTS
     s = w[0] * (1.0 - mae) + w[1] * ssim + w[2] * cos + w[3] * mc
     return float(s), {"mae": mae, "ssim": ssim, "cos": cos, "mc": mc}
 
@@ -328,8 +296,8 @@ def abruptness(s: Sequence[float]) -> float:
     variation of s when len(s) = 2k)."""
     s = np.asarray(s, float)
     sh = s / max(float(s.sum()), 1e-12)
-    vb = float(np.var(sh)) * K.TRANSITION_B
-    return vb / (vb + K.TRANSITION_C)
+    vb = float(np.var(sh)) * constants.TRANSITION_B
+    return vb / (vb + constants.TRANSITION_C)
 
 
 def mean_magnitude(flow: np.ndarray) -> float:
@@ -358,7 +326,7 @@ def transition_window_score_mags(frames: Sequence[np.ndarray], embeddings: np.nd
     return 1.0 - a, {"s": [round(x, 5) for x in s], "abruptness": a}
 
 
-def window_bounds(t: int, n_frames: int, k: int = K.TRANSITION_K) -> tuple[int, int]:
+def window_bounds(t: int, n_frames: int, k: int = constants.TRANSITION_K) -> tuple[int, int]:
     """[start, end] frame indices of the 2k + 1 frame window around transition frame t, kept inside the video."""
     start = min(max(0, t - k), max(0, n_frames - (2 * k + 1)))
     return start, min(n_frames - 1, start + 2 * k)
@@ -375,7 +343,7 @@ def scene_detector(fps: float):
     """PySceneDetect's ContentDetector with the spec's constants and the frame stamp its version expects
     (0.7: frame timecodes, 0.6: frame numbers)."""
     from scenedetect.detectors import ContentDetector
-    rate = float(fps or K.ANALYSIS_FPS)
+    rate = float(fps or constants.ANALYSIS_FPS)
     try:
         from scenedetect.common import FrameTimecode  # 0.7
 
@@ -384,7 +352,7 @@ def scene_detector(fps: float):
     except ImportError:  # 0.6: process_frame takes the frame number
         def stamp(i: int):
             return i
-    return ContentDetector(threshold=K.SCENE_THRESHOLD, min_scene_len=K.SCENE_MIN_LEN_FRAMES), stamp
+    return ContentDetector(threshold=constants.SCENE_THRESHOLD, min_scene_len=constants.SCENE_MIN_LEN_FRAMES), stamp
 
 
 def detect_transitions(frames: Sequence[np.ndarray], fps: float) -> list[int]:
@@ -469,17 +437,3 @@ def inter_event_consistency(per_event: Sequence[dict[str, np.ndarray]]) -> tuple
     if not per:
         return None, {"elements": {}}
     return cos100(float(np.mean(list(per.values())))), {"elements": per}
-
-
-# ----------------------------------------------------------------------------------------- aggregation
-
-def aggregate_coverage(parts: Sequence[float]) -> float:
-    """Coverage of an unweighted mean: the mean of its parts' coverage (a part without any value counts 0)."""
-    return float(np.mean([float(p or 0.0) for p in parts])) if len(parts) else 0.0
-
-
-def dimension_values(sub: dict[str, Optional[float]]) -> dict[str, Optional[float]]:
-    """Dimension = unweighted mean of its available sub-dimensions; overall = mean of the available dimensions."""
-    out = {d: mean_available([sub.get(m) for m in ms]) for d, ms in DIMENSIONS.items()}
-    out["overall"] = mean_available(list(out.values()))
-    return out

@@ -3,45 +3,19 @@ Dagster). One decode serves every metric: the frames of a ``Clip`` are sampled h
 analysis pair and shared by dynamic degree, flickering, warping error and motion smoothness."""
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from bench_assets.core import grounding as G
-from bench_assets.locot2v import constants as K
-from bench_assets.locot2v import judging as J
-from bench_assets.locot2v import metrics as M
-
-
-@dataclass
-class Value:
-    """One sub-dimension of one video: a value in % or None with the reason, plus counts and provenance."""
-    metric_id: str
-    value: Optional[float]
-    n_eval: int = 0
-    n_failed: int = 0
-    n_skipped: int = 0
-    reason: Optional[str] = None
-    detail: dict = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.value is None:
-            self.n_eval = 0
-            if not self.n_failed and not self.n_skipped:
-                self.n_skipped = 1
-            if not self.reason:
-                raise ValueError(f"{self.metric_id}: None needs a reason")
-        else:
-            self.value = float(self.value)
-            self.n_eval = max(1, self.n_eval)
-
-
-def none(metric_id: str, reason: str, failed: bool = False, **detail: Any) -> Value:
-    return Value(metric_id, None, 0, int(failed), int(not failed), reason, detail)
+from bench_assets.core import grounding
+from bench_assets.core.kernels import iou
+from bench_assets.locot2v import constants
+from bench_assets.locot2v import judging
+from bench_assets.locot2v import metrics
+# the value record and the embedding helper live in values.py, which stream.py reads too (no import cycle)
+from bench_assets.locot2v.values import Value, embed_unique, none  # noqa: F401
 
 
 # ------------------------------------------------------------------------------------------ static quality
@@ -50,8 +24,8 @@ def static_quality(frames: np.ndarray, fps: float, aesthetic, aesthetic_why: Opt
                    dover_why: Optional[str], rrub_value: float) -> list[Value]:
     """AQ and TQ of frames in memory (the asset streams the same: ``aq_value`` on the 1 fps frames it gathered,
     ``tq_value`` on the scores of its ``stream.DoverClips``)."""
-    idx = M.analysis_indices(len(frames), fps, K.AQ_FPS)
-    bounds = M.clip_bounds(len(frames), fps)
+    idx = metrics.analysis_indices(len(frames), fps, constants.AQ_FPS)
+    bounds = metrics.clip_bounds(len(frames), fps)
     return [aq_value(idx, [frames[i] for i in idx], aesthetic, aesthetic_why, rrub_value),
             tq_value(bounds, [float(dover.score(frames[a:b])) for a, b in bounds] if dover is not None else None,
                      dover_why)]
@@ -62,7 +36,7 @@ def aq_value(idx: Sequence[int], frames: Sequence[np.ndarray], aesthetic, aesthe
     if aesthetic is None:
         return none("aesthetic_quality", aesthetic_why or "aesthetic slot unavailable")
     scores = [float(s) for s in aesthetic.score(list(frames))]
-    return Value("aesthetic_quality", M.aesthetic_quality(scores, rrub_value), len(scores),
+    return Value("aesthetic_quality", metrics.aesthetic_quality(scores, rrub_value), len(scores),
                  detail={"frames": list(idx), "scores": [round(s, 4) for s in scores], "rrub": rrub_value})
 
 
@@ -103,18 +77,6 @@ def subject_key(text: str) -> str:
     return _WS.sub(" ", str(text).strip().lower())
 
 
-def embed_unique(embedder, images: Sequence[np.ndarray]) -> np.ndarray:
-    """Embed images, each distinct pixel array once (held frames, repeated backgrounds)."""
-    keys = [hashlib.sha1(np.ascontiguousarray(im).tobytes() + str(im.shape).encode()).hexdigest() for im in images]
-    first: dict[str, int] = {}
-    for i, k in enumerate(keys):
-        first.setdefault(k, i)
-    if not first:
-        return np.zeros((0, 0), np.float32)
-    emb = dict(zip(first, embedder.embed([images[i] for i in first.values()])))
-    return np.stack([emb[k] for k in keys])
-
-
 _PERSON = re.compile(r"\b(man|men|woman|women|person|people|boy|boys|girl|girls|child|children|kid|kids|baby|"
                      r"cyclist|rider|player|pedestrian|walker|runner|dancer|driver|chef|worker|lady|gentleman|guy|"
                      r"crowd|couple|family|he|she|diner|actor|actress|astronaut|soldier|student|teacher)\b")
@@ -126,17 +88,8 @@ def subject_kind(text: str) -> Optional[str]:
     return "character" if _PERSON.search(str(text).lower()) else None
 
 
-def iou(a, b) -> float:
-    ax1, ay1, ax2, ay2 = (float(v) for v in a)
-    bx1, by1, bx2, by2 = (float(v) for v in b)
-    iw, ih = max(0.0, min(ax2, bx2) - max(ax1, bx1)), max(0.0, min(ay2, by2) - max(ay1, by1))
-    inter = iw * ih
-    union = (ax2 - ax1) * (ay2 - ay1) + (bx2 - bx1) * (by2 - by1) - inter
-    return inter / union if union > 0 else 0.0
-
-
 def ground_subject(detector, clip_model, frames: Sequence[tuple[int, np.ndarray]], query: str
-                   ) -> tuple[dict[int, Optional[G.Candidate]], Optional[str]]:
+                   ) -> tuple[dict[int, Optional[grounding.Candidate]], Optional[str]]:
     """The described subject in each frame, by the grounding pass EntityBench uses (core/grounding.py): every
     detection for the description is a candidate scored a = a_clip x a_sharp x a_area (detector confidence in
     place of a_clip without CLIP); the best candidate of a frame is the subject when its status is 'present'.
@@ -148,7 +101,7 @@ def ground_subject(detector, clip_model, frames: Sequence[tuple[int, np.ndarray]
     reason = getattr(detector, "last_reason", None)
     if reason and all(len(d) == 0 for d in dets):
         return {i: None for i, _ in frames}, reason
-    per: dict[int, list[G.Candidate]] = {}
+    per: dict[int, list[grounding.Candidate]] = {}
     crops, owners = [], []
     for (i, f), d in zip(frames, dets):
         per[i] = []
@@ -156,36 +109,39 @@ def ground_subject(detector, clip_model, frames: Sequence[tuple[int, np.ndarray]
         for j in range(len(d)):
             box = d.xyxy[j]
             try:
-                crop = G.crop_box(f, box)
+                crop = grounding.crop_box(f, box)
             except ValueError:
                 continue
-            per[i].append(G.Candidate(int(i), tuple(float(v) for v in box), float(d.confidence[j]),
-                                      str(labels[j]) if labels is not None else None, None, G.a_sharp(crop),
-                                      G.a_area(box, f.shape)))
+            per[i].append(grounding.Candidate(int(i), tuple(float(v) for v in box), float(d.confidence[j]),
+                                              str(labels[j]) if labels is not None else None, None,
+                                              grounding.a_sharp(crop), grounding.a_area(box, f.shape)))
             crops.append(crop)
             owners.append((i, len(per[i]) - 1))
     if crops and clip_model is not None:
         sims = np.asarray(clip_model.similarity(crops, [query])).reshape(-1)
         for (i, k), sim in zip(owners, sims):
             c = per[i][k]
-            per[i][k] = G.Candidate(c.frame_index, c.box, c.confidence, c.label, float(sim), c.a_sharp, c.a_area)
-    out: dict[int, Optional[G.Candidate]] = {}
+            per[i][k] = grounding.Candidate(c.frame_index, c.box, c.confidence, c.label, float(sim), c.a_sharp,
+                                            c.a_area)
+    out: dict[int, Optional[grounding.Candidate]] = {}
     for i, cands in per.items():
-        k = G.best_index(cands)
+        k = grounding.best_index(cands)
         best = cands[k] if k is not None else None
-        ok = best is not None and G.decide_status(best, clip_model is not None, K.GROUND_WEAK_CONF) == "present"
+        ok = best is not None and grounding.decide_status(best, clip_model is not None,
+                                                          constants.GROUND_WEAK_CONF) == "present"
         out[i] = best if ok else None
     return out, None
 
 
-def same_subject_by_grounding(own: dict[int, Optional[G.Candidate]], other: dict[int, Optional[G.Candidate]]
+def same_subject_by_grounding(own: dict[int, Optional[grounding.Candidate]],
+                              other: dict[int, Optional[grounding.Candidate]]
                               ) -> bool:
     """Two descriptions name the same subject in an event when grounding either one on the event's frames lands
     on the same box (IoU >= 0.5) in at least half of the frames where both found something."""
     both = [(own[i], other[i]) for i in own if own.get(i) is not None and other.get(i) is not None]
     if not both:
         return False
-    agree = sum(iou(a.box, b.box) >= K.SAME_SUBJECT_IOU for a, b in both)
+    agree = sum(iou(a.box, b.box) >= constants.SAME_SUBJECT_IOU for a, b in both)
     return agree * 2 >= len(both)
 
 
@@ -253,7 +209,7 @@ def event_frame_indices(n_frames: int, n_events: int) -> list[int]:
     """Frames decoded for event-level consistency, stated before the decode pass (the event boundaries are only
     known after it, from the detected cuts): EVENT_OVERSAMPLE x EVENT_FRAMES per event, evenly over the video, so
     every event, wherever its boundaries land, has frames to choose from. Bounded by the event count, not length."""
-    k = min(n_frames, max(1, n_events) * K.EVENT_FRAMES * K.EVENT_OVERSAMPLE)
+    k = min(n_frames, max(1, n_events) * constants.EVENT_FRAMES * constants.EVENT_OVERSAMPLE)
     return sorted({int(round(x)) for x in np.linspace(0, n_frames - 1, k)}) if n_frames > 0 else []
 
 
@@ -262,7 +218,7 @@ def event_consistency(n_frames: int, cuts: Sequence[int], frames: dict[int, np.n
                       locate_why: Optional[str], embedder, embedder_why: Optional[str], clip_model=None
                       ) -> list[Value]:
     """Intra- and inter-event subject / background consistency (B.7). Events are split at the detected shot
-    boundaries where they exist (``M.event_ranges_at_cuts``), else uniformly; each event's subject is grounded by
+    boundaries where they exist (``metrics.event_ranges_at_cuts``), else uniformly; each event's subject is grounded by
     its description (``ground_subject``); subjects of different events are one subject when grounding says so
     (``same_subject_by_grounding``), not when their texts happen to be equal. Subject crops are masked (segmentation
     slot) or boxes; the background is the frame with the grounded subject removed. ``frames``: decoded frames by
@@ -274,13 +230,13 @@ def event_consistency(n_frames: int, cuts: Sequence[int], frames: dict[int, np.n
         return [none(m, embedder_why or "image_embedder unavailable") for m in EVENT_IDS]
     if detector is None:
         return [none(m, f"no subject detection to ground the subjects: {locate_why}") for m in EVENT_IDS]
-    ranges, split = M.event_ranges_at_cuts(n_frames, len(events), cuts)
+    ranges, split = metrics.event_ranges_at_cuts(n_frames, len(events), cuts)
     have = sorted(frames)
     picks = []
     for a, b in ranges:
         inside = [i for i in have if a <= i < b]
-        sel = sorted({inside[int(round(x))] for x in np.linspace(0, len(inside) - 1, K.EVENT_FRAMES)}) \
-            if len(inside) > K.EVENT_FRAMES else inside
+        sel = sorted({inside[int(round(x))] for x in np.linspace(0, len(inside) - 1, constants.EVENT_FRAMES)}) \
+            if len(inside) > constants.EVENT_FRAMES else inside
         picks.append([(i, frames[i]) for i in sel])
     texts = [str(e.get("subject") or "").strip() for e in events]
     grounded, reasons = [], []
@@ -348,25 +304,25 @@ def event_consistency(n_frames: int, cuts: Sequence[int], frames: dict[int, np.n
               "closed_vocabulary": closed,
               "subject_matching": ("identical text only: the closed-vocabulary detector cannot tell descriptions "
                                    "of one class apart" if closed else
-                                   f"grounding: same box (IoU >= {K.SAME_SUBJECT_IOU}) in each other's events"),
+                                   f"grounding: same box (IoU >= {constants.SAME_SUBJECT_IOU}) in each other's events"),
               "grounding": "a = a_clip x a_sharp x a_area" if clip_model is not None else
-              f"a = confidence x a_sharp x a_area (no CLIP); present iff confidence >= {K.GROUND_WEAK_CONF}"}
+              f"a = confidence x a_sharp x a_area (no CLIP); present iff confidence >= {constants.GROUND_WEAK_CONF}"}
     why_none = "; ".join(sorted({r for r in reasons if r}))
     out = []
-    v, d = M.intra_event_consistency(per_subject, weights)
+    v, d = metrics.intra_event_consistency(per_subject, weights)
     out.append(Value("intra_event_subject_consistency", v, len(flat), detail={**common, **d, "found": found})
                if v is not None else none("intra_event_subject_consistency",
                                           f"no event with >= 2 grounded appearances of its subject (grounding "
                                           f"found {len(found)} crops" + (f"; {why_none}" if why_none else "") + ")",
                                           **common))
-    v, d = M.intra_event_consistency(per_bg, weights)
+    v, d = metrics.intra_event_consistency(per_bg, weights)
     out.append(Value("intra_event_background_consistency", v, len(backgrounds), detail={**common, **d})
                if v is not None else none("intra_event_background_consistency", "no event with >= 2 frames"))
-    v, d = M.inter_event_consistency(per_subject)
+    v, d = metrics.inter_event_consistency(per_subject)
     out.append(Value("inter_event_subject_consistency", v, len(d["elements"]), detail={**common, **d})
                if v is not None else none("inter_event_subject_consistency",
                                           "no subject grounded in >= 2 events", **common))
-    v, d = M.inter_event_consistency(per_bg)
+    v, d = metrics.inter_event_consistency(per_bg)
     out.append(Value("inter_event_background_consistency", v, 1, detail={**common, **d})
                if v is not None else none("inter_event_background_consistency", "fewer than 2 events"))
     return out
@@ -375,7 +331,9 @@ def event_consistency(n_frames: int, cuts: Sequence[int], frames: dict[int, np.n
 # ------------------------------------------------------------------------------------------ judged
 
 def judge_indices(n_frames: int) -> list[int]:
-    return [int(round(x)) for x in np.linspace(0, n_frames - 1, min(K.JUDGE_FRAMES, n_frames))] if n_frames else []
+    if not n_frames:
+        return []
+    return [int(round(x)) for x in np.linspace(0, n_frames - 1, min(constants.JUDGE_FRAMES, n_frames))]
 
 
 def judge_frames(frames: np.ndarray) -> list[np.ndarray]:
@@ -393,7 +351,7 @@ def alignment(judge, frames: Sequence[np.ndarray], prompt_base: str, prompt_even
     if not ok:
         return [none("overall_alignment", f"needs the video description: {why}"),
                 none("event_alignment", f"needs the video description: {why}")], {}
-    res = judge.ask(J.description_request(frames))
+    res = judge.ask(judging.description_request(frames))
     if res.status != "ok":
         return [none("overall_alignment", _failed(res), res.status == "failed"),
                 none("event_alignment", _failed(res), res.status == "failed")], {"description_key": res.cache_key}
@@ -403,19 +361,19 @@ def alignment(judge, frames: Sequence[np.ndarray], prompt_base: str, prompt_even
     if text_embedder is None:
         return [none("overall_alignment", text_why), none("event_alignment", text_why)], extra
     e = text_embedder.embed([desc, prompt_base])
-    out.append(Value("overall_alignment", 100.0 * M.text_similarity(e[0], e[1]), 1,
+    out.append(Value("overall_alignment", 100.0 * metrics.text_similarity(e[0], e[1]), 1,
                      detail={"description_key": res.cache_key}))
     if not prompt_events:
         out.append(none("event_alignment", f"needs the prompt's events: {events_why or 'none'}"))
         return out, extra
-    ve = judge.ask(J.video_events_request(desc))
+    ve = judge.ask(judging.video_events_request(desc))
     if ve.status != "ok":
         out.append(none("event_alignment", _failed(ve), ve.status == "failed"))
         return out, extra
     video_events = list(ve.answer["events"])
     extra["video_events"] = video_events
-    sem, fields = M.event_matrices(video_events, list(prompt_events), text_embedder.embed)
-    v, d = M.event_alignment(sem, fields)
+    sem, fields = metrics.event_matrices(video_events, list(prompt_events), text_embedder.embed)
+    v, d = metrics.event_alignment(sem, fields)
     d.update(total_prompt_events=len(prompt_events), video_events_key=ve.cache_key)
     out.append(Value("event_alignment", v, d["matched"], detail=d) if v is not None else
                none("event_alignment", f"no matched event ({len(video_events)} video, {len(prompt_events)} prompt "
@@ -431,20 +389,20 @@ def human_action(judge, frames, actions: Optional[Sequence[dict]], actions_why: 
     ok, why = judge.available()
     if not ok:
         return none("human_action", why)
-    occ_res = judge.ask_many([J.occurrence_request(a["subject"], a["action"], frames) for a in actions])
+    occ_res = judge.ask_many([judging.occurrence_request(a["subject"], a["action"], frames) for a in actions])
     bad = [r for r in occ_res if r.status != "ok"]
     if bad:
         return none("human_action", _failed(bad[0]), bad[0].status == "failed")
     occurs = [r.answer["answer"] == "Yes" for r in occ_res]
-    reqs = [J.smoothness_request(a["subject"], a["action"], q, frames)
-            for a, o in zip(actions, occurs) if o for q in J.SMOOTHNESS_QUESTIONS]
+    reqs = [judging.smoothness_request(a["subject"], a["action"], q, frames)
+            for a, o in zip(actions, occurs) if o for q in judging.SMOOTHNESS_QUESTIONS]
     sm_res = judge.ask_many(reqs)
     bad = [r for r in sm_res if r.status != "ok"]
     if bad:
         return none("human_action", _failed(bad[0]), bad[0].status == "failed")
     it = iter(r.answer["answer"] == "Yes" for r in sm_res)
-    smooth = [[next(it) for _ in J.SMOOTHNESS_QUESTIONS] if o else [] for o in occurs]
-    return Value("human_action", M.human_action_score(occurs, smooth), len(actions),
+    smooth = [[next(it) for _ in judging.SMOOTHNESS_QUESTIONS] if o else [] for o in occurs]
+    return Value("human_action", metrics.human_action_score(occurs, smooth), len(actions),
                  detail={"occurs": occurs, "smooth": smooth})
 
 
@@ -459,10 +417,11 @@ def clarity_sampling(judge) -> tuple[Any, dict]:
     that is recorded instead of the protocol's value."""
     backend = getattr(judge, "backend", "anthropic")
     if backend in SAMPLING_BACKENDS and hasattr(judge, "for_endpoint"):
-        return (judge.for_endpoint(model=judge.model, temperature=K.CC_TEMPERATURE),
-                {"backend": backend, "temperature_protocol": K.CC_TEMPERATURE, "temperature_sent": K.CC_TEMPERATURE})
+        return (judge.for_endpoint(model=judge.model, temperature=constants.CC_TEMPERATURE),
+                {"backend": backend, "temperature_protocol": constants.CC_TEMPERATURE,
+                 "temperature_sent": constants.CC_TEMPERATURE})
     sent = getattr(judge, "temperature", None)
-    return judge, {"backend": backend, "temperature_protocol": K.CC_TEMPERATURE, "temperature_sent": sent,
+    return judge, {"backend": backend, "temperature_protocol": constants.CC_TEMPERATURE, "temperature_sent": sent,
                    "note": ("the backend takes no sampling parameters: none sent, its default sampling used"
                             if sent is None else "the judge's configured temperature was sent, not the protocol's")}
 
@@ -470,15 +429,15 @@ def clarity_sampling(judge) -> tuple[Any, dict]:
 def content_clarity(judge, frames) -> list[Value]:
     ok, why = judge.available()
     if not ok:
-        return [none(m, why) for m in K.CLARITY_IDS]
+        return [none(m, why) for m in constants.CLARITY_IDS]
     cc_judge, sampling = clarity_sampling(judge)
-    res = cc_judge.ask_many([J.clarity_request(frames, r) for r in range(K.CC_ROUNDS)])
+    res = cc_judge.ask_many([judging.clarity_request(frames, r) for r in range(constants.CC_ROUNDS)])
     good = [r for r in res if r.status == "ok"]
     failed = len(res) - len(good)
     out = []
-    for m in K.CLARITY_IDS:
+    for m in constants.CLARITY_IDS:
         rounds = [int(r.answer[m]["score"]) for r in good]
-        v = M.clarity_score(rounds)
+        v = metrics.clarity_score(rounds)
         out.append(Value(m, v, len(rounds), n_failed=failed,
                          reason=_failed(next(r for r in res if r.status != "ok")) if failed else None,
                          detail={"rounds": rounds, "sampling": sampling}) if v is not None else
@@ -488,18 +447,18 @@ def content_clarity(judge, frames) -> list[Value]:
 
 
 def herd(judge, frames, questions: Optional[Sequence[dict]], questions_why: Optional[str]) -> list[Value]:
-    ids = [f"herd.{d}" for d in K.HERD_DIMENSIONS]
+    ids = [f"herd.{d}" for d in constants.HERD_DIMENSIONS]
     if questions is None:
         return [none(m, f"needs the HERD questions: {questions_why}") for m in ids]
     ok, why = judge.available()
     if not ok:
         return [none(m, why) for m in ids]
-    by_dim = {d: [q for q in questions if q["dimension"] == d] for d in K.HERD_DIMENSIONS}
-    asked = [d for d in K.HERD_DIMENSIONS if by_dim[d]]
-    res = dict(zip(asked, judge.ask_many([J.herd_request(d, [q["question"] for q in by_dim[d]], frames)
+    by_dim = {d: [q for q in questions if q["dimension"] == d] for d in constants.HERD_DIMENSIONS}
+    asked = [d for d in constants.HERD_DIMENSIONS if by_dim[d]]
+    res = dict(zip(asked, judge.ask_many([judging.herd_request(d, [q["question"] for q in by_dim[d]], frames)
                                           for d in asked])))
     out = []
-    for d, m in zip(K.HERD_DIMENSIONS, ids):
+    for d, m in zip(constants.HERD_DIMENSIONS, ids):
         if not by_dim[d]:
             out.append(none(m, f"no HERD question for {d}"))
             continue
@@ -511,7 +470,7 @@ def herd(judge, frames, questions: Optional[Sequence[dict]], questions_why: Opti
         if len(answers) != len(by_dim[d]):
             out.append(none(m, f"judge answered {len(answers)} of {len(by_dim[d])} questions", True))
             continue
-        v, n = M.herd_score(list(zip(answers, [q["polarity"] for q in by_dim[d]])))
+        v, n = metrics.herd_score(list(zip(answers, [q["polarity"] for q in by_dim[d]])))
         out.append(Value(m, v, n, n_skipped=len(answers) - n, detail={"answers": answers, "key": r.cache_key})
                    if v is not None else none(m, "every answer was 'unclear'", answers=answers))
     return out
@@ -540,21 +499,21 @@ def derive(sample, judge) -> dict[str, Any]:
         out[name], out[f"{name}_source"], out[f"{name}_reason"] = got, ("judge" if got is not None else None), reason
 
     def ask_events():
-        r = judge.ask(J.events_request(sample.prompt_base))
+        r = judge.ask(judging.events_request(sample.prompt_base))
         return (list(r.answer["events"]), None) if r.status == "ok" else (None, _failed(r))
 
     def ask_actions():
-        r = judge.ask(J.actions_request(sample.prompt))
+        r = judge.ask(judging.actions_request(sample.prompt))
         return (list(r.answer["human_actions"]), None) if r.status == "ok" else (None, _failed(r))
 
     def ask_questions():
         if not sample.herd_info:
             return None, "the sample has no herd_info to derive questions from"
-        r = judge.ask(J.herd_questions_request(sample.herd_info))
+        r = judge.ask(judging.herd_questions_request(sample.herd_info))
         if r.status != "ok":
             return None, _failed(r)
-        qs = [(d, str(q)) for d in K.HERD_DIMENSIONS for q in r.answer[d]]
-        p = judge.ask(J.polarity_request([q for _, q in qs]))
+        qs = [(d, str(q)) for d in constants.HERD_DIMENSIONS for q in r.answer[d]]
+        p = judge.ask(judging.polarity_request([q for _, q in qs]))
         if p.status != "ok":
             return None, _failed(p)
         pol = list(p.answer["polarities"])
@@ -566,8 +525,9 @@ def derive(sample, judge) -> dict[str, Any]:
     supplied_or("human_actions", sample.human_actions, ask_actions)
     supplied_or("herd_questions", sample.herd_questions, ask_questions)
     if ok:
-        r = judge.ask(J.complexity_request(sample.prompt))
-        out["complexity"] = ({k: int(r.answer[k]["score"]) for k in J.COMPLEXITY_KEYS} if r.status == "ok" else None)
+        r = judge.ask(judging.complexity_request(sample.prompt))
+        out["complexity"] = ({k: int(r.answer[k]["score"]) for k in judging.COMPLEXITY_KEYS}
+                             if r.status == "ok" else None)
         out["complexity_reason"] = None if r.status == "ok" else _failed(r)
     else:
         out["complexity"], out["complexity_reason"] = None, why

@@ -26,14 +26,15 @@ from typing import Optional
 import cv2
 import numpy as np
 
-from bench_assets.locot2v import constants as K
-from bench_assets.locot2v import metrics as M
+from bench_assets.locot2v import constants
+from bench_assets.locot2v import metrics
+from bench_assets.locot2v.values import Value, embed_unique, none
 
 # native frames kept for transition windows: the window itself plus PySceneDetect's reporting delay
-RING_FRAMES = 2 * (2 * K.TRANSITION_K + 1) + K.SCENE_MIN_LEN_FRAMES
+RING_FRAMES = 2 * (2 * constants.TRANSITION_K + 1) + constants.SCENE_MIN_LEN_FRAMES
 
 
-_scene_detector = M.scene_detector  # one definition, shared with the whole-clip path
+_scene_detector = metrics.scene_detector  # one definition, shared with the whole-clip path
 
 
 class TemporalStream:
@@ -45,7 +46,7 @@ class TemporalStream:
                  embedder_why: Optional[str]):
         self.n, self.fps, self.shape = int(n_frames), float(fps), tuple(shape[:2])
         self.flow, self.flow_why, self.embedder, self.embedder_why = flow, flow_why, embedder, embedder_why
-        self.analysis = set(M.analysis_indices(self.n, self.fps))
+        self.analysis = set(metrics.analysis_indices(self.n, self.fps))
         self.n_analysis = len(self.analysis)
         self.carry: list[np.ndarray] = []          # the last two analysis frames (for pairs and skip triples)
         self.carry_idx: list[int] = []             # ... and their native indices
@@ -80,9 +81,9 @@ class TemporalStream:
             for c in self.detector.process_frame(self.stamp(i), cv2.cvtColor(f, cv2.COLOR_RGB2BGR)):
                 self._cut(int(getattr(c, "frame_num", c)))
             if self.prev_native is not None:
-                d = M.pair_mae(self.prev_native, f)
+                d = metrics.pair_mae(self.prev_native, f)
                 if d > self.abrupt[0]:       # the most abrupt pair so far: its window, kept until complete
-                    a, b = M.window_bounds(i, self.n)
+                    a, b = metrics.window_bounds(i, self.n)
                     self.abrupt = (d, {"t": i, "a": a, "b": b, "frames": {j: x for j, x in self.ring if j >= a},
                                        "mags": {j: m for j, m in self.mags.items() if a <= j < b}})
             rec = self.abrupt[1]
@@ -105,7 +106,7 @@ class TemporalStream:
     def _cut(self, t: int) -> None:
         if 0 < t < self.n and t not in self.cuts:
             self.cuts.append(t)
-            a, b = M.window_bounds(t, self.n)
+            a, b = metrics.window_bounds(t, self.n)
             self.pending.append((t, a, b))
 
     def _complete(self, i: int) -> None:
@@ -135,15 +136,14 @@ class TemporalStream:
         """Score the window [a, b]; a pair's flow is computed only when ``known`` has no magnitude for it."""
         if self.flow is None or self.embedder is None:
             return
-        from bench_assets.locot2v.pipeline import embed_unique
         need = [j for j in range(a, b) if j not in known]
         flows = self.flow.flow([(window[j - a], window[j - a + 1]) for j in need]) if need else []
         self.flow_counts["window"] += len(need)
         self.flow_counts["window_reused"] += (b - a) - len(need)
         for j, f in zip(need, flows):
-            self._keep_mag(j, M.mean_magnitude(f))
+            self._keep_mag(j, metrics.mean_magnitude(f))
         mags = [known[j] for j in range(a, b)]   # _keep_mag filled what was missing
-        s, d = M.transition_window_score_mags(window, embed_unique(self.embedder, window), mags)
+        s, d = metrics.transition_window_score_mags(window, embed_unique(self.embedder, window), mags)
         self.windows.append({"t": t, "window": [a, b], "score": round(s, 5), **d})
         self.window_scores.append(s)
 
@@ -166,25 +166,25 @@ class TemporalStream:
             fwd, bwd, sk = got[:len(pairs)], got[len(pairs):2 * len(pairs)], got[2 * len(pairs):]
             for (a, b), f, g in zip(pairs, fwd, bwd):
                 self.pairs += 1
-                moving, static = M.moving_static(f, self.shape)
+                moving, static = metrics.moving_static(f, self.shape)
                 self.moving += int(moving)
                 if static:
-                    self.static_maes.append(M.pair_mae(seq[a], seq[b]))
-                e = M.warp_pair_error(seq[a], seq[b], f, g)
+                    self.static_maes.append(metrics.pair_mae(seq[a], seq[b]))
+                e = metrics.warp_pair_error(seq[a], seq[b], f, g)
                 if e is not None:
                     self.warp_errs.append(e)
                 if sidx[b] == sidx[a] + 1 and self.embedder is not None:   # a transition window may read it
-                    self._keep_mag(sidx[a], M.mean_magnitude(f))
+                    self._keep_mag(sidx[a], metrics.mean_magnitude(f))
             for k, (a, b) in enumerate(skips):
-                self.interp_errs.append(M.interpolation_error(seq[a], seq[a + 1], seq[b], sk[2 * k], sk[2 * k + 1]))
+                self.interp_errs.append(metrics.interpolation_error(seq[a], seq[a + 1], seq[b], sk[2 * k],
+                                                                    sk[2 * k + 1]))
         self.pos += len(fresh)
         self.carry, self.carry_idx = seq[-2:], sidx[-2:]
 
     def _embed(self, fresh: list[np.ndarray]) -> None:
         """Consecutive feature cosines of this chunk's analysis frames (one embedding batch per chunk)."""
         if self.embedder is not None:
-            from bench_assets.locot2v.pipeline import embed_unique
-            e = M.l2n(embed_unique(self.embedder, fresh))
+            e = metrics.l2n(embed_unique(self.embedder, fresh))
             if self.last_emb is not None:
                 e = np.concatenate([self.last_emb[None], e])
             self.cosines += [float(max(0.0, x)) for x in np.sum(e[1:] * e[:-1], axis=1)]
@@ -200,7 +200,6 @@ class TemporalStream:
     # ------------------------------------------------------------------ results
     def finish(self) -> list:
         """The six Values (pipeline.Value), after the last chunk."""
-        from bench_assets.locot2v.pipeline import Value, none
         for c in self.detector.post_process(self.stamp(max(self.n - 1, 0))):
             self._cut(int(getattr(c, "frame_num", c)))
         self._complete(self.n)
@@ -211,15 +210,15 @@ class TemporalStream:
         elif self.n_analysis < 2:
             out += [none(m, "fewer than 2 analysis frames") for m in flow_ids]
         else:
-            dd, d = M.dynamic_verdict(self.moving, self.pairs)
+            dd, d = metrics.dynamic_verdict(self.moving, self.pairs)
             out.append(Value("dynamic_degree", dd, 1, detail=d))
-            ms = M.mae_score(self.interp_errs)
+            ms = metrics.mae_score(self.interp_errs)
             out.append(Value("motion_smoothness", ms, len(self.interp_errs)) if ms is not None else
                        none("motion_smoothness", "fewer than 3 analysis frames"))
-            we, neglog, d = M.warping_from_errors(self.warp_errs)
+            we, neglog, d = metrics.warping_from_errors(self.warp_errs)
             out.append(Value("warping_error", we, d["pairs"], detail={**d, "neg_log_we": neglog})
                        if we is not None else none("warping_error", "no pair with non-occluded pixels"))
-            tf = M.mae_score(self.static_maes)
+            tf = metrics.mae_score(self.static_maes)
             out.append(Value("temporal_flickering", tf, len(self.static_maes),
                              detail={"static_pairs": len(self.static_maes), "pairs": self.pairs})
                        if tf is not None else none("temporal_flickering", "no static frame pair (VBench static rule)"))
@@ -233,12 +232,11 @@ class TemporalStream:
         return out
 
     def _transition_value(self):
-        from bench_assets.locot2v.pipeline import Value, none
         if self.flow is None or self.embedder is None:
             return none("transition_smoothness", self.flow_why if self.flow is None else self.embedder_why)
-        if self.n < 2 * K.TRANSITION_K + 1:
-            return none("transition_smoothness", f"fewer than {2 * K.TRANSITION_K + 1} frames")
-        how = f"PySceneDetect {K.SCENE_DETECTOR}"
+        if self.n < 2 * constants.TRANSITION_K + 1:
+            return none("transition_smoothness", f"fewer than {2 * constants.TRANSITION_K + 1} frames")
+        how = f"PySceneDetect {constants.SCENE_DETECTOR}"
         if not self.cuts:
             rec = self.abrupt[1]
             frames = [rec["frames"].get(j) for j in range(rec["a"], rec["b"] + 1)]

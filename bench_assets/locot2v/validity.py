@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench_assets.core import footage as F
-from bench_assets.core import validity as V
+from bench_assets.core import footage
+from bench_assets.core import validity
 
 BENCH = "locot2v"
 REFERENCE = "reference"
@@ -51,18 +51,18 @@ SWAP = {"vbikes": (("carphone_pristine.mp4", 0, 61), (76, 137)),
         "vrabbit": (("carphone_pristine.mp4", 0, 66), (66, 132))}
 
 CASES = [
-    V.Case("identity_swap", "one event's subject replaced by another person", "p_identity_swap",
-           [V.Expect("inter_event_subject_consistency", -1, 5.0)]),
-    V.Case("frozen", "every frame is the first", "p_frozen",
-           [V.Expect("dynamic_degree", -1, 20.0), V.Expect("motion_smoothness", +1, 0.5)]),
+    validity.Case("identity_swap", "one event's subject replaced by another person", "p_identity_swap",
+                  [validity.Expect("inter_event_subject_consistency", -1, 5.0)]),
+    validity.Case("frozen", "every frame is the first", "p_frozen",
+                  [validity.Expect("dynamic_degree", -1, 20.0), validity.Expect("motion_smoothness", +1, 0.5)]),
     # not temporal_flickering: under the spec's static-pair rule shuffling leaves (almost) no static pair, so the
     # metric is undefined there rather than lower; the flicker case is the one that concerns it
-    V.Case("shuffle", "frames shuffled within the video", "p_shuffle",
-           [V.Expect("motion_smoothness", -1, 2.0), V.Expect("warping_error", -1, 2.0)]),
-    V.Case("flicker", "alternate frames +-35 % brightness", "p_flicker",
-           [V.Expect("temporal_flickering", -1, 2.0)]),
-    V.Case("blur", "Gaussian blur sigma 4", "p_blur",
-           [V.Expect("technical_quality", -1, 5.0), V.Expect("aesthetic_quality", -1, 5.0)]),
+    validity.Case("shuffle", "frames shuffled within the video", "p_shuffle",
+                  [validity.Expect("motion_smoothness", -1, 2.0), validity.Expect("warping_error", -1, 2.0)]),
+    validity.Case("flicker", "alternate frames +-35 % brightness", "p_flicker",
+                  [validity.Expect("temporal_flickering", -1, 2.0)]),
+    validity.Case("blur", "Gaussian blur sigma 4", "p_blur",
+                  [validity.Expect("technical_quality", -1, 5.0), validity.Expect("aesthetic_quality", -1, 5.0)]),
 ]
 
 
@@ -76,29 +76,29 @@ def sample_json(sid: str, events: list[dict]) -> dict:
 def variants(sid: str, frames: np.ndarray, start: int, size) -> dict[str, np.ndarray]:
     """Pure given the footage: the reference video and every perturbed generator's video for one sample."""
     (clip, a, b), (s0, s1) = SWAP[sid]
-    donor = V.read_segment(F.footage_path(clip), a, b)
+    donor = validity.read_segment(footage.footage_path(clip), a, b)
     swapped = frames.copy()
     i0, i1 = s0 - start, s1 - start
-    swapped[i0:i1] = V.fit_to(donor, size, i1 - i0)
+    swapped[i0:i1] = validity.fit_to(donor, size, i1 - i0)
     out = {REFERENCE: frames, "p_identity_swap": swapped}
     for name in ("frozen", "shuffle", "flicker", "blur"):
-        out[f"p_{name}"] = V.PERTURBATIONS[name](frames)
+        out[f"p_{name}"] = validity.PERTURBATIONS[name](frames)
     return out
 
 
-def build_suite(work_dir: Path) -> V.Suite:
+def build_suite(work_dir: Path) -> validity.Suite:
     data, gens = Path(work_dir) / "data", Path(work_dir) / "generators"
     (data / BENCH / "samples").mkdir(parents=True, exist_ok=True)
     for n in [REFERENCE] + [c.generator for c in CASES]:
-        V.write_generator_yaml(gens / n, n, BENCH, f"validity generator {n}")
+        validity.write_generator_yaml(gens / n, n, BENCH, f"validity generator {n}")
     for sid, clip, (a, b), size, events in SAMPLES:
-        fps = float(F.ground_truth(clip)["fps"])
+        fps = float(footage.ground_truth(clip)["fps"])
         (data / BENCH / "samples" / f"{sid}.json").write_text(json.dumps(sample_json(sid, events), indent=2))
-        frames = V.read_segment(F.footage_path(clip), a, b, size)
+        frames = validity.read_segment(footage.footage_path(clip), a, b, size)
         for gname, video in variants(sid, frames, a, size).items():
-            V.write_video(video, gens / gname / f"{sid}.mp4", fps)
-    return V.Suite(BENCH, data, gens, REFERENCE, CASES, unit_values=unit_values)
+            validity.write_video(video, gens / gname / f"{sid}.mp4", fps)
+    return validity.Suite(BENCH, data, gens, REFERENCE, CASES, unit_values=unit_values)
 
 
 def unit_values(store) -> pd.DataFrame:
-    return V.table_unit_values(store, ("locot2v_visual", "locot2v_judged"))
+    return validity.table_unit_values(store, ("locot2v_visual", "locot2v_judged"))

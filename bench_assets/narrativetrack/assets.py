@@ -1,5 +1,6 @@
 """NarrativeTrack wiring: each pipeline stage an asset partitioned by video, the QA set per video, answers per
-(answerer x video), the leaderboard; QA over generated EntityBench episodes lives in episodes.py. Math in
+(answerer x video), the leaderboard; QA over generated EntityBench episodes lives in
+bridges/narrativetrack_episodes.py. Math in
 pipeline.py / qa.py / scoring.py / metrics.py, model work in stages.py, prompts in judging.py."""
 
 import json
@@ -15,13 +16,15 @@ from dagster import AssetExecutionContext, Failure, MetadataValue, Output, asset
 from bench_assets.core.automation import board_condition
 from bench_assets.core.board_text import board_markdown
 from bench_assets.core.deploy import GPU_OP_TAGS
-from bench_assets.core.generators import read_generator
 from bench_assets.core.manifest import build_manifest, protocol_digest
 from bench_assets.core.media import DecodeError, VideoSource, even_indices
 from bench_assets.core.metric_spec import board_frame
 from bench_assets.core.partitions import BenchmarkPartitions
 from bench_assets.core.slots import load_slot
 from bench_assets.narrativetrack import board
+# answer_rows / answer_frame / options_of stay importable from here (tests and scripts read them as assets.*)
+from bench_assets.narrativetrack.answering import (ANSWER_COLUMNS, answer_frame, answer_rows,  # noqa: F401
+                                                   answerer_for, options_of)
 from bench_assets.narrativetrack import calibration
 from bench_assets.narrativetrack import constants
 from bench_assets.narrativetrack import dataset
@@ -35,7 +38,7 @@ from bench_assets.narrativetrack import stages
 from bench_assets.narrativetrack import states
 from bench_assets.narrativetrack.metric_specs import METRICS
 from bench_resources.device import Device
-from bench_resources.judge import Judge, png_bytes
+from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry
 from bench_resources.paths import BenchPaths
 from bench_resources.store import Store
@@ -661,68 +664,6 @@ def narrativetrack_qa(context: AssetExecutionContext, paths: BenchPaths, narrati
 
 # ------------------------------------------------------------------------------------------------ answers
 
-def answerer_for(paths: BenchPaths, name: str) -> dataset.Answerer:
-    info = read_generator(paths.generator_dir(name))
-    if info.benchmark != BENCH:
-        raise Failure(f"generator {name!r} is a {info.benchmark} generator, not a NarrativeTrack answerer")
-    try:
-        return dataset.answerer_from_card(name, info.card)
-    except dataset.DatasetError as e:
-        raise Failure(str(e)) from None
-
-
-def options_of(value) -> Optional[dict]:
-    """The options column (JSON text; null for binary questions) as a dict or None."""
-    return json.loads(value) if isinstance(value, str) and value else None
-
-
-def answer_rows(judge: Judge, answerer: dataset.Answerer, qas: pd.DataFrame,
-                frames: Sequence[np.ndarray]) -> list[dict]:
-    """Ask the answerer every kept QA (its frames sampled uniformly), score strict and lenient."""
-    qas = qas[qas["kept"].astype(bool)]
-    try:
-        ans_judge = judging.answerer_judge(judge, answerer.model, answerer.endpoint())
-        ok, why = ans_judge.available()
-    except ValueError as e:
-        ans_judge, ok, why = None, False, str(e)
-    rows = []
-    base = lambda r: {"qa_id": r.qa_id, "video_id": r.video_id, "entity_id": r.entity_id,  # noqa: E731
-                      "dimension": r.dimension, "format": r.format, "direction": r.direction,
-                      "track_type": r.track_type, "distractor": r.distractor, "answerer": answerer.name,
-                      "model": answerer.model, "backend": answerer.backend}
-    recs = list(qas.itertuples())
-    if not ok:
-        return [{**base(r), "status": "skipped", "reason": f"no answerer reachable: {why}", "raw_answer": None,
-                 "strict": None, "lenient": None, "parsed_strict": None, "parsed_lenient": None, "cache_key": None}
-                for r in recs]
-    pngs = [png_bytes(judging.fit(f, answerer.image_size)) for f in frames]
-    reqs = [judging.answer_request(pngs, qa.prompt_text({"question": r.question, "format": r.format,
-                                                    "options": options_of(r.options)}), r.qa_id) for r in recs]
-    for r, res in zip(recs, ans_judge.ask_many(reqs)):
-        row = {**base(r), "status": res.status, "reason": res.reason, "cache_key": res.cache_key,
-               "raw_answer": None, "strict": None, "lenient": None, "parsed_strict": None, "parsed_lenient": None}
-        if res.status == "ok":
-            opts = options_of(r.options)
-            raw = res.answer.get("answer")
-            try:
-                row.update(raw_answer=str(raw), **scoring.score(raw, r.answer, r.format, opts))
-            except ValueError as e:  # a gold answer that is not an answer: the item fails, it is not a zero
-                row.update(status="failed", reason=f"{r.qa_id}: {e}", raw_answer=str(raw))
-        rows.append(row)
-    return rows
-
-
-ANSWER_COLUMNS = ["qa_id", "video_id", "entity_id", "dimension", "format", "direction", "track_type", "distractor",
-                  "answerer", "model", "backend", "status", "reason", "raw_answer", "strict", "lenient", "parsed_strict",
-                  "parsed_lenient", "cache_key"]
-# explicit types: a partition whose column is all null must still union with the others (DuckDB reads them together)
-ANSWER_TYPES = {**{c: "string" for c in ANSWER_COLUMNS}, "strict": "boolean", "lenient": "boolean"}
-
-
-def answer_frame(rows: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=ANSWER_COLUMNS).astype(ANSWER_TYPES)
-
-
 @asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2")
 def narrativetrack_answers(context: AssetExecutionContext, paths: BenchPaths, narrativetrack_video: pd.DataFrame,
                            narrativetrack_qa: pd.DataFrame, judge: Judge,
@@ -797,13 +738,12 @@ def narrativetrack_leaderboard(context: AssetExecutionContext, store: Store, pat
         "manifest": MetadataValue.json(man), "protocol_digest": protocol_digest(man)} | report_metadata(store, BENCH))
 
 
-from bench_assets.narrativetrack import episodes  # noqa: E402  (episode and released QA reuse answer_rows)
 from bench_assets.narrativetrack import released  # noqa: E402
 
 ASSETS = [narrativetrack_video, narrativetrack_frames, narrativetrack_detections, narrativetrack_tracklets,
           narrativetrack_reid, narrativetrack_faces, narrativetrack_identities, narrativetrack_context,
           narrativetrack_entity_registry, narrativetrack_pipeline_quality, narrativetrack_qa, narrativetrack_answers,
-          narrativetrack_leaderboard, *episodes.ASSETS, *released.ASSETS]
+          narrativetrack_leaderboard, *released.ASSETS]
 ITEM_ASSETS = ["narrativetrack_video", "narrativetrack_frames", "narrativetrack_detections",
                "narrativetrack_tracklets", "narrativetrack_reid", "narrativetrack_faces", "narrativetrack_identities",
                "narrativetrack_context", "narrativetrack_entity_registry", "narrativetrack_pipeline_quality",

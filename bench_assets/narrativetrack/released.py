@@ -15,6 +15,7 @@ from bench_assets.core.generators import discover_generators
 from bench_assets.core.media import DecodeError, VideoSource
 from bench_assets.core.metric_spec import board_frame
 from bench_assets.narrativetrack import board
+from bench_assets.narrativetrack.answering import answer_frame, answer_rows
 from bench_assets.narrativetrack import constants
 from bench_assets.narrativetrack import dataset
 from bench_assets.narrativetrack.metric_specs import METRICS
@@ -50,7 +51,6 @@ def narrativetrack_released_qa(context: AssetExecutionContext, paths: BenchPaths
 def narrativetrack_released_answers(context: AssetExecutionContext, paths: BenchPaths,
                                     narrativetrack_released_qa: pd.DataFrame, judge: Judge) -> Output[pd.DataFrame]:
     """Every NarrativeTrack answerer on every released QA (frames sampled uniformly from the QA's video)."""
-    from bench_assets.narrativetrack.assets import answer_frame, answer_rows
     qas = narrativetrack_released_qa.assign(entity_id=None)
     gens, _ = discover_generators(paths.generators_dir, constants.BENCH)
     base = released_path(paths).parent

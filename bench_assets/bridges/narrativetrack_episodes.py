@@ -1,4 +1,7 @@
-"""QA over generated multi-shot videos (a platform extension): the ground truth comes from an EntityBench episode's
+"""NarrativeTrack's questions over EntityBench's generated episodes: a bridge between two benchmarks, so it lives
+above the benchmark folders (bench_assets/bridges/, assembled by benchmarks.py), and neither folder imports the other.
+
+QA over generated multi-shot videos (a platform extension): the ground truth comes from an EntityBench episode's
 script (its entity schedule), not from detection. The same CRP questions are asked about each EntityBench
 generator's video of the episode (its shots concatenated), and the report says, per generator, how often the
 generated video lets an answerer recover the script's entity facts.
@@ -21,6 +24,7 @@ from bench_assets.core.partitions import ENTITYBENCH
 from bench_assets.entitybench import dataset as entitybench_dataset
 from bench_assets.narrativetrack import constants
 from bench_assets.narrativetrack import dataset
+from bench_assets.narrativetrack.answering import answer_frame, answer_rows
 from bench_assets.narrativetrack import metrics
 from bench_assets.narrativetrack import pipeline
 from bench_assets.narrativetrack import qa
@@ -177,7 +181,6 @@ def episode_frames(paths: BenchPaths, generator: str, ep: entitybench_dataset.Ep
 def narrativetrack_episode_answers(context: AssetExecutionContext, paths: BenchPaths,
                                    narrativetrack_episode_qa: pd.DataFrame, judge: Judge) -> Output[pd.DataFrame]:
     """Every NarrativeTrack answerer asked the episode's script questions about this generator's video."""
-    from bench_assets.narrativetrack.assets import answer_frame, answer_rows
     generator, eid = ENTITYBENCH.split(context.partition_key)
     try:
         ep = entitybench_dataset.load_episode(paths.benchmark_dir("entitybench") / "episodes" / f"{eid}.json")
