@@ -195,7 +195,7 @@ def test_pillar1_math():
 
 
 def test_effect_size_table_refuses_mixed_protocols():
-    from bench_assets.entitybench.assets import effect_size_table
+    from bench_assets.entitybench.board import effect_size_table
     rec = pd.DataFrame([
         {"generator": "a", "item": "e1", "metric_id": "m", "value": 0.9, "protocol": "p"},
         {"generator": "a", "item": "e2", "metric_id": "m", "value": 0.8, "protocol": "p"},

@@ -8,13 +8,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bench_assets.core.metric_spec import board_frame
 from bench_assets.entitybench import assets as A
+from bench_assets.entitybench import board as B
 from bench_assets.entitybench import audit as AU
 from bench_assets.entitybench import counts as C
 from bench_assets.entitybench import dataset as D
 from bench_assets.entitybench import judged as JD
 from bench_assets.entitybench import metrics as M
+from bench_assets.entitybench.metric_specs import METRICS
 from bench_resources.judge import JudgeResult
+
+EASY = pd.DataFrame({"item": ["e0001"], "tier": ["easy"]})
+
+
+def board_of(recs: pd.DataFrame, tiers: pd.DataFrame = EASY) -> pd.DataFrame:
+    """The leaderboard asset's board from item records (board.py through the common schema)."""
+    return board_frame("entitybench", B.leaderboard_rows(recs, tiers, METRICS), METRICS)
 
 
 def episode(n_shots=5, entities=(("c1", "character"), ("c2", "character")), schedule=None, actions=None):
@@ -80,8 +90,8 @@ def test_llm_identity_coverage_counts_every_comparison_of_every_scheduled_entity
     # on the board, B ranks below A (0 < 1/8) instead of dropping out of the denominator
     recs = pd.DataFrame([item(JD.llm_entity_rows(g, ep, gr, {}, embed, None, load_crop, ok_judge(IDENTITY)),
                               "llm_face_accuracy") | {"generator": g, "protocol": "p"} for g, gr in (("A", a), ("B", b))])
-    board = A.leaderboard_table(recs, pd.DataFrame({"item": ["e0001"], "tier": ["easy"]}))
-    v = board[board.tier == "all"].set_index("generator")
+    board = board_of(recs)
+    v = board[board.slice == "all"].set_index("generator")
     assert v.loc["A", "value"] == pytest.approx(1 / 8) and v.loc["B", "coverage"] == 0.0
 
 
@@ -216,16 +226,18 @@ def test_presence_unavailable_is_the_evaluators_and_coverage_is_fixed_at_1():
     rows = A.presence_rows("g", ep, g)
     rec = item(rows, "intra_character_presence")
     assert (rec["value"], rec["n_eval"], rec["n_skipped"], rec[C.EVAL]) == (1.0, 1, 0, 1)
-    # a missing shot is the generator's failure: counted, and on a fixed-coverage family the value is the raw mean
+    # a missing shot is the generator's failure: counted, and even on a fixed-coverage family it is a zero
+    # (issue 27: old value 1.0 = the raw mean, so the generator that delivered less tied the one that delivered all)
     g2 = grounding([(1, "c1", "character", "present"), (2, "c1", "character", JD.SHOT_ERROR)])
     rec2 = item(A.presence_rows("g", ep, g2), "intra_character_presence")
     assert (rec2["n_eval"], rec2["n_failed"]) == (1, 1)
     recs = pd.DataFrame([rec | {"protocol": "p"}, rec2 | {"generator": "h", "protocol": "p"}])
-    board = A.leaderboard_table(recs, pd.DataFrame({"item": ["e0001"], "tier": ["easy"]}))
-    b = board[board.tier == "all"].set_index("generator")
+    b = board_of(recs)
+    b = b[b.slice == "all"].set_index("generator")
     assert b.loc["g", "value"] == 1.0 and b.loc["g", C.EVAL] == 1
-    assert b.loc["h", "value"] == 1.0 and b.loc["h", "coverage"] == 0.5 and b.loc["h", "n_failed"] == 1
-    assert b.loc["h", "coverage_policy"].startswith("fixed")
+    assert b.loc["h", "value"] == 0.5 and b.loc["h", "raw_mean"] == 1.0
+    assert b.loc["h", "coverage"] == 0.5 and b.loc["h", "n_failed"] == 1
+    assert METRICS["intra_character_presence"].coverage_policy == "reported"
 
 
 def test_judge_failures_do_not_lower_fidelity_coverage():
@@ -241,8 +253,8 @@ def test_judge_failures_do_not_lower_fidelity_coverage():
 
     rows = JD.fidelity_rows("g", ep, g, load_crop, ask_many)
     rec = item(rows, "intra_face_fidelity") | {"protocol": "p"}
-    board = A.leaderboard_table(pd.DataFrame([rec]), pd.DataFrame({"item": ["e0001"], "tier": ["easy"]}))
-    b = board[board.tier == "all"].iloc[0]
+    board = board_of(pd.DataFrame([rec]))
+    b = board[board.slice == "all"].iloc[0]
     assert b.value == 1.0 and b[C.EVAL] == 4 and "HTTP 500" in b.reason
 
 
@@ -261,9 +273,9 @@ def test_meta_gate_diagnostic_is_not_a_leaderboard_row():
            "n_failed": 0, "n_skipped": 0, "reason": None, "protocol": "p"}
     other = rec | {"metric_id": "cs_face", "value": 0.9}
     recs = pd.DataFrame([rec, other])
-    board = A.leaderboard_table(recs, pd.DataFrame({"item": ["e0001"], "tier": ["easy"]}))
+    board = board_of(recs)
     assert "_meta_cross_shot_gate" not in set(board.metric_id)
-    assert A.gate_diagnostics(recs).iloc[0].gated_out == 0.0
+    assert B.gate_diagnostics(recs).iloc[0].gated_out == 0.0
 
 
 # ------------------------------------------------------------------------------------------ also

@@ -67,7 +67,7 @@ def test_all_51_metrics_with_recorded_judge(small_world, tmp_path, monkeypatch):
         stats, resources = run(instance, data, tmp_path / "store", judge, items=["e0003"])
         assert not stats.failed, stats.failed
         assert stats.judge_calls == len(srv.requests) > 0
-        board = resources["store"].query("SELECT * FROM entitybench_leaderboard WHERE tier = 'all'")
+        board = resources["store"].query("SELECT * FROM entitybench_leaderboard WHERE slice = 'all'")
         by_id = {r.metric_id: r for r in board.itertuples()}
         assert set(ALL_51) <= set(by_id)
         for m in ALL_51:
@@ -103,7 +103,7 @@ def test_all_51_metrics_with_recorded_judge(small_world, tmp_path, monkeypatch):
         with instance_for_test() as fresh:
             stats2, res2 = run(fresh, data, tmp_path / "store2", replay, items=["e0003"])
         assert len(srv.requests) == n and stats2.judge_calls == 0
-        b2 = res2["store"].query("SELECT metric_id, value FROM entitybench_leaderboard WHERE tier = 'all'")
+        b2 = res2["store"].query("SELECT metric_id, value FROM entitybench_leaderboard WHERE slice = 'all'")
         assert dict(zip(b2.metric_id, b2.value))["intra_face_fidelity"] == pytest.approx(0.8)
 
 
@@ -115,7 +115,7 @@ def test_malformed_judge_answers_are_failures_not_zeros(small_world, tmp_path, m
         judge = Judge(mode="live", base_url=srv.base_url, cache_dir=str(tmp_path / "cache"), backoff_s=0.01,
                       parse_retries=0)
         stats, resources = run(instance, data, tmp_path / "store", judge)
-        board = resources["store"].query("SELECT * FROM entitybench_leaderboard WHERE tier = 'all'")
+        board = resources["store"].query("SELECT * FROM entitybench_leaderboard WHERE slice = 'all'")
         fid = board[board.metric_id == "intra_face_fidelity"].iloc[0]
         # a judge that answers badly is the evaluator's failure: counted apart, never the generator's
         assert pd.isna(fid.value) and fid.n_failed_evaluator > 0 and fid.n_failed == 0 and fid.n_eval == 0
@@ -135,7 +135,7 @@ def test_varied_judge_closes_the_gate_and_values_follow_the_answers(small_world,
         stats, resources = run(instance, data, tmp_path / "store", judge, items=["e0003"])
         assert not stats.failed, stats.failed
         store = resources["store"]
-        board = store.query("SELECT * FROM entitybench_leaderboard WHERE tier = 'all'").set_index("metric_id")
+        board = store.query("SELECT * FROM entitybench_leaderboard WHERE slice = 'all'").set_index("metric_id")
         fid = store.query("SELECT shot, entity_id, metric_id, value, detail FROM entitybench_fidelity "
                           "WHERE level = 'appearance' AND metric_id = 'intra_face_fidelity'")
         assert fid.value.nunique() > 2  # answers vary per crop

@@ -47,7 +47,7 @@ def res(tmp_path_factory):
 
 
 def test_every_benchmark_manifest_names_the_decoder(res):
-    from bench_assets.entitybench.report import entitybench_manifest
+    from bench_assets.entitybench.manifest import entitybench_manifest
     from bench_assets.locot2v import assets as LA
     from bench_assets.narrativetrack import assets as NA
     from bench_assets.vistorybench.assets import vistorybench_manifest

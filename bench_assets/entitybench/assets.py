@@ -2,7 +2,6 @@
 
 import json
 from collections import defaultdict
-from pathlib import Path
 from typing import Any, Optional
 
 import cv2
@@ -16,26 +15,24 @@ from dagster import (
     asset,
 )
 
-from bench_assets.core import grounding as G
-from bench_assets.core.aggregate import cohens_d, corrected_mean, paired_dz
+from bench_assets.core import grounding as core_grounding
 from bench_assets.core.automation import board_condition
 from bench_assets.core.deploy import GPU_OP_TAGS
+from bench_assets.core.board_text import board_markdown
 from bench_assets.core.manifest import protocol_digest
+from bench_assets.core.metric_spec import board_frame
 from bench_assets.core.media import DecodeError, VideoSource
 from bench_assets.core.partitions import ENTITYBENCH as P
-from bench_assets.core.records import MetricRecord, record_from_values
-from bench_assets.core.tables import instance_row, metric_frame, record_row
-from bench_assets.entitybench import dataset as D
-from bench_assets.entitybench import metrics as M
-from bench_assets.entitybench import judged as JD
-from bench_assets.entitybench import audit as AU
-from bench_assets.entitybench import counts as C
-from bench_assets.entitybench import frames as FR
-from bench_assets.entitybench import judging as J
+from bench_assets.core.records import MetricRecord
+from bench_assets.core.tables import instance_row, record_row
+from bench_assets.core.slots import load_slot
+from bench_assets.entitybench import audit, counts, dataset, judged, judging, metrics
+from bench_assets.entitybench import frames as shot_frames  # "frames" names the decoded arrays everywhere here
+from bench_assets.entitybench import board
 from bench_assets.entitybench.constants import (BENCH, CONSTANTS, GROUNDING_FRAMES, OFFLINE_WEAK_CONF,
-                                                  PILLAR1_CHUNK, PROTOCOL, substitute_map,
-                                                  substitutes)
-from bench_assets.entitybench.report import entitybench_manifest, write_audit_pages, write_entitybench_report
+                                                  PILLAR1_CHUNK, PROTOCOL, label_substitutes)
+from bench_assets.entitybench.manifest import entitybench_manifest
+from bench_assets.entitybench.metric_specs import METRICS
 from bench_resources.device import Device
 from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry
@@ -46,7 +43,7 @@ TYPE_METRIC = {"character": "cs_face", "object": "cs_object"}
 
 # The sampled frames of each shot, decoded once per process (one pass, only the sampled frames converted) and
 # shared by every sampling asset of a run; Pillar 1's full walk fills it (frames.py).
-SHOTS = FR.SHOTS
+SHOTS = shot_frames.SHOTS
 # Pillar 1 runs first among a run's steps: its pass fills SHOTS, so the sampling assets decode nothing more.
 PILLAR1_OP_TAGS = {**GPU_OP_TAGS, "dagster/priority": "1"}
 
@@ -57,12 +54,8 @@ def _split(context: AssetExecutionContext) -> tuple[str, str]:
     return P.split(context.partition_key)
 
 
-def _load_episode(paths: BenchPaths, episode_id: str) -> D.Episode:
-    return D.load_episode(paths.benchmark_dir(BENCH) / "episodes" / f"{episode_id}.json")
-
-
-def _slot(models: ModelRegistry, device: Device, name: str):
-    return models.slot_or_reason(name, device)
+def _load_episode(paths: BenchPaths, episode_id: str) -> dataset.Episode:
+    return dataset.load_episode(paths.benchmark_dir(BENCH) / "episodes" / f"{episode_id}.json")
 
 
 GROUNDING_SLOTS = ["open_vocab_detector", "clip_b32", "text_embedder"]
@@ -77,13 +70,13 @@ def _protocol(models: ModelRegistry, names: list[str], judge: Optional[Judge] = 
 
 
 def _label_substitutes(df: pd.DataFrame, models: ModelRegistry) -> None:
-    """Per row, the offline substitutes that produced a value under a paper metric id (e.g. efficientnet-lite0)."""
-    smap = substitute_map(models)
-    df["substitute"] = pd.array([substitutes(smap, m) for m in df["metric_id"]], dtype="string")
+    """Per row, the substitutes that produced a value under a metric id: the slots its spec names whose
+    checkpoint is not the paper's (e.g. EfficientNet-Lite0 for DINOv2), and CLIP missing for grounded metrics."""
+    label_substitutes(df, models)
 
 
 def _evaluator_metadata(df: pd.DataFrame) -> dict:
-    n, why = C.evaluator_summary(df)
+    n, why = counts.evaluator_summary(df)
     return {"evaluator_failures": n, "evaluator_failure_reasons": MetadataValue.text(why or "none")}
 
 
@@ -109,7 +102,7 @@ def _slot_manifest(models: ModelRegistry, names: list[str]) -> dict[str, Any]:
 def entitybench_episode(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.DataFrame]:
     """One validated episode (canonical JSON), with the paper's Table 3 / Table 10 statistics."""
     ep = _load_episode(paths, context.partition_key)
-    stats = D.episode_statistics(ep)
+    stats = dataset.episode_statistics(ep)
     df = pd.DataFrame([{"episode_id": ep.episode_id, "tier": ep.tier, "n_shots": len(ep.shots),
                         "episode_json": json.dumps(ep.to_json(), sort_keys=True),
                         "statistics_json": json.dumps(stats, sort_keys=True),
@@ -122,11 +115,11 @@ def entitybench_episode(context: AssetExecutionContext, paths: BenchPaths) -> Ou
 def entitybench_entity_registry(context: AssetExecutionContext,
                                 entitybench_episode: pd.DataFrame) -> Output[pd.DataFrame]:
     """One row per registry entity: type, description, appearances, recurrence gaps."""
-    ep = D.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
+    ep = dataset.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
     rows = []
     for e in ep.entities:
         app = ep.appearances(e.id)
-        gaps = D.recurrence_gaps(app)
+        gaps = dataset.recurrence_gaps(app)
         rows.append({"episode_id": ep.episode_id, "entity_id": e.id, "type": e.type, "name": e.name,
                      "description": e.description, "appearances": json.dumps(app), "n_appearances": len(app),
                      "cross_shot": len(app) >= 2, "max_recurrence_gap": max(gaps) if gaps else None,
@@ -177,14 +170,14 @@ def _pooled_statistics(part: pd.DataFrame) -> dict:
 
 def dataset_table(stats: pd.DataFrame) -> pd.DataFrame:
     rows = []
-    for tier, part in [*[(t, stats[stats.tier == t]) for t in D.TIERS], ("all", stats)]:
+    for tier, part in [*[(t, stats[stats.tier == t]) for t in dataset.TIERS], ("all", stats)]:
         if part.empty:
             continue
         slots = part["entity_slot_appearances"].sum()
         rows.append({
             "tier": tier, "episodes": len(part), "shots": int(part["n_shots"].sum()),
-            **{f"cross_shot_{t}s_mean": float(part[f"cross_shot_{t}s"].mean()) for t in D.ENTITY_TYPES},
-            **{f"cross_shot_{t}s_sd": float(part[f"cross_shot_{t}s"].std(ddof=0)) for t in D.ENTITY_TYPES},
+            **{f"cross_shot_{t}s_mean": float(part[f"cross_shot_{t}s"].mean()) for t in dataset.ENTITY_TYPES},
+            **{f"cross_shot_{t}s_sd": float(part[f"cross_shot_{t}s"].std(ddof=0)) for t in dataset.ENTITY_TYPES},
             "recurrence_gap_max": float(part["recurrence_gap_max"].max()),
             "reappearance_rate": float(part["reappearances"].sum() / slots) if slots else None,
             "cut_rate": float(part["cuts"].sum() / part["n_shots"].sum()),
@@ -192,11 +185,11 @@ def dataset_table(stats: pd.DataFrame) -> pd.DataFrame:
             "registry_shot_rate": float(part["registry_shots"].sum() / part["n_shots"].sum()),
             "memory_only_rate": float(part["memory_only_shots"].sum() / part["n_shots"].sum()),
             "scenes": int(part["scenes"].sum()),
-            **{f"registry_{t}s": int(part[f"registry_{t}s"].sum()) for t in D.ENTITY_TYPES},
-            **{f"appearances_{t}": int(part[f"appearances_{t}"].sum()) for t in D.ENTITY_TYPES},
-            **{f"first_appearances_{t}": int(part[f"first_appearances_{t}"].sum()) for t in D.ENTITY_TYPES},
+            **{f"registry_{t}s": int(part[f"registry_{t}s"].sum()) for t in dataset.ENTITY_TYPES},
+            **{f"appearances_{t}": int(part[f"appearances_{t}"].sum()) for t in dataset.ENTITY_TYPES},
+            **{f"first_appearances_{t}": int(part[f"first_appearances_{t}"].sum()) for t in dataset.ENTITY_TYPES},
             **{f"reappearance_rate_{t}": (float(part[f"reappearances_{t}"].sum() / part[f"appearances_{t}"].sum())
-                                          if part[f"appearances_{t}"].sum() else None) for t in D.ENTITY_TYPES},
+                                          if part[f"appearances_{t}"].sum() else None) for t in dataset.ENTITY_TYPES},
             **{f"{k}_per_shot": float((part[f"mean_{k}_per_shot"] * part["n_shots"]).sum() / part["n_shots"].sum())
                for k in ("characters", "objects", "locations", "entities")},
             "frac_shots_tritype": float((part["frac_shots_tritype"] * part["n_shots"]).sum() / part["n_shots"].sum()),
@@ -214,7 +207,7 @@ def entitybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
                         entitybench_episode: pd.DataFrame) -> Output[pd.DataFrame]:
     """Index of one generator's shot videos for one episode; every shot validated, each problem recorded."""
     generator, episode_id = _split(context)
-    ep = D.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
+    ep = dataset.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
     rows = output_rows(ep, paths.generator_dir(generator) / episode_id, generator)
     for row in rows:
         if row["error"]:
@@ -225,11 +218,11 @@ def entitybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
                                 "first_error": MetadataValue.text(str(df["error"].dropna().iloc[0]) if n_err else "none")})
 
 
-def output_rows(ep: D.Episode, folder, generator: str) -> list[dict]:
+def output_rows(ep: dataset.Episode, folder, generator: str) -> list[dict]:
     """One row per scheduled shot: its file, probed without decoding (frames, fps, size, sha256), or one clear
     error naming the generator, episode, shot and problem (missing, a folder, a still image, too small ...)."""
     rows = []
-    for sf in D.index_shot_files(ep, folder, generator):
+    for sf in dataset.index_shot_files(ep, folder, generator):
         row = {"generator": generator, "episode_id": ep.episode_id, "shot": sf.index, "path": sf.path,
                "sha256": None, "n_frames": None, "fps": None, "width": None, "height": None, "error": sf.error}
         if sf.path:
@@ -244,7 +237,7 @@ def output_rows(ep: D.Episode, folder, generator: str) -> list[dict]:
 
 
 def _episode_and_clips(outputs: pd.DataFrame, episode_df: pd.DataFrame):
-    ep = D.parse_episode(json.loads(episode_df["episode_json"].iloc[0]))
+    ep = dataset.parse_episode(json.loads(episode_df["episode_json"].iloc[0]))
     clips: dict[int, Any] = {}
     errors: dict[int, str] = {}
     for r in outputs.itertuples():
@@ -276,16 +269,17 @@ def _candidates(fidx, frames, dets, description: str, clip_model) -> tuple[list,
         for j in range(len(d)):
             box = d.xyxy[j]
             try:
-                crop = G.crop_box(frame, box)
+                crop = core_grounding.crop_box(frame, box)
             except ValueError:
                 continue
             crops.append(crop)
-            cands.append(G.Candidate(int(fi), tuple(float(v) for v in box), float(d.confidence[j]),
-                                     str(labels[j]) if labels is not None else None, None,
-                                     G.a_sharp(crop), G.a_area(box, frame.shape)))
+            cands.append(core_grounding.Candidate(int(fi), tuple(float(v) for v in box), float(d.confidence[j]),
+                                                  str(labels[j]) if labels is not None else None, None,
+                                                  core_grounding.a_sharp(crop),
+                                                  core_grounding.a_area(box, frame.shape)))
     if cands and clip_model is not None:
         sims = np.asarray(clip_model.similarity(crops, [description])).reshape(-1)
-        cands = [G.Candidate(c.frame_index, c.box, c.confidence, c.label, float(s), c.a_sharp, c.a_area)
+        cands = [core_grounding.Candidate(c.frame_index, c.box, c.confidence, c.label, float(s), c.a_sharp, c.a_area)
                  for c, s in zip(cands, sims)]
     return cands, crops
 
@@ -298,8 +292,8 @@ def entitybench_grounding(context: AssetExecutionContext, entitybench_outputs: p
     generator, episode_id = _split(context)
     ep, clips, errors = _episode_and_clips(entitybench_outputs, entitybench_episode)
     reg = ep.registry
-    detector, det_reason = _slot(models, device, "open_vocab_detector")
-    clip_model, clip_reason = _slot(models, device, "clip_b32")
+    detector, det_reason = load_slot(models, device, "open_vocab_detector")
+    clip_model, clip_reason = load_slot(models, device, "clip_b32")
     closed = bool(getattr(detector, "closed_vocabulary", False))
     rows = []
     for shot in ep.shots:
@@ -317,7 +311,7 @@ def entitybench_grounding(context: AssetExecutionContext, entitybench_outputs: p
                    "reason": None}
             rows.append(row)
             if clip is None:  # the generator's failure, not the evaluator's 'unavailable'
-                row["status"] = JD.SHOT_ERROR
+                row["status"] = judged.SHOT_ERROR
                 row["reason"] = errors.get(shot.index, "shot missing")
                 continue
             if detector is None:
@@ -335,15 +329,15 @@ def entitybench_grounding(context: AssetExecutionContext, entitybench_outputs: p
         for members in groups.values():
             if len(members) == 1:
                 cands, crops = found[members[0]]
-                picks, ambiguous = {members[0]: G.best_index(cands)}, False
+                picks, ambiguous = {members[0]: core_grounding.best_index(cands)}, False
             else:  # closed vocabulary: k same-class entities, distinct boxes, arbitrary mapping
                 cands, crops = found[members[0]]
-                picks = dict(zip(members, G.assign_shared_class(cands, len(members))))
+                picks = dict(zip(members, core_grounding.assign_shared_class(cands, len(members))))
                 ambiguous = True
             for eid in members:
                 row, i = shot_rows[eid], picks[eid]
                 best = cands[i] if i is not None else None
-                row["status"] = G.decide_status(best, clip_model is not None, OFFLINE_WEAK_CONF)
+                row["status"] = core_grounding.decide_status(best, clip_model is not None, OFFLINE_WEAK_CONF)
                 row["ambiguous"] = ambiguous
                 if ambiguous:
                     row["reason"] = (f"closed-vocabulary detector: {len(members)} scheduled entities share class "
@@ -357,15 +351,15 @@ def entitybench_grounding(context: AssetExecutionContext, entitybench_outputs: p
     status_rule = ("a_clip(c*) >= 0.20 (CLIP ViT-B/32)" if clip_model is not None else
                    f"CLIP unavailable ({clip_reason}); a_clip recorded as None, a = confidence*a_sharp*a_area, "
                    f"weak iff detector confidence < {OFFLINE_WEAK_CONF}")
-    counts = df["status"].value_counts().to_dict() if len(df) else {}
-    return Output(df, metadata={"rows": len(df), "status_counts": MetadataValue.json(counts),
+    status_counts = df["status"].value_counts().to_dict() if len(df) else {}
+    return Output(df, metadata={"rows": len(df), "status_counts": MetadataValue.json(status_counts),
                                 "status_rule": MetadataValue.text(status_rule),
                                 "models": MetadataValue.json(_slot_manifest(models, ["open_vocab_detector", "clip_b32"]))})
 
 
 # ----------------------------------------------------------------------------- Pillar 1
 
-PILLAR1_SLOTS = sorted({m.slot for m in M.PILLAR1 if m.slot})
+PILLAR1_SLOTS = sorted({m.slot for m in metrics.PILLAR1 if m.slot})
 
 
 class ShotStream:
@@ -375,7 +369,7 @@ class ShotStream:
     def __init__(self, path: str, chunk: int = PILLAR1_CHUNK):
         self.src = VideoSource(path)
         self.fps, self.n_frames, self.chunk = self.src.fps, self.src.n_frames, chunk
-        self._samples = FR.request(self.src) if SHOTS.cached(path) is None else None
+        self._samples = shot_frames.request(self.src) if SHOTS.cached(path) is None else None
 
     @property
     def sha256(self) -> str:
@@ -385,7 +379,7 @@ class ShotStream:
         for _, frames in self.src.iter_chunks(chunk=self.chunk, overlap=0, name="pillar1"):
             yield frames
         if self._samples is not None and self.src.done:
-            SHOTS.put(self.src.path, FR.collect(self.src, self._samples))
+            SHOTS.put(self.src.path, shot_frames.collect(self.src, self._samples))
 
 
 class ArrayStream:
@@ -399,7 +393,7 @@ class ArrayStream:
             yield self.frames[i:i + self.chunk]
 
 
-def pillar1_rows(generator: str, ep: D.Episode, open_shot, errors: dict, slots: dict[str, tuple]) -> list[dict]:
+def pillar1_rows(generator: str, ep: dataset.Episode, open_shot, errors: dict, slots: dict[str, tuple]) -> list[dict]:
     """Per-shot values of the six intra-shot metrics plus one episode record each.
 
     ``open_shot(index)`` returns a stream (``fps``, ``n_frames``, ``sha256``, ``chunks()``) or raises
@@ -419,59 +413,60 @@ def pillar1_rows(generator: str, ep: D.Episode, open_shot, errors: dict, slots: 
             except DecodeError as e:
                 err = str(e)
         if stream is None:  # missing or undecodable shot: a failure of this instance, not a zero
-            for metric in M.PILLAR1:
+            for metric in metrics.PILLAR1:
                 failed[metric.metric_id] += 1
                 reasons[metric.metric_id].add("shot missing or undecodable")
-                rows.append(C.failed_instance(metric.metric_id, "shot", err or "shot missing", shot=shot.index,
-                                              **keys))
+                rows.append(counts.failed_instance(metric.metric_id, "shot", err or "shot missing", shot=shot.index,
+                                                   **keys))
             continue
-        run = {m: slots[m.slot][0] if m.slot else None for m in M.PILLAR1 if not m.slot or slots[m.slot][0] is not None}
+        run = {m: slots[m.slot][0] if m.slot else None for m in metrics.PILLAR1
+               if not m.slot or slots[m.slot][0] is not None}
         try:
-            out = M.stream_pillar1(stream.chunks(), stream.fps, stream.n_frames, run)
+            out = metrics.stream_pillar1(stream.chunks(), stream.fps, stream.n_frames, run)
         except DecodeError as e:  # the stream broke mid-way (truncated file): the generator's failure
-            for metric in M.PILLAR1:
+            for metric in metrics.PILLAR1:
                 failed[metric.metric_id] += 1
                 reasons[metric.metric_id].add("shot missing or undecodable")
-                rows.append(C.failed_instance(metric.metric_id, "shot", str(e), shot=shot.index, **keys))
+                rows.append(counts.failed_instance(metric.metric_id, "shot", str(e), shot=shot.index, **keys))
             continue
-        for metric in M.PILLAR1:
+        for metric in metrics.PILLAR1:
             mid = metric.metric_id
             if metric not in run:
                 why = slots[metric.slot][1]
                 evaluator[mid] += 1
                 reasons[mid].add(why)
-                rows.append(C.evaluator_instance(mid, "shot", why, shot=shot.index, source_sha256=stream.sha256,
-                                                 **keys))
+                rows.append(counts.evaluator_instance(mid, "shot", why, shot=shot.index, source_sha256=stream.sha256,
+                                                      **keys))
                 continue
             v, err = out[mid]
             if err:
                 evaluator[mid] += 1
                 reasons[mid].add(err)
-                rows.append(C.evaluator_instance(mid, "shot", err, shot=shot.index, source_sha256=stream.sha256,
-                                                 **keys))
+                rows.append(counts.evaluator_instance(mid, "shot", err, shot=shot.index, source_sha256=stream.sha256,
+                                                      **keys))
                 continue
             values[mid].append(v)
             rows.append(instance_row(mid, v, "shot", reason=None if v is not None else "too few frames",
                                      shot=shot.index, source_sha256=stream.sha256,
                                      detail={"frames": stream.n_frames, "fps": stream.fps}, **keys))
-    for metric in M.PILLAR1:
+    for metric in metrics.PILLAR1:
         mid = metric.metric_id
-        rows.append(C.record(mid, values[mid], n_failed=failed[mid], n_failed_evaluator=evaluator[mid],
-                             reason="; ".join(sorted(x for x in reasons[mid] if x))[:500] or None, **keys))
+        rows.append(counts.record(mid, values[mid], n_failed=failed[mid], n_failed_evaluator=evaluator[mid],
+                                  reason="; ".join(sorted(x for x in reasons[mid] if x))[:500] or None, **keys))
     return rows
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="4", pool="gpu",
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="5", pool="gpu",
        op_tags=PILLAR1_OP_TAGS)
 def entitybench_pillar1(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                         entitybench_episode: pd.DataFrame, models: ModelRegistry,
                         device: Device) -> Output[pd.DataFrame]:
     """Pillar 1 (intra-shot quality, 6 metrics) on every consecutive native frame, streamed; never gated."""
     generator, _ = _split(context)
-    ep = D.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
+    ep = dataset.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
     paths, errors = _shot_paths(entitybench_outputs)
-    slots = {name: _slot(models, device, name) for name in PILLAR1_SLOTS}
-    df = C.frame(pillar1_rows(generator, ep, lambda k: ShotStream(paths[k]), errors, slots))
+    slots = {name: load_slot(models, device, name) for name in PILLAR1_SLOTS}
+    df = counts.frame(pillar1_rows(generator, ep, lambda k: ShotStream(paths[k]), errors, slots))
     df["protocol"] = _protocol(models, PILLAR1_SLOTS)
     _label_substitutes(df, models)
     items = df[df.level == "item"]
@@ -483,12 +478,12 @@ def entitybench_pillar1(context: AssetExecutionContext, entitybench_outputs: pd.
 
 # ----------------------------------------------------------------------------- Pillar 2 presence, Pillar 3 DINOv2
 
-def presence_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame) -> list[dict]:
+def presence_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFrame) -> list[dict]:
     """Per shot with >= 1 scheduled entity of the type: share with status present. A missing shot is the
     generator's failure; a shot whose entities the evaluator could not ground is the evaluator's."""
     keys = {"benchmark": BENCH, "generator": generator, "item": ep.episode_id}
     rows = []
-    for etype in D.ENTITY_TYPES:
+    for etype in dataset.ENTITY_TYPES:
         mid = f"intra_{etype}_presence"
         vals, failed, evaluator, reasons = [], 0, 0, set()
         for shot in ep.shots:
@@ -497,23 +492,23 @@ def presence_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame) -> lis
                 continue  # shot schedules none of this type: not an instance
             why = "; ".join(sorted(set(g["reason"].dropna())))[:500] or None
             statuses = list(g["status"])
-            if JD.SHOT_ERROR in statuses:
+            if judged.SHOT_ERROR in statuses:
                 failed += 1
                 reasons.add(why)
-                rows.append(C.failed_instance(mid, "shot", why, shot=shot.index, **keys))
+                rows.append(counts.failed_instance(mid, "shot", why, shot=shot.index, **keys))
                 continue
-            v = M.presence_share(statuses)
+            v = metrics.presence_share(statuses)
             if v is None:  # every scheduled entity of the type was 'unavailable' (the evaluator cannot ground it)
                 evaluator += 1
                 reasons.add(why)
-                rows.append(C.evaluator_instance(mid, "shot", why, shot=shot.index,
-                                                 detail={"statuses": dict(zip(g["entity_id"], statuses))}, **keys))
+                rows.append(counts.evaluator_instance(mid, "shot", why, shot=shot.index,
+                                                      detail={"statuses": dict(zip(g["entity_id"], statuses))}, **keys))
                 continue
             vals.append(v)
             rows.append(instance_row(mid, v, "shot", shot=shot.index,
                                      detail={"statuses": dict(zip(g["entity_id"], statuses))}, **keys))
-        rows.append(C.record(mid, vals, n_failed=failed, n_failed_evaluator=evaluator,
-                             reason="; ".join(sorted(x for x in reasons if x))[:500] or None, **keys))
+        rows.append(counts.record(mid, vals, n_failed=failed, n_failed_evaluator=evaluator,
+                                  reason="; ".join(sorted(x for x in reasons if x))[:500] or None, **keys))
     return rows
 
 
@@ -523,7 +518,7 @@ FACE_CANVAS = 320
 def _face_in_box(face_model, frame: np.ndarray, box) -> Optional[tuple[np.ndarray, float]]:
     """(SFace identity vector, YuNet confidence) of the most confident face inside the padded box, at native
     resolution (the 224x224 canonical crop squeezes the aspect ratio, which alignment does not survive)."""
-    x1, y1, x2, y2 = G.padded_box(np.asarray(box, float), frame.shape)
+    x1, y1, x2, y2 = core_grounding.padded_box(np.asarray(box, float), frame.shape)
     region = frame[y1:y2, x1:x2]
     if region.shape[0] < 16 or region.shape[1] < 16:
         return None
@@ -541,7 +536,7 @@ def _face_in_box(face_model, frame: np.ndarray, box) -> Optional[tuple[np.ndarra
     return (emb[0], float(dets.confidence[best])) if len(emb) else None
 
 
-def face_identity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, fidelity: dict, clips: dict,
+def face_identity_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFrame, fidelity: dict, clips: dict,
                        face_model, face_reason: Optional[str], face_name: str) -> list[dict]:
     """``cs_face_identity``: an addition beside the paper's ``cs_face``, not a replacement. Same instances
     (admitted appearances of characters with >= 2 admitted), but each appearance is a face-identity vector
@@ -552,9 +547,15 @@ def face_identity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, f
     on every row."""
     keys = {"benchmark": BENCH, "generator": generator, "item": ep.episode_id}
     mid = "cs_face_identity"
-    rows, pooled, skipped, evaluator, reasons = [], [], 0, 0, set()
+    rows, pooled, skipped, failed, evaluator, reasons = [], [], 0, 0, 0, set()
+    lost = judged.undelivered(grounding)
     for ent in (e for e in ep.entities if e.type == "character"):
-        adm, _ = JD.admitted(grounding, fidelity, ent.id)
+        adm, _ = judged.admitted(grounding, fidelity, ent.id)
+        missing = judged.touched(ep, ent.id, lost)
+        if missing:  # each score reads the other appearances' faces, the undelivered ones too
+            failed += _touched_rows(rows, mid, ent.id, adm, missing, keys)
+            reasons.add("appearances of a character with undelivered shots")
+            continue
         if len(adm) < 2:
             continue
         if face_model is None:
@@ -577,20 +578,31 @@ def face_identity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, f
                                          crop_id=r.crop_id, detail={"embedder": face_name}, **keys))
         if len(found) < 2:
             continue
-        scores = M.leave_one_out_scores(np.stack([g[0] for _, g in found]))
+        scores = metrics.leave_one_out_scores(np.stack([g[0] for _, g in found]))
         for (r, g), sc in zip(found, scores):
             pooled.append(float(sc))
             rows.append(instance_row(mid, float(sc), "appearance", shot=int(r.shot), entity_id=ent.id,
                                      crop_id=r.crop_id, frame_index=int(r.frame_index), source_sha256=r.source_sha256,
                                      detail={"embedder": face_name, "face_confidence": round(g[1], 4)}, **keys))
-    rows.append(C.record(mid, pooled, n_skipped=skipped, n_failed_evaluator=evaluator,
-                         reason="; ".join(sorted(x for x in reasons if x))[:500] or
-                         (None if pooled or skipped or evaluator else "no character with >= 2 admitted appearances"),
-                         **keys))
+    rows.append(counts.record(mid, pooled, n_skipped=skipped, n_failed=failed, n_failed_evaluator=evaluator,
+                              reason="; ".join(sorted(x for x in reasons if x))[:500] or
+                              (None if pooled or skipped or evaluator
+                               else "no character with >= 2 admitted appearances"),
+                              **keys))
     return rows
 
 
-def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embed, embed_reason: Optional[str],
+def _touched_rows(rows: list, mid: str, entity_id: str, adm: pd.DataFrame, missing: list[int], keys: dict) -> int:
+    """Failed instances of an entity with undelivered shots: its delivered admitted appearances and its
+    undelivered scheduled ones (each of which might have been admitted). Returns their count, which is never
+    below the admitted appearances the complete delivery could have had."""
+    why = f"{entity_id}: shots {missing} not delivered (its centroid reads every appearance)"
+    for k in [*(int(x) for x in adm["shot"]), *missing]:
+        rows.append(counts.failed_instance(mid, "appearance", why, shot=k, entity_id=entity_id, **keys))
+    return len(adm) + len(missing)
+
+
+def cross_shot_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFrame, embed, embed_reason: Optional[str],
                     store: Store, clips: dict, fidelity: dict, embedder_name: str = "") -> tuple[list[dict], int]:
     """cs_face / cs_object (centroid cosine over the admitted crops C(e)), the gap-decay pairs of the image
     embedder (adjacent admitted appearances, and all pairs), and cs_transition_boundary.
@@ -601,26 +613,30 @@ def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embe
     keys = {"benchmark": BENCH, "generator": generator, "item": ep.episode_id}
     rows: list[dict] = []
     gated_out = 0
+    lost = judged.undelivered(grounding)
     for etype, mid in TYPE_METRIC.items():
-        pooled, evaluator, n_ambiguous = [], 0, 0
+        pooled, evaluator, failed, n_ambiguous = [], 0, 0, 0
         for ent in (e for e in ep.entities if e.type == etype):
-            adm, gated = JD.admitted(grounding, fidelity, ent.id)
+            adm, gated = judged.admitted(grounding, fidelity, ent.id)
             gated_out += gated
             present = grounding[(grounding["entity_id"] == ent.id) & (grounding["status"] == "present")]
             n_ambiguous += int(present.get("ambiguous", pd.Series(dtype=bool)).fillna(False).astype(bool).sum())
+            missing = judged.touched(ep, ent.id, lost)
+            if missing:  # every score reads the centroid, which would have read the undelivered appearances
+                failed += _touched_rows(rows, mid, ent.id, adm, missing, keys)
             if len(adm) < 2:
                 continue
             if embed is None:
-                evaluator += len(adm)
+                evaluator += 0 if missing else len(adm)
                 continue
             emb = embed([store.get_png(c) for c in adm["crop_id"]])
-            _, scores = M.centroid_scores(emb)
-            for (r, s) in zip(adm.itertuples(), scores):
+            _, scores = metrics.centroid_scores(emb)
+            for (r, s) in zip(adm.itertuples(), scores if not missing else []):
                 pooled.append(float(s))
                 rows.append(instance_row(mid, float(s), "appearance", shot=int(r.shot), entity_id=ent.id,
                                          crop_id=r.crop_id, frame_index=int(r.frame_index),
                                          source_sha256=r.source_sha256, detail={"embedder": embedder_name}, **keys))
-            e = M._l2n(emb)
+            e = metrics._l2n(emb)
             shots = [int(x) for x in adm["shot"]]
             for i in range(len(shots)):
                 for j in range(i + 1, len(shots)):
@@ -631,17 +647,20 @@ def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embe
                                              float(e[i] @ e[j]), "pair", shot=shots[j], entity_id=ent.id,
                                              crop_id=adm["crop_id"].iloc[j],
                                              detail={"from_shot": shots[i], "shot_distance": d,
-                                                     "gap_bin": J.gap_bin(d), "entity_type": etype,
+                                                     "gap_bin": judging.gap_bin(d), "entity_type": etype,
                                                      "embedder": embedder_name}, **keys))
         # Unattributable boxes are not instances (like gated-out appearances: coverage stays 1); the
         # count is kept in the reason and every such row is flagged in entitybench_grounding.
         why = "; ".join(x for x in (embed_reason if evaluator else None,
                                     f"{n_ambiguous} appearances not attributable (shared class)" if n_ambiguous
+                                    else None,
+                                    f"{failed} appearances of entities with undelivered shots" if failed
                                     else None) if x) or None
-        rows.append(C.record(mid, pooled, n_failed_evaluator=evaluator,
-                             reason=why or (None if pooled else "no entity with >= 2 admitted appearances"), **keys))
+        rows.append(counts.record(mid, pooled, n_failed=failed, n_failed_evaluator=evaluator,
+                                  reason=why or (None if pooled else "no entity with >= 2 admitted appearances"),
+                                  **keys))
     for loc in (e for e in ep.entities if e.type == "location"):
-        gated_out += JD.location_admitted(ep, grounding, fidelity, clips, loc.id)[1]
+        gated_out += judged.location_admitted(ep, grounding, fidelity, clips, loc.id)[1]
     # transition boundary over continuation pairs
     mid = "cs_transition_boundary"
     vals, skipped, failed, evaluator, reasons = [], 0, 0, 0, set()
@@ -654,7 +673,7 @@ def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embe
         if a is None or b is None:
             failed += 1
             reasons.add("a side's shot is missing or undecodable")
-            rows.append(C.failed_instance(mid, "pair", "a side's shot is missing or undecodable", shot=k1, **keys))
+            rows.append(counts.failed_instance(mid, "pair", "a side's shot is missing or undecodable", shot=k1, **keys))
             continue
         if k not in present_shots or k1 not in present_shots:
             skipped += 1
@@ -664,21 +683,21 @@ def cross_shot_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, embe
         if embed is None:
             evaluator += 1
             reasons.add(embed_reason)
-            rows.append(C.evaluator_instance(mid, "pair", embed_reason, shot=k1, **keys))
+            rows.append(counts.evaluator_instance(mid, "pair", embed_reason, shot=k1, **keys))
             continue
         e = embed([a.frames[-1], b.frames[0]])
-        v = float(M._l2n(e[0]) @ M._l2n(e[1]))
+        v = float(metrics._l2n(e[0]) @ metrics._l2n(e[1]))
         vals.append(v)
         rows.append(instance_row(mid, v, "pair", shot=k1, detail={"from_shot": k, "to_shot": k1,
                                                                   "embedder": embedder_name},
                                  source_sha256=b.sha256, **keys))
-    rows.append(C.record(mid, vals, n_skipped=skipped, n_failed=failed, n_failed_evaluator=evaluator,
-                         reason="; ".join(sorted(x for x in reasons if x))[:500] or
-                         (None if vals else "no continuation pair"), **keys))
+    rows.append(counts.record(mid, vals, n_skipped=skipped, n_failed=failed, n_failed_evaluator=evaluator,
+                              reason="; ".join(sorted(x for x in reasons if x))[:500] or
+                              (None if vals else "no continuation pair"), **keys))
     return rows, gated_out
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="5", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="6", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_presence_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                                      entitybench_outputs: pd.DataFrame, entitybench_episode: pd.DataFrame,
                                      entitybench_fidelity: pd.DataFrame, models: ModelRegistry, device: Device,
@@ -687,9 +706,9 @@ def entitybench_presence_consistency(context: AssetExecutionContext, entitybench
     beside cs_face, the face-identity consistency cs_face_identity (an addition, labelled as such)."""
     generator, _ = _split(context)
     ep, clips, _ = _episode_and_clips(entitybench_outputs, entitybench_episode)
-    embedder, why = _slot(models, device, "image_embedder")
-    face, face_why = _slot(models, device, "face")
-    fid = JD.fidelity_overall(entitybench_fidelity)
+    embedder, why = load_slot(models, device, "image_embedder")
+    face, face_why = load_slot(models, device, "face")
+    fid = judged.fidelity_overall(entitybench_fidelity)
     rows = presence_rows(generator, ep, entitybench_grounding)
     cs_rows, gated_out = cross_shot_rows(generator, ep, entitybench_grounding,
                                          embedder.embed if embedder is not None else None, why, store, clips,
@@ -698,15 +717,15 @@ def entitybench_presence_consistency(context: AssetExecutionContext, entitybench
     rows += face_identity_rows(generator, ep, entitybench_grounding, fid, clips, face, face_why,
                                models.status("face").checkpoint)
     n_present = int((entitybench_grounding["status"] == "present").sum())
-    judged = entitybench_fidelity["value"].notna().any() if len(entitybench_fidelity) else False
+    was_judged = entitybench_fidelity["value"].notna().any() if len(entitybench_fidelity) else False
     # a diagnostic beside the metrics (kept off the leaderboard): gated-out appearances of every entity type
     rows.append(record_row(MetricRecord("_meta_cross_shot_gate", float(gated_out) if n_present else None,
                                         n_present, 0, 0,
-                                        None if judged or not n_present else
+                                        None if was_judged or not n_present else
                                         "fidelity not judged: every present crop passed the gate (logged)"
                                         if n_present else "no present crop"),
                            benchmark=BENCH, generator=generator, item=ep.episode_id))
-    df = C.frame(rows)
+    df = counts.frame(rows)
     df["protocol"] = _protocol(models, ["image_embedder", "face", *GROUNDING_SLOTS])
     _label_substitutes(df, models)
     items = df[df.level == "item"]
@@ -722,14 +741,14 @@ def _ask(judge: Judge):
     return judge.ask_many
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="2")
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="3")
 def entitybench_fidelity(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                          entitybench_episode: pd.DataFrame, judge: Judge, store: Store,
                          models: ModelRegistry) -> Output[pd.DataFrame]:
     """Pillar 2 fidelity (15): the judge scores each present/weak canonical crop against its description."""
     generator, _ = _split(context)
-    ep = D.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
-    df = C.frame(JD.fidelity_rows(generator, ep, entitybench_grounding, store.get_png, judge.ask_many))
+    ep = dataset.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
+    df = counts.frame(judged.fidelity_rows(generator, ep, entitybench_grounding, store.get_png, judge.ask_many))
     df["protocol"] = _protocol(models, GROUNDING_SLOTS, judge)
     _label_substitutes(df, models)
     return Output(df, metadata=_item_metadata(df) | _evaluator_metadata(df)
@@ -758,24 +777,24 @@ def _action_detector(detector, reg):
     return boxes
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="3", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="4", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_action(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                        entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
                        judge: Judge) -> Output[pd.DataFrame]:
     """Pillar 2 action (6): a 2x3 grid of 6 frames with labelled boxes, judged against the action text."""
     generator, _ = _split(context)
     ep, clips, errors = _episode_and_clips(entitybench_outputs, entitybench_episode)
-    detector, why = _slot(models, device, "open_vocab_detector")
+    detector, why = load_slot(models, device, "open_vocab_detector")
     detect = _action_detector(detector, ep.registry) if detector is not None else None
     ok, judge_why = judge.available()
-    df = C.frame(JD.action_rows(generator, ep, clips, errors, detect, why, judge.ask_many,
-                                judge_reason=None if ok else judge_why))
+    df = counts.frame(judged.action_rows(generator, ep, clips, errors, detect, why, judge.ask_many,
+                                         judge_reason=None if ok else judge_why))
     df["protocol"] = _protocol(models, ["open_vocab_detector", "text_embedder"], judge)
     _label_substitutes(df, models)
     return Output(df, metadata=_item_metadata(df) | _evaluator_metadata(df))
 
 
-@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="3", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=METRIC_GROUP, code_version="4", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_llm_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                                 entitybench_fidelity: pd.DataFrame, entitybench_outputs: pd.DataFrame,
                                 entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
@@ -783,16 +802,16 @@ def entitybench_llm_consistency(context: AssetExecutionContext, entitybench_grou
     """Pillar 3 LLM (12 + 6): pairwise identity against the centroid anchor; locations on full frames."""
     generator, _ = _split(context)
     ep, clips, _ = _episode_and_clips(entitybench_outputs, entitybench_episode)
-    embedder, why = _slot(models, device, "image_embedder")
+    embedder, why = load_slot(models, device, "image_embedder")
     embed = embedder.embed if embedder is not None else None
-    fid = JD.fidelity_overall(entitybench_fidelity)
+    fid = judged.fidelity_overall(entitybench_fidelity)
     ok, judge_why = judge.available()
     jr = None if ok else judge_why   # nothing to ask: skip the anchors' embeddings too
-    rows = JD.llm_entity_rows(generator, ep, entitybench_grounding, fid, embed, why, store.get_png, judge.ask_many,
-                              judge_reason=jr)
-    rows += JD.llm_location_rows(generator, ep, entitybench_grounding, clips, embed, why, judge.ask_many,
-                                 judge_reason=jr, fidelity=fid)
-    df = C.frame(rows)
+    rows = judged.llm_entity_rows(generator, ep, entitybench_grounding, fid, embed, why, store.get_png, judge.ask_many,
+                                  judge_reason=jr)
+    rows += judged.llm_location_rows(generator, ep, entitybench_grounding, clips, embed, why, judge.ask_many,
+                                     judge_reason=jr, fidelity=fid)
+    df = counts.frame(rows)
     df["protocol"] = _protocol(models, ["image_embedder", *GROUNDING_SLOTS], judge)
     _label_substitutes(df, models)
     return Output(df, metadata=_item_metadata(df) | _evaluator_metadata(df))
@@ -809,73 +828,13 @@ METRIC_TABLES = ("entitybench_pillar1", "entitybench_presence_consistency", "ent
                  "entitybench_action", "entitybench_llm_consistency")
 
 
-def leaderboard_table(records: pd.DataFrame, tiers: pd.DataFrame) -> pd.DataFrame:
-    """Gate-corrected mean, raw mean and coverage per (generator, metric), per tier and overall.
-
-    Coverage is applied per family as the spec fixes it: Pillar 1, presence, cs_face / cs_object (and
-    cs_face_identity) report the raw mean (coverage 1 by definition; the measured coverage and the counts stay
-    beside it); the other families report raw mean x coverage. Evaluator failures (``n_failed_evaluator``)
-    are shown apart and never enter the coverage denominator. Diagnostics (``_meta_*``) are not metrics and
-    stay off the board. ``substitute`` names any offline model that produced a value under a paper metric id."""
-    df = records.merge(tiers, on="item", how="left")
-    df = df[~df["metric_id"].str.startswith("_meta")]
-    if C.EVAL not in df:
-        df[C.EVAL] = 0
-    if "substitute" not in df:
-        df["substitute"] = None
-    out = []
-    for (gen, mid), part in df.groupby(["generator", "metric_id"], sort=True):
-        for tier, sub in [("all", part), *[(t, part[part.tier == t]) for t in D.TIERS]]:
-            if sub.empty:
-                continue
-            agg = corrected_mean(sub[["value", "n_eval", "n_failed", "n_skipped"]])
-            fixed = C.coverage_fixed(mid)
-            value = agg.raw_mean if fixed else agg.value
-            reasons = sorted({r for r in sub["reason"].dropna() if r})
-            n_eval_fail = int(pd.to_numeric(sub[C.EVAL], errors="coerce").fillna(0).sum())
-            subs = sorted({x for x in sub["substitute"].dropna() if x})
-            out.append({"generator": gen, "metric_id": mid, "tier": tier, "value": value,
-                        "raw_mean": agg.raw_mean, "coverage": agg.coverage, "n_items": agg.n_items,
-                        "n_eval": agg.n_eval, "n_failed": agg.n_failed, "n_skipped": agg.n_skipped,
-                        "reason": ((reasons[0] if reasons else "no data") if value is None else
-                                   ("; ".join(reasons)[:300] if n_eval_fail and reasons else None)),
-                        C.EVAL: n_eval_fail,
-                        "coverage_policy": "fixed at 1 (spec): value = raw mean" if fixed else "applied",
-                        "substitute": " | ".join(subs) or None})
-    return pd.DataFrame(out)
-
-
-def gate_diagnostics(records: pd.DataFrame) -> pd.DataFrame:
-    """Per generator: gated-out appearances over the present ones (from ``_meta_cross_shot_gate``)."""
-    m = records[records["metric_id"] == "_meta_cross_shot_gate"]
-    if m.empty:
-        return pd.DataFrame(columns=["generator", "gated_out", "present"])
-    g = m.groupby("generator").agg(gated_out=("value", lambda v: float(v.fillna(0).sum())),
-                                   present=("n_eval", "sum")).reset_index()
-    return g
-
-
-def comparability_table(records: pd.DataFrame) -> pd.DataFrame:
-    """Per (generator, metric): the protocol digest, and whether every generator was scored under it.
-
-    A metric whose partitions were computed under different protocols (another checkpoint, threshold or
-    profile) is flagged "not comparable" instead of being averaged silently (EntityBench B.5).
-    """
-    rows = []
-    for mid, part in records.groupby("metric_id"):
-        all_protocols = set(part["protocol"].dropna())
-        for gen, sub in part.groupby("generator"):
-            mine = sorted(set(sub["protocol"].dropna()))
-            rows.append({"generator": gen, "metric_id": mid, "protocol": "+".join(mine),
-                         "comparable": len(mine) == 1 and len(all_protocols) == 1})
-    return pd.DataFrame(rows)
-
-
-@asset(group_name=METRIC_GROUP, code_version="3",
+@asset(group_name=METRIC_GROUP, code_version="4",
        deps=[*METRIC_TABLES, "entitybench_episode"],
        automation_condition=board_condition(*METRIC_TABLES))
-def entitybench_leaderboard(context: AssetExecutionContext, store: Store) -> Output[pd.DataFrame]:
-    """Headline table: every metric for every generator (value or None with reason), per tier and overall."""
+def entitybench_leaderboard(context: AssetExecutionContext, store: Store, models: ModelRegistry,
+                            judge: Judge) -> Output[pd.DataFrame]:
+    """The common board (core/metric_spec.BOARD_COLUMNS): every metric for every generator (value or None with
+    reason), slice "all" and one per tier; the maths in board.py."""
     from bench_assets.core.site import report_metadata  # the report site's page for this benchmark
     con = store.duckdb()
     present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
@@ -885,23 +844,28 @@ def entitybench_leaderboard(context: AssetExecutionContext, store: Store) -> Out
             continue
         cols = {r[0] for r in con.execute(f"SELECT column_name FROM information_schema.columns "
                                           f"WHERE table_name = '{t}'").fetchall()}
-        extra = ", ".join(f"{c}" if c in cols else f"NULL AS {c}" for c in (C.EVAL, "substitute"))
+        extra = ", ".join(f"{c}" if c in cols else f"NULL AS {c}" for c in (counts.EVAL, "substitute"))
         parts.append(f"SELECT generator, item, metric_id, value, n_eval, n_failed, n_skipped, reason, protocol, "
                      f"{extra} FROM {t} WHERE level = 'item'")
     if not parts:
         raise ValueError("no EntityBench metric partition has been materialised yet")
     records = con.execute(" UNION ALL ".join(parts)).df()
     tiers = con.execute("SELECT episode_id AS item, tier FROM entitybench_episode").df()
-    board = leaderboard_table(records, tiers)
-    board = board.merge(comparability_table(records), on=["generator", "metric_id"], how="left")
-    overall = board[board.tier == "all"].pivot(index="metric_id", columns="generator", values="value")
-    gate = gate_diagnostics(records)
-    n_eval_fail = int(board.loc[board.tier == "all", C.EVAL].sum())
-    return Output(board, metadata={"generators": MetadataValue.json(sorted(board["generator"].unique().tolist())),
-                                   "table": MetadataValue.md(overall.to_markdown() if len(overall) else "empty"),
-                                   "gate_diagnostics": MetadataValue.md(gate.to_markdown(index=False)
-                                                                        if len(gate) else "none"),
-                                   "evaluator_failures": n_eval_fail} | report_metadata(store, BENCH))
+    table = board_frame(BENCH, board.leaderboard_rows(records, tiers, METRICS), METRICS)
+    gate = board.gate_diagnostics(records)
+    manifest = entitybench_manifest(models, judge)
+    main = table[table["slice"] == board.MAIN_SLICE]
+    return Output(table, metadata={
+        "generators": MetadataValue.json(sorted(table["generator"].unique().tolist())),
+        "table": MetadataValue.md(board_markdown(table, {"slice": board.MAIN_SLICE})),
+        "gate_diagnostics": MetadataValue.md(gate.to_markdown(index=False) if len(gate) else "none"),
+        "evaluator_failures": int(main["n_failed_evaluator"].sum()),
+        "generator_failures": int(main["n_failed"].sum()),
+        "protocol_digest": protocol_digest(manifest), "profile": manifest["profile"],
+        "judge_mode": manifest["judge_mode"],
+        "grounding_status_rule": MetadataValue.text(manifest["grounding_status_rule"]),
+        "manifest": MetadataValue.json(json.loads(json.dumps(manifest, default=str)))}
+        | report_metadata(store, BENCH))
 
 
 ASSETS = [entitybench_episode, entitybench_entity_registry, entitybench_dataset_statistics, entitybench_outputs,
@@ -925,62 +889,14 @@ def entitybench_gap_decay(context: AssetExecutionContext, store: Store) -> Outpu
         if "entitybench_llm_consistency" in tables else None
     tiers = store.query("SELECT episode_id AS item, tier FROM entitybench_episode") \
         if "entitybench_episode" in tables else None
-    table = AU.gap_decay_table(emb, llm, tiers)
-    png = AU.gap_decay_plot(table)
+    table = audit.gap_decay_table(emb, llm, tiers)
+    png = audit.gap_decay_plot(table)
     plot_id = store.put_bytes(png, "png") if png else None
     table["plot_id"] = plot_id
     meta = {"pairs": int(table["pairs"].sum()) if len(table) else 0}
     if plot_id:
         meta["plot"] = MetadataValue.path(store.artifact_path(plot_id))
     return Output(table, metadata=meta)
-
-
-@asset(group_name=METRIC_GROUP, code_version="4",
-       deps=[entitybench_leaderboard, entitybench_dataset_statistics, entitybench_gap_decay],
-       automation_condition=AutomationCondition.eager())
-def entitybench_report(context: AssetExecutionContext, store: Store, models: ModelRegistry,
-                       judge: Judge) -> Output[pd.DataFrame]:
-    """The HTML report (leaderboard with raw mean and coverage, models, dataset, gap decay) with one audit page
-    per (metric, generator): headline -> per episode -> per instance -> crops, frames, judge answers."""
-    if not store.is_local:
-        raise ValueError(f"the HTML report is written next to a local store; {store.root} is remote")
-    manifest = entitybench_manifest(models, judge)
-    board = store.query("SELECT * FROM entitybench_leaderboard")
-    out = Path(store.root) / "reports" / "entitybench.html"
-    tables = set(store.asset_tables())
-    # the shared audit pages (core/audit.py): a reason shared by many rows is shown once with its count
-    n_pages = write_audit_pages(store, board, out.parent / "audit", METRIC_TABLES)
-    gap = store.query("SELECT * FROM entitybench_gap_decay") if "entitybench_gap_decay" in tables else None
-    path = write_entitybench_report(store, manifest, board, out, gap_decay=gap)
-    df = pd.DataFrame([{"path": str(path), "protocol_digest": protocol_digest(manifest),
-                        "manifest_json": json.dumps(manifest, sort_keys=True, default=str)}])
-    return Output(df, metadata={"report": MetadataValue.path(str(path)),
-                                "open": MetadataValue.url(path.resolve().as_uri()),
-                                "audit_pages": n_pages, "protocol_digest": protocol_digest(manifest),
-                                "profile": manifest["profile"], "judge_mode": manifest["judge_mode"]})
-
-
-def effect_size_table(records: pd.DataFrame) -> pd.DataFrame:
-    """Per metric and ordered generator pair: pooled Cohen's d over episode values and paired d_z over the
-    episodes both have; refused (None, with the reason) when the two were scored under different protocols."""
-    rows = []
-    vals = records.dropna(subset=["value"])
-    for mid, part in vals.groupby("metric_id"):
-        gens = sorted(part["generator"].unique())
-        for a in gens:
-            for b in gens:
-                if a >= b:
-                    continue
-                pa, pb = part[part.generator == a], part[part.generator == b]
-                protocols = set(pa["protocol"].dropna()) | set(pb["protocol"].dropna())
-                ok = len(protocols) <= 1
-                ea, eb = dict(zip(pa["item"], pa["value"])), dict(zip(pb["item"], pb["value"]))
-                rows.append({"metric_id": mid, "generator_a": a, "generator_b": b, "comparable": ok,
-                             "cohens_d": cohens_d(ea.values(), eb.values()) if ok else None,
-                             "d_z": paired_dz(ea, eb) if ok else None,
-                             "n_a": len(ea), "n_b": len(eb), "n_shared": len(set(ea) & set(eb)),
-                             "reason": None if ok else "not comparable: manifests differ"})
-    return pd.DataFrame(rows)
 
 
 @asset(group_name=METRIC_GROUP, code_version="1", deps=[entitybench_leaderboard],
@@ -990,10 +906,24 @@ def entitybench_effect_sizes(context: AssetExecutionContext, store: Store) -> Ou
     tables = set(store.asset_tables())
     parts = [f"SELECT generator, item, metric_id, value, protocol FROM {t} WHERE level = 'item'"
              for t in METRIC_TABLES if t in tables]
-    table = effect_size_table(store.query(" UNION ALL ".join(parts)))
+    table = board.effect_size_table(store.query(" UNION ALL ".join(parts)))
     return Output(table, metadata={"pairs": len(table)})
+
+
+@asset(name="entitybench_manifest", group_name=METRIC_GROUP, code_version="1", deps=[entitybench_leaderboard],
+       automation_condition=AutomationCondition.eager())
+def entitybench_manifest_table(context: AssetExecutionContext, models: ModelRegistry,
+                               judge: Judge) -> Output[pd.DataFrame]:
+    """The run's protocol manifest (checkpoints, judge, constants, grounding status rule) as one row: the report
+    site's EntityBench page shows its models and profile from ``manifest_json``."""
+    manifest = entitybench_manifest(models, judge)
+    df = pd.DataFrame([{"protocol_digest": protocol_digest(manifest), "profile": manifest["profile"],
+                        "judge_mode": manifest["judge_mode"],
+                        "manifest_json": json.dumps(manifest, sort_keys=True, default=str)}])
+    return Output(df, metadata={"protocol_digest": protocol_digest(manifest), "profile": manifest["profile"],
+                                "judge_mode": manifest["judge_mode"]})
 
 
 ASSETS.append(entitybench_gap_decay)
 ASSETS.append(entitybench_effect_sizes)
-ASSETS.append(entitybench_report)
+ASSETS.append(entitybench_manifest_table)

@@ -8,7 +8,7 @@ from typing import Optional
 
 import pandas as pd
 
-from bench_assets.entitybench import judging as J
+from bench_assets.entitybench import judging
 
 
 SIGNALS = {"gap_decay_embedding": "embedding_cosine", "gap_decay_embedding_allpairs": "embedding_cosine_allpairs",
@@ -51,7 +51,7 @@ def gap_decay_table(dino_pairs: Optional[pd.DataFrame], llm_pairs: Optional[pd.D
         g["tier"] = tier_name
         frames.append(g)
     out = pd.concat(frames).rename(columns={"count": "pairs"})
-    order = {f"{lo}-{hi}": i for i, (lo, hi) in enumerate(J.GAP_BINS)}
+    order = {f"{lo}-{hi}": i for i, (lo, hi) in enumerate(judging.GAP_BINS)}
     tier_order = {"all": 0, "easy": 1, "medium": 2, "hard": 3}
     out["_b"], out["_t"] = out["gap_bin"].map(order), out["tier"].map(tier_order)
     out = out.sort_values(["signal", "entity_type", "_t", "generator", "_b"]).drop(columns=["_b", "_t"])
@@ -70,7 +70,7 @@ def gap_decay_plot(table: pd.DataFrame) -> Optional[bytes]:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    bins = [f"{lo}-{hi}" for lo, hi in J.GAP_BINS]
+    bins = [f"{lo}-{hi}" for lo, hi in judging.GAP_BINS]
     t = table[table["tier"] == "all"]
     panels = sorted({(r.signal, r.entity_type) for r in t.itertuples()})
     if not panels:

@@ -5,9 +5,8 @@
 cannot run). Evaluator failures never enter the coverage denominator: a judge outage must not lower a
 generator's score, and the partition is re-run when the evaluator state changes.
 
-Coverage policy per family (spec "Aggregation across episodes"): Pillar 1, presence and cs_face /
-cs_object are fixed at coverage 1 (the value is the raw mean; the counts are still shown); the
-others apply their measured coverage.
+Coverage policy per family: each metric's spec (metric_specs.py, ``coverage_policy``); the board's arithmetic
+is board.py.
 """
 from __future__ import annotations
 
@@ -20,16 +19,6 @@ from bench_assets.core.tables import instance_row, metric_frame, record_row
 
 EVAL = "n_failed_evaluator"
 EXTRA_COLUMNS = {EVAL: "Int64", "substitute": "string"}
-
-FIXED_COVERAGE_PREFIXES = ("subject_consistency", "temporal_flickering", "motion_smoothness", "dynamic_degree",
-                           "aesthetic_quality", "imaging_quality", "intra_character_presence",
-                           "intra_object_presence", "intra_location_presence", "cs_face", "cs_object")
-
-
-def coverage_fixed(metric_id: str) -> bool:
-    """True for the families the spec fixes at coverage 1 (``cs_face_identity`` follows ``cs_face``)."""
-    return metric_id in FIXED_COVERAGE_PREFIXES or metric_id == "cs_face_identity"
-
 
 def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The shared long metric table plus the evaluator-failure count (0 where a row says nothing)."""

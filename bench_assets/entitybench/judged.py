@@ -16,9 +16,7 @@ import pandas as pd
 
 from bench_assets.core.records import MetricRecord
 from bench_assets.core.tables import instance_row, record_row
-from bench_assets.entitybench import counts as C
-from bench_assets.entitybench import dataset as D
-from bench_assets.entitybench import judging as J
+from bench_assets.entitybench import counts, dataset, judging
 from bench_assets.entitybench.constants import ACTION_FRAMES, LOCATION_FRAMES
 from bench_assets.entitybench.metrics import centroid_scores
 from bench_resources.judge import JudgeResult
@@ -29,18 +27,18 @@ UNAVAILABLE = "unavailable"    # grounding status when the evaluator cannot grou
 
 
 def fidelity_metric_ids(entity_type: str) -> list[str]:
-    p = J.TYPE_PREFIX[entity_type]
-    return [f"intra_{p}_fidelity", *[f"intra_{p}_{c}" for c in J.CRITERIA[entity_type]]]
+    p = judging.TYPE_PREFIX[entity_type]
+    return [f"intra_{p}_fidelity", *[f"intra_{p}_{c}" for c in judging.CRITERIA[entity_type]]]
 
 
 def llm_metric_ids(entity_type: str) -> list[str]:
-    p = J.LLM_PREFIX[entity_type]
-    return [f"llm_{p}_accuracy", f"llm_{p}_mean_score", *[f"llm_{p}_{c}" for c in J.CRITERIA[entity_type]]]
+    p = judging.LLM_PREFIX[entity_type]
+    return [f"llm_{p}_accuracy", f"llm_{p}_mean_score", *[f"llm_{p}_{c}" for c in judging.CRITERIA[entity_type]]]
 
 
-ACTION_IDS = [f"intra_action_{f}" for f in J.ACTION_FIELDS]
-ALL_JUDGED_IDS = ([m for t in D.ENTITY_TYPES for m in fidelity_metric_ids(t)] + ACTION_IDS
-                  + [m for t in D.ENTITY_TYPES for m in llm_metric_ids(t)])
+ACTION_IDS = [f"intra_action_{f}" for f in judging.ACTION_FIELDS]
+ALL_JUDGED_IDS = ([m for t in dataset.ENTITY_TYPES for m in fidelity_metric_ids(t)] + ACTION_IDS
+                  + [m for t in dataset.ENTITY_TYPES for m in llm_metric_ids(t)])
 
 
 def _answer_detail(res: JudgeResult, **extra) -> dict:
@@ -54,18 +52,19 @@ def _why(reasons) -> Optional[str]:
 
 # ---------------------------------------------------------------------------------------------- fidelity
 
-def fidelity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, load_crop: Callable, ask_many) -> list[dict]:
+def fidelity_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFrame, load_crop: Callable,
+                  ask_many) -> list[dict]:
     """Per (shot, entity) with status present/weak: the judge scores the canonical crop against its description.
     Episode value: mean over the type's entities in a shot, then over shots. A judge that fails or is off is the
     evaluator's failure (``n_failed_evaluator``), never the generator's."""
     keys = {"benchmark": "entitybench", "generator": generator, "item": ep.episode_id}
     reg = ep.registry
     todo = grounding[grounding["status"].isin(["present", "weak"]) & grounding["crop_id"].notna()]
-    reqs = [J.fidelity_request(r.entity_type, reg[r.entity_id].name, reg[r.entity_id].description,
-                               load_crop(r.crop_id)) for r in todo.itertuples()]
+    reqs = [judging.fidelity_request(r.entity_type, reg[r.entity_id].name, reg[r.entity_id].description,
+                                     load_crop(r.crop_id)) for r in todo.itertuples()]
     results = ask_many(reqs)
     rows = []
-    for etype in D.ENTITY_TYPES:
+    for etype in dataset.ENTITY_TYPES:
         ids = fidelity_metric_ids(etype)
         per_shot: dict[str, dict[int, list]] = {m: defaultdict(list) for m in ids}
         evaluator: dict[str, int] = defaultdict(int)
@@ -78,10 +77,11 @@ def fidelity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, load_c
                 reasons.add(res.reason or res.status)
                 for m in ids:
                     evaluator[m] += 1
-                    rows.append(C.evaluator_instance(m, "appearance", res.reason, shot=int(r.shot),
-                                                     entity_id=r.entity_id, crop_id=r.crop_id, detail=detail, **keys))
+                    rows.append(counts.evaluator_instance(m, "appearance", res.reason, shot=int(r.shot),
+                                                          entity_id=r.entity_id, crop_id=r.crop_id, detail=detail,
+                                                          **keys))
                 continue
-            vals = J.fidelity_values(res.answer, etype)
+            vals = judging.fidelity_values(res.answer, etype)
             for m, v in zip(ids, vals.values()):
                 per_shot[m][int(r.shot)].append(v)
                 rows.append(instance_row(m, v, "appearance", shot=int(r.shot), entity_id=r.entity_id,
@@ -89,14 +89,36 @@ def fidelity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, load_c
                                          source_sha256=r.source_sha256, detail=detail, **keys))
         if not (grounding["entity_type"] == etype).any():
             continue
+        # a (shot, entity) of an undelivered shot is an instance the generator failed (paper Eq. 23: a zero)
+        lost = grounding[(grounding["entity_type"] == etype) & (grounding["status"] == SHOT_ERROR)]
+        for r in lost.itertuples():
+            for m in ids:
+                rows.append(counts.failed_instance(m, "appearance", r.reason if isinstance(r.reason, str) else
+                                                   "shot missing", shot=int(r.shot), entity_id=r.entity_id, **keys))
+        if len(lost):
+            reasons.add(f"{len(lost)} appearances in undelivered shots")
         no_crop = "; ".join(sorted(set(grounding.loc[grounding["entity_type"] == etype, "reason"].dropna())))[:300]
         for m in ids:
             shot_means = [float(np.mean(v)) for v in per_shot[m].values()]
             n_eval = sum(len(v) for v in per_shot[m].values())
             why = _why(reasons) or (None if n_eval else f"no present or weak crop ({no_crop or 'absent'})")
-            rec = MetricRecord(m, float(np.mean(shot_means)) if n_eval else None, n_eval, 0, 0, why)
-            rows.append(record_row(rec, **keys) | {C.EVAL: evaluator[m]})
+            rec = MetricRecord(m, float(np.mean(shot_means)) if n_eval else None, n_eval, len(lost), 0, why)
+            rows.append(record_row(rec, **keys) | {counts.EVAL: evaluator[m]})
     return rows
+
+
+def undelivered(grounding: pd.DataFrame) -> set[tuple[int, str]]:
+    """(shot, entity) scheduled in a shot the generator did not deliver (missing or undecodable)."""
+    g = grounding[grounding["status"] == SHOT_ERROR]
+    return {(int(r.shot), r.entity_id) for r in g.itertuples()}
+
+
+def touched(ep: dataset.Episode, entity_id: str, lost: set[tuple[int, str]]) -> list[int]:
+    """The undelivered shots of a cross-shot entity (scheduled in >= 2 shots); [] when none or not cross-shot.
+    Every cross-shot instance of such an entity reads them (its centroid or anchor is built over all its
+    appearances), so each counts as the generator's failure: delivering fewer shots can never raise the value."""
+    shots = ep.appearances(entity_id)
+    return [k for k in shots if (k, entity_id) in lost] if len(shots) >= 2 else []
 
 
 def fidelity_overall(fidelity: Optional[pd.DataFrame]) -> dict[tuple[int, str], Optional[float]]:
@@ -168,7 +190,7 @@ def resolve_action(action: str, registry: dict, entity_ids) -> tuple[str, list[s
     return text, named
 
 
-def action_rows(generator: str, ep: D.Episode, clips: dict, errors: dict, detect: Optional[Callable],
+def action_rows(generator: str, ep: dataset.Episode, clips: dict, errors: dict, detect: Optional[Callable],
                 detect_reason: Optional[str], ask_many, judge_reason: Optional[str] = None) -> list[dict]:
     """``judge_reason`` set (judge off, no key): every shot is the evaluator's failure, no detection or grid
     is built. Missing shot -> the generator's n_failed; no scheduled character -> n_skipped."""
@@ -186,13 +208,16 @@ def action_rows(generator: str, ep: D.Episode, clips: dict, errors: dict, detect
         if clip is None:
             why = errors.get(shot.index, "shot missing")
             reasons.add(why)
-            for f in J.ACTION_FIELDS:
+            names_object = bool(resolve_action(shot.action, reg, subjects)[1])
+            for f in judging.ACTION_FIELDS:
+                if f == "object_interaction" and not names_object:
+                    continue  # never an instance of this shot, delivered or not
                 failed[f] += 1
-                rows.append(C.failed_instance(f"intra_action_{f}", "shot", why, shot=shot.index, **keys))
+                rows.append(counts.failed_instance(f"intra_action_{f}", "shot", why, shot=shot.index, **keys))
             continue
         if not chars:
             reasons.add("no scheduled character")
-            for f in J.ACTION_FIELDS:
+            for f in judging.ACTION_FIELDS:
                 skipped[f] += 1
                 rows.append(instance_row(f"intra_action_{f}", None, "shot", reason="no scheduled character",
                                          shot=shot.index, **keys))
@@ -200,31 +225,31 @@ def action_rows(generator: str, ep: D.Episode, clips: dict, errors: dict, detect
         why = judge_reason or (detect_reason if detect is None else None)
         if why:
             reasons.add(why)
-            for f in J.ACTION_FIELDS:
+            for f in judging.ACTION_FIELDS:
                 evaluator[f] += 1
-                rows.append(C.evaluator_instance(f"intra_action_{f}", "shot", why, shot=shot.index, **keys))
+                rows.append(counts.evaluator_instance(f"intra_action_{f}", "shot", why, shot=shot.index, **keys))
             continue
         idx, frames = clip.even(ACTION_FRAMES)
         boxes = detect(list(frames), subjects)
         names = {e: reg[e].name for e in subjects}
-        grid = J.action_grid(list(frames), boxes, names)
+        grid = judging.action_grid(list(frames), boxes, names)
         text, named = resolve_action(shot.action, reg, subjects)
         names_object = bool(named)
         legend = {reg[e].name: reg[e].description for e in subjects}
-        jobs.append((shot, clip, names_object, J.action_request(grid, text, legend, names_object), grid))
+        jobs.append((shot, clip, names_object, judging.action_request(grid, text, legend, names_object), grid))
     results = ask_many([j[3] for j in jobs])
     values: dict[str, list] = defaultdict(list)
     for (shot, clip, names_object, req, grid), res in zip(jobs, results):
         detail = _answer_detail(res, names_object=names_object)
         if res.status != "ok":
             reasons.add(res.reason or res.status)
-            for f in J.ACTION_FIELDS:
+            for f in judging.ACTION_FIELDS:
                 evaluator[f] += 1
-                rows.append(C.evaluator_instance(f"intra_action_{f}", "shot", res.reason, shot=shot.index,
-                                                 detail=detail, source_sha256=clip.sha256, **keys))
+                rows.append(counts.evaluator_instance(f"intra_action_{f}", "shot", res.reason, shot=shot.index,
+                                                      detail=detail, source_sha256=clip.sha256, **keys))
             continue
-        vals = J.action_values(res.answer)
-        for f in J.ACTION_FIELDS:
+        vals = judging.action_values(res.answer)
+        for f in judging.ACTION_FIELDS:
             v = vals.get(f)
             if v is not None:
                 values[f].append(v)
@@ -232,16 +257,16 @@ def action_rows(generator: str, ep: D.Episode, clips: dict, errors: dict, detect
                                      source_sha256=clip.sha256,
                                      reason=None if v is not None else "action names no object", **keys)
                         | ({"n_skipped": 0} if v is None else {}))
-    for f in J.ACTION_FIELDS:
-        rows.append(C.record(f"intra_action_{f}", values[f], n_failed=failed[f], n_skipped=skipped[f],
-                             n_failed_evaluator=evaluator[f], reason=_why(reasons), **keys))
+    for f in judging.ACTION_FIELDS:
+        rows.append(counts.record(f"intra_action_{f}", values[f], n_failed=failed[f], n_skipped=skipped[f],
+                                  n_failed_evaluator=evaluator[f], reason=_why(reasons), **keys))
     return rows
 
 
 # ---------------------------------------------------------------------------------------------- LLM consistency
 
-def llm_entity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, fidelity: dict, embed: Optional[Callable],
-                    embed_reason: Optional[str], load_crop: Callable, ask_many,
+def llm_entity_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFrame, fidelity: dict,
+                    embed: Optional[Callable], embed_reason: Optional[str], load_crop: Callable, ask_many,
                     judge_reason: Optional[str] = None) -> list[dict]:
     """Characters and objects: anchor = admitted crop closest to the centroid; every other scheduled appearance
     is one comparison against it.
@@ -252,8 +277,10 @@ def llm_entity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, fide
     closed-vocabulary box that cannot be attributed, a missing embedder or an absent judge are the evaluator's."""
     keys = {"benchmark": "entitybench", "generator": generator, "item": ep.episode_id}
     states = appearance_states(grounding, fidelity)
+    lost = undelivered(grounding)
     rows, jobs = [], []
     skipped: dict[str, int] = defaultdict(int)
+    failed: dict[str, int] = defaultdict(int)
     evaluator: dict[str, int] = defaultdict(int)
     reasons: dict[str, set] = defaultdict(set)
     for etype in ("character", "object"):
@@ -261,6 +288,15 @@ def llm_entity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, fide
         for ent in (e for e in ep.entities if e.type == etype):
             scheduled = ep.appearances(ent.id)
             if len(scheduled) < 2:
+                continue
+            missing = touched(ep, ent.id, lost)
+            if missing:  # the anchor would have been chosen over every appearance: each comparison failed
+                why = f"{ent.id}: shots {missing} not delivered (the anchor reads every appearance)"
+                reasons[etype].add("appearances in undelivered shots")
+                for k in scheduled[1:]:
+                    for m in ids:
+                        rows.append(counts.failed_instance(m, "pair", why, shot=k, entity_id=ent.id, **keys))
+                failed[etype] += len(scheduled) - 1
                 continue
             adm, _ = admitted(grounding, fidelity, ent.id)
             by_shot = {int(s): i for i, s in enumerate(adm["shot"])}
@@ -282,13 +318,13 @@ def llm_entity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, fide
                 if side == "admitted":
                     r = adm.iloc[by_shot[k]]
                     jobs.append((etype, ent, k, anchor_shot, r,
-                                 J.identity_request(etype, ent.name, ent.description, crops[by_shot[anchor_shot]],
-                                                    crops[by_shot[k]])))
+                                 judging.identity_request(etype, ent.name, ent.description, crops[by_shot[anchor_shot]],
+                                                          crops[by_shot[k]])))
                     continue
                 reasons[etype].add(why if side == "evaluator" else "gated-out or absent appearance")
                 for m in ids:
                     if side == "evaluator":
-                        rows.append(C.evaluator_instance(m, "pair", why, shot=k, entity_id=ent.id, **keys))
+                        rows.append(counts.evaluator_instance(m, "pair", why, shot=k, entity_id=ent.id, **keys))
                     else:
                         rows.append(instance_row(m, None, "pair", shot=k, entity_id=ent.id, reason=why, **keys))
                 (evaluator if side == "evaluator" else skipped)[etype] += 1
@@ -297,15 +333,15 @@ def llm_entity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, fide
     for (etype, ent, k, anchor_shot, r, _), res in zip(jobs, results):
         ids = llm_metric_ids(etype)
         detail = _answer_detail(res, anchor_shot=anchor_shot, shot_distance=abs(k - anchor_shot),
-                                gap_bin=J.gap_bin(abs(k - anchor_shot)), entity_type=etype)
+                                gap_bin=judging.gap_bin(abs(k - anchor_shot)), entity_type=etype)
         if res.status != "ok":
             reasons[etype].add(res.reason or res.status)
             evaluator[etype] += 1
             for m in ids:
-                rows.append(C.evaluator_instance(m, "pair", res.reason, shot=k, entity_id=ent.id, crop_id=r.crop_id,
-                                                 detail=detail, **keys))
+                rows.append(counts.evaluator_instance(m, "pair", res.reason, shot=k, entity_id=ent.id,
+                                                      crop_id=r.crop_id, detail=detail, **keys))
             continue
-        pv = J.pair_values(res.answer, etype)
+        pv = judging.pair_values(res.answer, etype)
         for m, v in zip(ids, pv.values()):
             vals[m].append(v)
             rows.append(instance_row(m, v, "pair", shot=k, entity_id=ent.id, crop_id=r.crop_id,
@@ -314,13 +350,14 @@ def llm_entity_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, fide
     for etype in ("character", "object"):
         for m in llm_metric_ids(etype):
             why = _why(reasons[etype])
-            n = skipped[etype] + evaluator[etype] + len(vals[m])
-            rows.append(C.record(m, vals[m], n_skipped=skipped[etype], n_failed_evaluator=evaluator[etype],
-                                 reason=why or (None if n else f"no {etype} scheduled in >= 2 shots"), **keys))
+            n = skipped[etype] + failed[etype] + evaluator[etype] + len(vals[m])
+            rows.append(counts.record(m, vals[m], n_skipped=skipped[etype], n_failed=failed[etype],
+                                      n_failed_evaluator=evaluator[etype],
+                                      reason=why or (None if n else f"no {etype} scheduled in >= 2 shots"), **keys))
     return rows
 
 
-def location_admitted(ep: D.Episode, grounding: pd.DataFrame, fidelity: dict, clips: dict,
+def location_admitted(ep: dataset.Episode, grounding: pd.DataFrame, fidelity: dict, clips: dict,
                       loc_id: str) -> tuple[list[int], int, list[int]]:
     """(admitted shots, gated-out count, shots admitted ungated) of one location: present and fidelity >= tau
     (or None), like characters and objects. A shot the evaluator could not ground (no location detector
@@ -342,7 +379,8 @@ def location_admitted(ep: D.Episode, grounding: pd.DataFrame, fidelity: dict, cl
     return ok, gated, ungated
 
 
-def llm_location_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, clips: dict, embed: Optional[Callable],
+def llm_location_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFrame, clips: dict,
+                      embed: Optional[Callable],
                       embed_reason: Optional[str], ask_many, judge_reason: Optional[str] = None,
                       fidelity: Optional[dict] = None) -> list[dict]:
     """Locations on full frames, pairwise against the anchor shot (closest to the location's centroid); each call
@@ -351,12 +389,20 @@ def llm_location_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, cl
     keys = {"benchmark": "entitybench", "generator": generator, "item": ep.episode_id}
     ids = llm_metric_ids("location")
     rows, jobs = [], []
-    skipped = evaluator = 0
+    skipped = evaluator = failed = 0
     reasons: set[str] = set()
     ungated_by_loc: dict[str, list[int]] = {}
+    lost = undelivered(grounding)
     for loc in (e for e in ep.entities if e.type == "location"):
         shots = ep.appearances(loc.id)
         if len(shots) < 2:
+            continue
+        missing = touched(ep, loc.id, lost)
+        if missing:  # the location's instance reads all its shots (anchor, allcons over every pair)
+            failed += 1
+            why = f"{loc.id}: shots {missing} not delivered"
+            reasons.add("a location's shot not delivered")
+            rows.append(counts.failed_instance("llm_scene_accuracy", "entity", why, entity_id=loc.id, **keys))
             continue
         ok, gated, ungated = location_admitted(ep, grounding, fidelity or {}, clips, loc.id)
         ungated_by_loc[loc.id] = ungated
@@ -370,7 +416,7 @@ def llm_location_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, cl
             evaluator += 1
             why = judge_reason or embed_reason
             reasons.add(why)
-            rows.append(C.evaluator_instance("llm_scene_accuracy", "entity", why, entity_id=loc.id, **keys))
+            rows.append(counts.evaluator_instance("llm_scene_accuracy", "entity", why, entity_id=loc.id, **keys))
             continue
         mids = [clips[k].frames[clips[k].n_frames // 2] for k in ok]
         _, scores = centroid_scores(embed(mids))
@@ -378,24 +424,25 @@ def llm_location_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, cl
 
         def pick(k: int) -> list[np.ndarray]:
             _, frames = clips[k].even(LOCATION_FRAMES)
-            return [frames[i] for i in J.sharpest(list(frames), 2)]
+            return [frames[i] for i in judging.sharpest(list(frames), 2)]
 
         for k in ok:
             if k != anchor:
-                jobs.append((loc, k, anchor, J.location_request(loc.name, loc.description, pick(anchor), pick(k))))
+                jobs.append((loc, k, anchor,
+                             judging.location_request(loc.name, loc.description, pick(anchor), pick(k))))
     results = ask_many([j[-1] for j in jobs])
     per_loc: dict[str, list] = defaultdict(list)
     for (loc, k, anchor, _), res in zip(jobs, results):
         detail = _answer_detail(res, anchor_shot=anchor, shot_distance=abs(k - anchor),
-                                gap_bin=J.gap_bin(abs(k - anchor)), entity_type="location",
+                                gap_bin=judging.gap_bin(abs(k - anchor)), entity_type="location",
                                 ungated=k in ungated_by_loc.get(loc.id, []))
         if res.status != "ok":
             reasons.add(res.reason or res.status)
             per_loc[loc.id].append("failed")
             rows.append(instance_row("llm_scene_pair", None, "pair", shot=k, entity_id=loc.id, reason=res.reason,
-                                     detail=detail, **keys) | {"n_skipped": 0, C.EVAL: 1})
+                                     detail=detail, **keys) | {"n_skipped": 0, counts.EVAL: 1})
             continue
-        pv = J.pair_values(res.answer, "location")
+        pv = judging.pair_values(res.answer, "location")
         per_loc[loc.id].append(pv)
         rows.append(instance_row("llm_scene_pair", pv["sim"], "pair", shot=k, entity_id=loc.id, detail=detail,
                                  source_sha256=clips[k].sha256, **keys))
@@ -406,7 +453,7 @@ def llm_location_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, cl
             continue
         loc_vals = {"llm_scene_accuracy": float(np.prod([p["same"] for p in pairs])),
                     "llm_scene_mean_score": float(np.mean([p["sim"] for p in pairs])),
-                    **{f"llm_scene_{c}": float(np.mean([p[c] for p in pairs])) for c in J.CRITERIA["location"]}}
+                    **{f"llm_scene_{c}": float(np.mean([p[c] for p in pairs])) for c in judging.CRITERIA["location"]}}
         for m, v in loc_vals.items():
             vals[m].append(v)
             rows.append(instance_row(m, v, "entity", entity_id=lid,
@@ -414,7 +461,7 @@ def llm_location_rows(generator: str, ep: D.Episode, grounding: pd.DataFrame, cl
                                      **keys))
     why = _why(reasons)
     for m in ids:
-        n = skipped + evaluator + len(vals[m])
-        rows.append(C.record(m, vals[m], n_skipped=skipped, n_failed_evaluator=evaluator,
-                             reason=why or (None if n else "no location scheduled in >= 2 shots"), **keys))
+        n = skipped + failed + evaluator + len(vals[m])
+        rows.append(counts.record(m, vals[m], n_skipped=skipped, n_failed=failed, n_failed_evaluator=evaluator,
+                                  reason=why or (None if n else "no location scheduled in >= 2 shots"), **keys))
     return rows

@@ -1,8 +1,172 @@
 """Every metric of the entitybench board, declared once (core/metric_spec.py): the board, the site, the CLI
-(`bench metrics`), validity and parity read these."""
+(`bench metrics`), validity and parity read these.
+
+The 51 metrics of the paper (spec ../shared/spec/entitybench.md; paper Tables 12-14) keep the paper's ids;
+``cs_face_identity`` is an addition of this project (face-identity vectors beside the paper's DINOv2 ``cs_face``).
+``coverage_policy``: "reported" for the families the spec fixes at coverage 1 (Pillar 1, presence, cs_face /
+cs_object and cs_face_identity beside it): a gated-out or not computable instance is not a zero there, but a shot
+the generator did not deliver still is (paper Eq. 23: failed instances stay in the denominator); "applied" for
+the others (value = raw mean x coverage, every skip and failure a zero contribution).
+``slots``: the model slots whose checkpoint decides the value (grounding crops come from the detector + CLIP).
+"""
 from __future__ import annotations
 
-from bench_assets.core.metric_spec import MetricSpec, MetricSpecs
+from bench_assets.core.metric_spec import ADDITION, MetricSpec, MetricSpecs
 
-METRICS = MetricSpecs("entitybench", [
-])
+GROUNDING = ("open_vocab_detector", "clip_b32")
+METRIC_TABLES = {"pillar1": "entitybench_pillar1", "presence": "entitybench_presence_consistency",
+                 "fidelity": "entitybench_fidelity", "action": "entitybench_action",
+                 "llm": "entitybench_llm_consistency"}
+
+# family names as the site shows them (core/site.py SPECS["entitybench"].families)
+PILLAR1 = "Pillar 1: intra-shot quality"
+PRESENCE = "presence"
+FIDELITY = {"character": "fidelity: face", "object": "fidelity: object", "location": "fidelity: location"}
+ACTION = "action"
+CROSS_SHOT = "cross-shot DINOv2"
+LLM = {"character": "LLM face", "object": "LLM object", "location": "LLM scene"}
+DIAGNOSTICS = "diagnostics"
+
+CRITERIA = {  # the judge's criteria per entity type (judging.CRITERIA; repeated so the specs import no model code)
+    "character": ("face", "hair", "clothing", "build"),
+    "object": ("shape", "color_texture", "proportions", "details"),
+    "location": ("layout", "color_mood", "landmarks", "perspective"),
+}
+FIDELITY_PREFIX = {"character": "face", "object": "object", "location": "location"}
+LLM_PREFIX = {"character": "face", "object": "object", "location": "scene"}
+
+_PILLAR1_AGG = "mean over shots (an undelivered shot counts as a zero)"
+_GATE_AGG = "fidelity-gate-corrected mean (raw mean x coverage)"
+
+
+def _pillar1() -> list[MetricSpec]:
+    table = (METRIC_TABLES["pillar1"],)
+    return [
+        MetricSpec("subject_consistency", PILLAR1, "higher",
+                   "mean cosine of consecutive frames' image embeddings (DINOv2 in the paper)",
+                   slots=("image_embedder",), inputs=table, aggregation=_PILLAR1_AGG),
+        MetricSpec("temporal_flickering", PILLAR1, "higher",
+                   "1 - mean absolute difference of consecutive frames (pixels in [0,1])", inputs=table,
+                   aggregation=_PILLAR1_AGG),
+        MetricSpec("motion_smoothness", PILLAR1, "higher",
+                   "(255 - MAE)/255 of flow-interpolated odd frames", slots=("flow",), inputs=table,
+                   aggregation=_PILLAR1_AGG),
+        MetricSpec("dynamic_degree", PILLAR1, "higher",
+                   "fraction of frame pairs (~8 fps) whose top-5% flow magnitude exceeds 6*min(H,W)/256",
+                   slots=("flow",), inputs=table, aggregation=_PILLAR1_AGG),
+        MetricSpec("aesthetic_quality", PILLAR1, "higher",
+                   "LAION aesthetic predictor on CLIP ViT-L/14 embeddings, /10, mean over frames",
+                   slots=("aesthetic", "clip_l14"), inputs=table, aggregation=_PILLAR1_AGG),
+        MetricSpec("imaging_quality", PILLAR1, "higher", "MUSIQ per frame, native 0-100, mean over frames",
+                   scale=(0.0, 100.0), slots=("musiq",), inputs=table, aggregation=_PILLAR1_AGG),
+    ]
+
+
+def _presence() -> list[MetricSpec]:
+    return [MetricSpec(f"intra_{t}_presence", PRESENCE, "higher",
+                       f"per shot scheduling a {t}: share of its scheduled {t}s grounded 'present'",
+                       slots=GROUNDING, inputs=(METRIC_TABLES["presence"], "entitybench_grounding"),
+                       aggregation="mean over shots scheduling the type (an undelivered shot counts as a zero)")
+            for t in ("character", "object", "location")]
+
+
+def _fidelity() -> list[MetricSpec]:
+    out = []
+    for t, p in FIDELITY_PREFIX.items():
+        ids = [(f"intra_{p}_fidelity", f"judge's overall fidelity of the {t}'s canonical crop to its description")]
+        ids += [(f"intra_{p}_{c}", f"judge's {c.replace('_', ' ')} score of the {t}'s crop (1-10, /10)")
+                for c in CRITERIA[t]]
+        for mid, desc in ids:
+            out.append(MetricSpec(mid, FIDELITY[t], "higher", desc, slots=GROUNDING,
+                                  inputs=(METRIC_TABLES["fidelity"], "entitybench_grounding"),
+                                  coverage_policy="applied",
+                                  aggregation="mean over the type's entities in a shot, then over shots; "
+                                              "gate-corrected across episodes"))
+    return out
+
+
+def _action() -> list[MetricSpec]:
+    desc = {"overall": "does the shot depict the action correctly (1-10, /10)",
+            "depicted": "is the action depicted at all (0/1)",
+            "subject_identity": "are the labelled boxes the right characters (1-10, /10)",
+            "subject_action": "does the named subject perform the verb (1-10, /10)",
+            "object_interaction": "is the named object used as described (None when the action names none)",
+            "motion_quality": "is the motion natural across frames (1-10, /10)"}
+    return [MetricSpec(f"intra_action_{f}", ACTION, "higher", f"judge on a 2x3 grid of boxed frames: {d}",
+                       slots=("open_vocab_detector",), inputs=(METRIC_TABLES["action"],),
+                       coverage_policy="applied", aggregation=_GATE_AGG)
+            for f, d in desc.items()]
+
+
+def _cross_shot() -> list[MetricSpec]:
+    table = (METRIC_TABLES["presence"], "entitybench_grounding", "entitybench_fidelity")
+    return [
+        MetricSpec("cs_face", CROSS_SHOT, "higher",
+                   "cosine of each admitted character crop to its character's embedding centroid",
+                   slots=("image_embedder", *GROUNDING), inputs=table,
+                   aggregation="mean over admitted appearances (gated-out ones are not instances; every "
+                               "appearance of a character touched by an undelivered shot counts as a zero)"),
+        MetricSpec("cs_object", CROSS_SHOT, "higher",
+                   "cosine of each admitted object crop to its object's embedding centroid",
+                   slots=("image_embedder", *GROUNDING), inputs=table,
+                   aggregation="mean over admitted appearances (gated-out ones are not instances; every "
+                               "appearance of an object touched by an undelivered shot counts as a zero)"),
+        MetricSpec("cs_transition_boundary", CROSS_SHOT, "higher",
+                   "cosine of the last frame of shot k and the first of k+1 over continuation pairs",
+                   slots=("image_embedder", *GROUNDING), inputs=table, coverage_policy="applied",
+                   aggregation=_GATE_AGG),
+        MetricSpec("cs_face_identity", CROSS_SHOT, "higher",
+                   "an addition beside cs_face: face-identity vector (ArcFace; YuNet+SFace offline) of each "
+                   "admitted character appearance against the leave-one-out centroid of its other faces",
+                   paper_id=ADDITION, slots=("face", *GROUNDING), inputs=table,
+                   aggregation="mean over admitted appearances with a face (as cs_face)",
+                   validity=("identity_swap", "shot_duplication", "colour_shift")),
+    ]
+
+
+def _llm() -> list[MetricSpec]:
+    out = []
+    for t, p in LLM_PREFIX.items():
+        if t == "location":
+            table = (METRIC_TABLES["llm"], "entitybench_grounding", "entitybench_fidelity")
+            head = [(f"llm_{p}_accuracy", "per location: product of the judge's 'same' over its pairs against the "
+                                          "anchor shot (allcons)"),
+                    (f"llm_{p}_mean_score", "per location: mean of the judge's 'sim' over its pairs")]
+            agg = "gate-corrected mean over locations scheduled in >= 2 shots"
+        else:
+            table = (METRIC_TABLES["llm"], "entitybench_grounding", "entitybench_fidelity")
+            head = [(f"llm_{p}_accuracy", f"judge's 'same' of each {t} appearance against its anchor crop"),
+                    (f"llm_{p}_mean_score", f"judge's 'sim' of each {t} appearance against its anchor crop")]
+            agg = "gate-corrected mean over (entity, scheduled appearance) comparisons"
+        ids = head + [(f"llm_{p}_{c}", f"judge's {c.replace('_', ' ')} consistency against the anchor (1-10, /10)")
+                      for c in CRITERIA[t]]
+        for mid, desc in ids:
+            out.append(MetricSpec(mid, LLM[t], "higher", desc, slots=("image_embedder", *GROUNDING),
+                                  inputs=table, coverage_policy="applied", aggregation=agg))
+    return out
+
+
+def _diagnostics() -> list[MetricSpec]:
+    """Rows of the metric tables that are not board metrics (kept for the gate count and the gap-decay curves)."""
+    return [
+        MetricSpec("_meta_cross_shot_gate", DIAGNOSTICS, "none",
+                   "gated-out appearances per episode (fidelity < 0.5), characters, objects and locations",
+                   scale=None, unit="appearances", coverage_policy="none", kind="diagnostic",
+                   slots=("image_embedder", *GROUNDING), inputs=(METRIC_TABLES["presence"],)),
+        MetricSpec("gap_decay_embedding", DIAGNOSTICS, "none",
+                   "embedding cosine of adjacent admitted appearances, binned by shot distance (paper Tables 19-21)",
+                   coverage_policy="none", kind="diagnostic", slots=("image_embedder", *GROUNDING),
+                   inputs=(METRIC_TABLES["presence"],)),
+        MetricSpec("gap_decay_embedding_allpairs", DIAGNOSTICS, "none",
+                   "embedding cosine of every pair of admitted appearances (the spec's all-pairs option)",
+                   paper_id=ADDITION, coverage_policy="none", kind="diagnostic",
+                   slots=("image_embedder", *GROUNDING), inputs=(METRIC_TABLES["presence"],)),
+        MetricSpec("llm_scene_pair", DIAGNOSTICS, "none",
+                   "the judge's 'sim' of one location pair (feeds llm_scene_* and the gap-decay curve)",
+                   coverage_policy="none", kind="diagnostic", slots=("image_embedder", *GROUNDING),
+                   inputs=(METRIC_TABLES["llm"],)),
+    ]
+
+
+METRICS = MetricSpecs("entitybench", [*_pillar1(), *_presence(), *_fidelity(), *_action(), *_cross_shot(),
+                                      *_llm(), *_diagnostics()])

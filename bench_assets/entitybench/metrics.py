@@ -9,6 +9,11 @@ from typing import Callable, Iterable, Optional, Sequence
 import cv2
 import numpy as np
 
+from bench_assets.core import kernels
+# the shared kernels (core/kernels.py) under the names this folder reads; their fast forms are pinned bit for bit
+from bench_assets.core.kernels import interpolate_midpoint
+from bench_assets.core.kernels import l2_normalise as _l2n
+from bench_assets.core.kernels import midpoint_error as _midpoint_error
 from bench_resources.models.flow import flow_magnitude
 
 FlowFn = Callable[[list[tuple[np.ndarray, np.ndarray]]], list[np.ndarray]]
@@ -16,11 +21,6 @@ FlowFn = Callable[[list[tuple[np.ndarray, np.ndarray]]], list[np.ndarray]]
 DYNAMIC_FPS = 8.0
 DYNAMIC_TOP_FRACTION = 0.05
 DYNAMIC_THRESHOLD_PER_256 = 6.0
-
-
-def _l2n(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, np.float64)
-    return x / np.clip(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12, None)
 
 
 def subject_consistency(embeddings: np.ndarray) -> Optional[float]:
@@ -39,51 +39,6 @@ def temporal_flickering(frames: np.ndarray) -> Optional[float]:
     return float(1.0 - np.mean(np.abs(f[1:] - f[:-1])))
 
 
-_GRIDS: dict[tuple[int, int], np.ndarray] = {}
-
-
-def _grid(h: int, w: int) -> np.ndarray:
-    """The pixel grid [h, w, 2] (x, y) as float32, built once per frame size (a meshgrid per warp cost more
-    than the remap at 832x480)."""
-    g = _GRIDS.get((h, w))
-    if g is None:
-        if len(_GRIDS) > 8:  # a few shot sizes per run; never grows with the number of shots
-            _GRIDS.clear()
-        gx, gy = np.meshgrid(np.arange(w, dtype=np.float32), np.arange(h, dtype=np.float32))
-        g = _GRIDS[(h, w)] = np.ascontiguousarray(np.stack([gx, gy], axis=-1))
-        g.flags.writeable = False
-    return g
-
-
-def _warp(img: np.ndarray, flow: np.ndarray, t: float) -> np.ndarray:
-    """Backward-warp ``img`` by ``t`` x flow (sample img at x + t*flow(x)).
-
-    One interleaved float32 map (grid + t*flow, the same per-element float32 arithmetic as separate x / y
-    maps): OpenCV reads either form through the same fixed-point table, so the warp is bit-identical."""
-    h, w = flow.shape[:2]
-    m = np.multiply(flow, np.float32(t), dtype=np.float32)
-    m += _grid(h, w)
-    return cv2.remap(img, m, None, interpolation=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-
-
-def interpolate_midpoint(a: np.ndarray, b: np.ndarray, flow_ab: np.ndarray, flow_ba: np.ndarray) -> np.ndarray:
-    """Flow-based midpoint: average of a warped half-way forward and b warped half-way back."""
-    from_a = _warp(a.astype(np.float32), flow_ab, -0.5)
-    from_b = _warp(b.astype(np.float32), flow_ba, -0.5)
-    return 0.5 * (from_a + from_b)
-
-
-def _midpoint_error(p: np.ndarray, m: np.ndarray, n: np.ndarray, flow_pn: np.ndarray, flow_np: np.ndarray) -> float:
-    """mean |interpolate_midpoint(p, n) - m| with the same float32 operations in the same order, in place (the
-    temporaries of the plain expression were a quarter of the streamed smoothness' non-flow time)."""
-    mid = _warp(p.astype(np.float32), flow_pn, -0.5)
-    mid += _warp(n.astype(np.float32), flow_np, -0.5)
-    mid *= np.float32(0.5)
-    mid -= m.astype(np.float32)
-    np.abs(mid, out=mid)
-    return float(np.mean(mid))
-
-
 def motion_smoothness(frames: np.ndarray, flow: FlowFn) -> Optional[float]:
     """Drop odd frames, rebuild each from its neighbours by flow interpolation; (255 - MAE) / 255."""
     triples = [(i - 1, i, i + 1) for i in range(1, len(frames) - 1, 2)]
@@ -97,7 +52,7 @@ def motion_smoothness(frames: np.ndarray, flow: FlowFn) -> Optional[float]:
     for j, (p, m, n) in enumerate(triples):
         mid = interpolate_midpoint(frames[p], frames[n], flows[2 * j], flows[2 * j + 1])
         errs.append(float(np.mean(np.abs(mid - frames[m].astype(np.float32)))))
-    return float((255.0 - np.mean(errs)) / 255.0)
+    return kernels.smoothness_score(errs)
 
 
 def dynamic_indices(n_frames: int, fps: float) -> list[int]:
@@ -269,7 +224,7 @@ class _Smoothness:
             self.errs.append(_midpoint_error(p, m, n, flows[2 * j], flows[2 * j + 1]))
 
     def result(self) -> Optional[float]:
-        return float((255.0 - np.mean(self.errs)) / 255.0) if self.errs else None
+        return kernels.smoothness_score(self.errs)
 
 
 class _Dynamic:

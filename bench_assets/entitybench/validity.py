@@ -15,8 +15,9 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from bench_assets.core import footage as F
-from bench_assets.core import validity as V
+from bench_assets.core import footage
+from bench_assets.core import validity as core_validity  # this module is validity.py too
+from bench_assets.core.validity import Case, Expect
 
 BENCH = "entitybench"
 REFERENCE = "reference"
@@ -51,21 +52,21 @@ DUPLICATED_UNITS = "^(" + "|".join(f"{e}/({a + 1}|{b + 1})/" for e, (a, b) in DU
 
 IDENTITY = ["cs_face", "cs_face_identity"]
 CASES = [
-    V.Case("identity_swap", "identity swap (shot 2 is another person)", "p_identity_swap",
-           [V.Expect(m, -1, 0.10) for m in IDENTITY]),
-    V.Case("shot_duplication", "a shot is a copy of an earlier shot of the same people", "p_shot_duplication",
-           [V.Expect(m, +1, 0.02, units=DUPLICATED_UNITS) for m in IDENTITY]),
-    V.Case("frozen", "every shot frozen on its first frame", "p_frozen",
-           [V.Expect("dynamic_degree", -1, 0.5), V.Expect("motion_smoothness", +1, 0.005)]),
-    V.Case("shuffle", "frames of every shot shuffled", "p_shuffle",
-           [V.Expect("motion_smoothness", -1, 0.02), V.Expect("temporal_flickering", -1, 0.02),
-            V.Expect("subject_consistency", -1, 0.02)]),
-    V.Case("flicker", "alternate frames +-35 % brightness", "p_flicker",
-           [V.Expect("temporal_flickering", -1, 0.02)]),
-    V.Case("blur", "Gaussian blur sigma 4", "p_blur", [V.Expect("imaging_quality", -1, 5.0)]),
-    V.Case("compression", "JPEG quality 4 per frame", "p_compression", [V.Expect("imaging_quality", -1, 5.0)]),
-    V.Case("colour_shift", "hue +90 degrees, saturation x1.4", "p_colour_shift",
-           [V.Expect("cs_face_identity", 0, 0.15)]),
+    Case("identity_swap", "identity swap (shot 2 is another person)", "p_identity_swap",
+         [Expect(m, -1, 0.10) for m in IDENTITY]),
+    Case("shot_duplication", "a shot is a copy of an earlier shot of the same people", "p_shot_duplication",
+         [Expect(m, +1, 0.02, units=DUPLICATED_UNITS) for m in IDENTITY]),
+    Case("frozen", "every shot frozen on its first frame", "p_frozen",
+         [Expect("dynamic_degree", -1, 0.5), Expect("motion_smoothness", +1, 0.005)]),
+    Case("shuffle", "frames of every shot shuffled", "p_shuffle",
+         [Expect("motion_smoothness", -1, 0.02), Expect("temporal_flickering", -1, 0.02),
+          Expect("subject_consistency", -1, 0.02)]),
+    Case("flicker", "alternate frames +-35 % brightness", "p_flicker",
+         [Expect("temporal_flickering", -1, 0.02)]),
+    Case("blur", "Gaussian blur sigma 4", "p_blur", [Expect("imaging_quality", -1, 5.0)]),
+    Case("compression", "JPEG quality 4 per frame", "p_compression", [Expect("imaging_quality", -1, 5.0)]),
+    Case("colour_shift", "hue +90 degrees, saturation x1.4", "p_colour_shift",
+         [Expect("cs_face_identity", 0, 0.15)]),
 ]
 
 
@@ -82,8 +83,8 @@ def episode_json(eid: str, entities: list[tuple[str, list[int]]], n_shots: int) 
 
 
 def _shots(clip: str, spans, size) -> list[np.ndarray]:
-    path = F.footage_path(clip)
-    return [V.read_segment(path, a, b, size) for a, b in spans]
+    path = footage.footage_path(clip)
+    return [core_validity.read_segment(path, a, b, size) for a, b in spans]
 
 
 def variants(eid: str, shots: list[np.ndarray], wanted: set[str]) -> dict[str, list[np.ndarray]]:
@@ -91,38 +92,40 @@ def variants(eid: str, shots: list[np.ndarray], wanted: set[str]) -> dict[str, l
     out = {REFERENCE: shots}
     if "p_identity_swap" in wanted:
         target, donor = SWAP[eid]
-        frames = shots[donor] if isinstance(donor, int) else V.read_segment(F.footage_path(donor[0]), *donor[1:])
-        out["p_identity_swap"] = V.identity_swap(shots, target, frames)
+        frames = (shots[donor] if isinstance(donor, int) else
+                  core_validity.read_segment(footage.footage_path(donor[0]), *donor[1:]))
+        out["p_identity_swap"] = core_validity.identity_swap(shots, target, frames)
     if "p_shot_duplication" in wanted:
-        out["p_shot_duplication"] = V.duplicate_shot(shots, *DUPLICATE[eid])
-    for name, fn in V.PERTURBATIONS.items():
+        out["p_shot_duplication"] = core_validity.duplicate_shot(shots, *DUPLICATE[eid])
+    for name, fn in core_validity.PERTURBATIONS.items():
         if f"p_{name}" in wanted:
             out[f"p_{name}"] = [fn(s) for s in shots]
     return out
 
 
-def build_suite(work_dir: Path, episodes: Optional[list[str]] = None, cases: Optional[list[str]] = None) -> V.Suite:
+def build_suite(work_dir: Path, episodes: Optional[list[str]] = None,
+                cases: Optional[list[str]] = None) -> core_validity.Suite:
     """The whole suite, or (for a bounded CI run) only the named episodes and cases."""
     data, gens = Path(work_dir) / "data", Path(work_dir) / "generators"
     (data / BENCH / "episodes").mkdir(parents=True, exist_ok=True)
     chosen = [c for c in CASES if cases is None or c.case_id in cases]
     names = [REFERENCE] + [c.generator for c in chosen]
     for n in names:
-        V.write_generator_yaml(gens / n, n, BENCH, f"validity generator {n}")
+        core_validity.write_generator_yaml(gens / n, n, BENCH, f"validity generator {n}")
     for eid, clip, spans, size, entities in EPISODES:
         if episodes is not None and eid not in episodes:
             continue
-        fps = float(F.ground_truth(clip)["fps"])
+        fps = float(footage.ground_truth(clip)["fps"])
         (data / BENCH / "episodes" / f"{eid}.json").write_text(json.dumps(episode_json(eid, entities, len(spans)),
                                                                         indent=2))
         for gname, shots in variants(eid, _shots(clip, spans, size), set(names)).items():
             for i, frames in enumerate(shots, 1):
-                V.write_video(frames, gens / gname / eid / f"shot_{i:02d}.mp4", fps)
-    return V.Suite(BENCH, data, gens, REFERENCE, chosen, unit_values=unit_values)
+                core_validity.write_video(frames, gens / gname / eid / f"shot_{i:02d}.mp4", fps)
+    return core_validity.Suite(BENCH, data, gens, REFERENCE, chosen, unit_values=unit_values)
 
 
 
 
 def unit_values(store) -> pd.DataFrame:
     """Per-unit values (a shot for Pillar 1, an entity or pair for consistency) from the generator tables."""
-    return V.table_unit_values(store, ("entitybench_pillar1", "entitybench_presence_consistency"))
+    return core_validity.table_unit_values(store, ("entitybench_pillar1", "entitybench_presence_consistency"))

@@ -1,0 +1,119 @@
+"""EntityBench's board maths: item records in, the common board's rows out (core/metric_spec.board_frame).
+Pure functions; the leaderboard asset only queries the tables and passes them here.
+
+Aggregation across episodes (paper Eq. 23-25, spec "Aggregation across episodes"):
+``raw_mean = sum_E v_E n_eval_E / sum_E n_eval_E``, ``coverage = sum n_eval / sum (n_eval + n_skip + n_fail)``
+(the instances the metric should have read, the generator's failures included), and the ranking ``value``:
+- coverage policy "applied": raw mean x coverage (every skipped or failed instance a zero contribution);
+- "reported" (the families the spec fixes at coverage 1): gated-out or not computable instances are not
+  instances there, so they do not lower the value; an instance the generator failed (a shot it did not deliver)
+  still counts as a zero, as the paper's Eq. 23 counts a failed instance: ``sum v n_eval / sum (n_eval + n_fail)``.
+So a generator that delivers fewer shots gains nothing: the row builders count every instance an undelivered
+shot would have fed as ``n_failed`` (see the asset's row builders), and both policies divide by it.
+Evaluator failures (``n_failed_evaluator``: judge outage, missing weights) are shown apart and enter neither.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import pandas as pd
+
+from bench_assets.core.aggregate import cohens_d, paired_dz
+from bench_assets.core.metric_spec import MetricSpecs, board_row, comparability, join_substitutes
+from bench_assets.entitybench.counts import EVAL
+from bench_assets.entitybench.dataset import TIERS
+
+MAIN_SLICE = "all"
+
+
+def cell(sub: pd.DataFrame, policy: str) -> dict:
+    """value, raw mean, coverage and counts of one (generator, metric, slice) from its item records."""
+    n_eval = pd.to_numeric(sub["n_eval"], errors="coerce").fillna(0).astype(int)
+    n_failed = int(pd.to_numeric(sub["n_failed"], errors="coerce").fillna(0).sum())
+    n_skipped = int(pd.to_numeric(sub["n_skipped"], errors="coerce").fillna(0).sum())
+    values = pd.to_numeric(sub["value"], errors="coerce")
+    has = values.notna() & (n_eval > 0)
+    ev = int(n_eval[has].sum())
+    total = int(n_eval.sum()) + n_failed + n_skipped
+    out = {"n_items": int(has.sum()), "n_eval": ev, "n_failed": n_failed, "n_skipped": n_skipped,
+           "coverage": (ev / total) if total else None, "raw_mean": None, "value": None}
+    if not ev:
+        return out
+    weighted = float((values[has] * n_eval[has]).sum())
+    out["raw_mean"] = weighted / ev
+    if policy == "applied":
+        out["value"] = weighted / total
+    elif policy == "reported":
+        out["value"] = weighted / (ev + n_failed)
+    else:
+        out["value"] = out["raw_mean"]
+    return out
+
+
+def _reason(sub: pd.DataFrame, c: dict, n_eval_fail: int) -> Optional[str]:
+    reasons = sorted({r for r in sub["reason"].dropna() if r})
+    if c["value"] is None:
+        return reasons[0] if reasons else "no data"
+    if (n_eval_fail or c["n_failed"]) and reasons:
+        return "; ".join(reasons)[:300]
+    return None
+
+
+def leaderboard_rows(records: pd.DataFrame, tiers: pd.DataFrame, specs: MetricSpecs) -> list[dict]:
+    """One row per (generator, metric, slice): slice "all", then each tier with episodes. ``records``: item-level
+    rows (generator, item, metric_id, value, n_eval, n_failed, n_skipped, reason, protocol, n_failed_evaluator,
+    substitute); ``tiers``: item, tier. Diagnostics (spec kind "diagnostic") stay off the board; an id without a
+    spec is kept, so board_frame refuses it loudly."""
+    df = records.merge(tiers, on="item", how="left")
+    df = df[[(s := specs.get(m)) is None or s.kind != "diagnostic" for m in df["metric_id"]]]
+    for col in (EVAL, "substitute", "protocol"):
+        if col not in df:
+            df[col] = 0 if col == EVAL else None
+    rows = []
+    for name, part in [(MAIN_SLICE, df), *[(t, df[df["tier"] == t]) for t in TIERS]]:
+        if part.empty:
+            continue
+        comp = comparability(part[["generator", "metric_id", "protocol"]]).set_index(["generator", "metric_id"])
+        for (gen, mid), sub in part.groupby(["generator", "metric_id"], sort=True):
+            spec = specs.get(mid)
+            c = cell(sub, spec.coverage_policy if spec is not None else "applied")
+            n_eval_fail = int(pd.to_numeric(sub[EVAL], errors="coerce").fillna(0).sum())
+            pc = comp.loc[(gen, mid)] if (gen, mid) in comp.index else None
+            reason = _reason(sub, c, n_eval_fail)
+            rows.append(board_row(gen, mid, name, c.pop("value"), **c, n_failed_evaluator=n_eval_fail,
+                                  reason=reason, protocol=None if pc is None else pc["protocol"],
+                                  comparable=True if pc is None else bool(pc["comparable"]),
+                                  substitute=join_substitutes(sub["substitute"]), baseline=False))
+    return rows
+
+
+def gate_diagnostics(records: pd.DataFrame) -> pd.DataFrame:
+    """Per generator: gated-out appearances over the present ones (from ``_meta_cross_shot_gate``)."""
+    m = records[records["metric_id"] == "_meta_cross_shot_gate"]
+    if m.empty:
+        return pd.DataFrame(columns=["generator", "gated_out", "present"])
+    return m.groupby("generator").agg(gated_out=("value", lambda v: float(v.fillna(0).sum())),
+                                      present=("n_eval", "sum")).reset_index()
+
+
+def effect_size_table(records: pd.DataFrame) -> pd.DataFrame:
+    """Per metric and ordered generator pair: pooled Cohen's d over episode values and paired d_z over the
+    episodes both have; refused (None, with the reason) when the two were scored under different protocols."""
+    rows = []
+    vals = records.dropna(subset=["value"])
+    for mid, part in vals.groupby("metric_id"):
+        gens = sorted(part["generator"].unique())
+        for a in gens:
+            for b in gens:
+                if a >= b:
+                    continue
+                pa, pb = part[part.generator == a], part[part.generator == b]
+                protocols = set(pa["protocol"].dropna()) | set(pb["protocol"].dropna())
+                ok = len(protocols) <= 1
+                ea, eb = dict(zip(pa["item"], pa["value"])), dict(zip(pb["item"], pb["value"]))
+                rows.append({"metric_id": mid, "generator_a": a, "generator_b": b, "comparable": ok,
+                             "cohens_d": cohens_d(ea.values(), eb.values()) if ok else None,
+                             "d_z": paired_dz(ea, eb) if ok else None,
+                             "n_a": len(ea), "n_b": len(eb), "n_shared": len(set(ea) & set(eb)),
+                             "reason": None if ok else "not comparable: manifests differ"})
+    return pd.DataFrame(rows)
