@@ -30,7 +30,7 @@ def test_evaluate_then_leaderboard_json(env, tmp_path, capsys):
     assert "mygen" in out and "subject_consistency" in out
     assert cli.main(["leaderboard", "--benchmark", "entitybench", "--json"]) == 0
     board = json.loads(capsys.readouterr().out)
-    rows = {(r["generator"], r["metric_id"], r["tier"]): r for r in board}
+    rows = {(r["generator"], r["metric_id"], r["slice"]): r for r in board}
     row = rows[("mygen", "subject_consistency", "all")]
     assert 0.5 < row["value"] <= 1.0 and row["coverage"] == 1.0
     miq = rows[("mygen", "imaging_quality", "all")]
@@ -77,8 +77,8 @@ def test_vistorybench_evaluate_leaderboard_and_human_alignment(tmp_path, monkeyp
     assert "is for benchmark 'vistorybench', not 'entitybench'" in err and "Traceback" not in err
     assert cli.main(["leaderboard", "--benchmark", "vistorybench", "--json"]) == 0
     board = json.loads(capsys.readouterr().out)
-    cells = {(r["generator"], r["metric_id"], r["split"]): r for r in board}
-    assert cells[("vistory_faithful", "cids_self", "lite")]["stories"] == 1        # story 08 is in Lite
+    cells = {(r["generator"], r["metric_id"], r["slice"]): r for r in board}
+    assert cells[("vistory_faithful", "cids_self", "lite")]["n_items"] == 1        # story 08 is in Lite
     ratings = tmp_path / "ratings.csv"
     ratings.write_text("method,dimension,rating\nvistory_faithful,character,5\nvistory_drift,character,1\n"
                        "vistory_copy_paste,character,3\n")

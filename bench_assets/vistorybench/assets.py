@@ -13,21 +13,25 @@ import pandas as pd
 from dagster import AssetExecutionContext, AutomationCondition, Failure, MetadataValue, Output, asset
 
 from bench_assets.core.automation import board_condition
+from bench_assets.core.board_text import board_markdown
 from bench_assets.core.generators import GeneratorError, read_generator
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.manifest import build_manifest, protocol_digest
 from bench_assets.core.partitions import BenchmarkPartitions
+from bench_assets.core.metric_spec import label_substitutes
 from bench_assets.core.records import MetricRecord, record_from_values
 from bench_assets.core.tables import instance_row, metric_frame, record_row
-from bench_assets.vistorybench import characters as C
-from bench_assets.vistorybench import dataset as D
-from bench_assets.vistorybench import human_alignment as H
-from bench_assets.vistorybench import judging as J
-from bench_assets.vistorybench import metrics as M
-from bench_assets.vistorybench import report as R
+from bench_assets.core.slots import load_slot
+from bench_assets.vistorybench import board
+from bench_assets.vistorybench import characters
+from bench_assets.vistorybench import dataset
+from bench_assets.vistorybench import human_alignment
+from bench_assets.vistorybench import judging
+from bench_assets.vistorybench import metrics
 from bench_assets.vistorybench.constants import BENCH, CONSTANTS, PROTOCOL, SLOTS, STARRED_SCALE
+from bench_assets.vistorybench.metric_specs import METRICS, label_rows
 from bench_resources.device import Device
-from bench_resources.judge import Judge, evaluator_failures, summarize_reasons
+from bench_resources.judge import Judge, summarize_reasons
 from bench_resources.models import ModelRegistry
 from bench_resources.paths import BenchPaths
 from bench_resources.store import Store
@@ -36,13 +40,7 @@ P = BenchmarkPartitions(BENCH)
 GROUP = "vistorybench"
 SCORE_METRICS = ("cids_cross", "cids_self", "occm", "copy_paste", "copy_paste_paper", "csd_cross", "csd_self",
                  "aesthetics")
-ALIGNMENT_SUBSCORES = tuple(f"alignment.{a}" for a in M.ALIGNMENT_ASPECTS)  # 0-4, the paper's Table 7 scale
-LEADERBOARD_METRICS = ("csd_cross", "csd_self", "cids_cross", "cids_self", "alignment", "occm", "inception_score",
-                       "aesthetics", "copy_paste", "copy_paste_paper", *ALIGNMENT_SUBSCORES)
-
-
-def _slot(models: ModelRegistry, device: Device, name: str):
-    return models.slot_or_reason(name, device)
+ALIGNMENT_SUBSCORES = tuple(f"alignment.{a}" for a in metrics.ALIGNMENT_ASPECTS)  # 0-4, the paper's Table 7 scale
 
 
 def slot_manifest(models: ModelRegistry, names=SLOTS) -> dict[str, Any]:
@@ -68,14 +66,14 @@ def _language(paths: BenchPaths, generator: str) -> str:
     except (GeneratorError, FileNotFoundError) as e:
         raise Failure(f"generator {generator!r}: {e}") from None
     lang = card.get("language", "en")
-    if lang not in D.LANGUAGES:
-        raise Failure(f"generator {generator!r}: language {lang!r} is not one of {list(D.LANGUAGES)}")
+    if lang not in dataset.LANGUAGES:
+        raise Failure(f"generator {generator!r}: language {lang!r} is not one of {list(dataset.LANGUAGES)}")
     return lang
 
 
 @lru_cache(maxsize=512)
 def _image(path: str, mtime_ns: int) -> np.ndarray:
-    return D.read_shot_image(path)
+    return dataset.read_shot_image(path)
 
 
 def shot_image(path: str) -> np.ndarray:
@@ -83,8 +81,13 @@ def shot_image(path: str) -> np.ndarray:
     return _image(path, Path(path).stat().st_mtime_ns)
 
 
-def _story(df: pd.DataFrame) -> D.Story:
-    return D.story_from_json(json.loads(df["story_json"].iloc[0]))
+def _story(df: pd.DataFrame) -> dataset.Story:
+    return dataset.story_from_json(json.loads(df["story_json"].iloc[0]))
+
+
+def spaces(story: dataset.Story) -> dict[str, str]:
+    """character -> its identity space ('face' | 'features'): which encoder, hence which substitute, scored it."""
+    return {k: characters.space_of(c.tag) for k, c in story.characters.items()}
 
 
 # ----------------------------------------------------------------------------------------- dataset
@@ -93,8 +96,8 @@ def _story(df: pd.DataFrame) -> D.Story:
 def vistorybench_story(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.DataFrame]:
     """One story of the release (both languages), validated: characters, reference folders, shots."""
     try:
-        story = D.load_story(paths.benchmark_dir(BENCH) / context.partition_key)
-    except D.StoryError as e:
+        story = dataset.load_story(paths.benchmark_dir(BENCH) / context.partition_key)
+    except dataset.StoryError as e:
         raise Failure(description=str(e)) from None
     tags = {k: c.tag for k, c in story.characters.items()}
     df = pd.DataFrame([{"story_id": story.story_id, "lite": story.lite, "n_shots": len(story.shots),
@@ -112,18 +115,18 @@ def vistorybench_references(context: AssetExecutionContext, vistorybench_story: 
     """Per reference image: the top-1 'character' box (whole image if none), its crop, the identity vector in the
     character's space (face for realistic humans), the mirrored crop's vector, and the CSD style vector."""
     story = _story(vistorybench_story)
-    detector, det_reason = _slot(models, device, "character_detector")
+    detector, det_reason = load_slot(models, device, "character_detector")
     enc = encoders(models, device)
-    style, style_reason = _slot(models, device, "style_csd")
+    style, style_reason = load_slot(models, device, "style_csd")
     rows = []
     for key, ch in story.characters.items():
-        space = C.space_of(ch.tag)
+        space = characters.space_of(ch.tag)
         for i, ref in enumerate(ch.references):
-            image = D.read_image(ref)
-            box, conf = C.top_box(detector, image) if detector is not None else (None, None)
-            crop = C.crop_box(image, box) if box is not None else None
+            image = dataset.read_image(ref)
+            box, conf = characters.top_box(detector, image) if detector is not None else (None, None)
+            crop = characters.crop_box(image, box) if box is not None else None
             crop = image if crop is None else crop
-            vec, mirror = C.embed(enc, space, [crop, np.ascontiguousarray(crop[:, ::-1])])
+            vec, mirror = characters.embed(enc, space, [crop, np.ascontiguousarray(crop[:, ::-1])])
             reason = enc.reason(space) if not enc.available(space) else (
                 "no face found on the reference" if vec is None else None)
             rows.append({"story_id": story.story_id, "character": key, "tag": ch.tag, "space": space, "ref_index": i,
@@ -140,10 +143,10 @@ def vistorybench_references(context: AssetExecutionContext, vistorybench_story: 
                                 "style": style_reason or "CSD", "models": MetadataValue.json(slot_manifest(models))})
 
 
-def encoders(models: ModelRegistry, device: Device) -> C.Encoders:
-    face, face_reason = _slot(models, device, "face")
-    feats, feats_reason = _slot(models, device, "character_embedder")
-    return C.Encoders(face, face_reason, feats, feats_reason)
+def encoders(models: ModelRegistry, device: Device) -> characters.Encoders:
+    face, face_reason = load_slot(models, device, "face")
+    feats, feats_reason = load_slot(models, device, "character_embedder")
+    return characters.Encoders(face, face_reason, feats, feats_reason)
 
 
 # ----------------------------------------------------------------------------------------- outputs
@@ -160,8 +163,8 @@ def vistorybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
     base = {"generator": generator, "story_id": sid, "language": language}
     rows = []
     try:
-        index = D.index_outputs(story, paths.generator_dir(generator) / sid, generator)
-    except D.OutputError as e:
+        index = dataset.index_outputs(story, paths.generator_dir(generator) / sid, generator)
+    except dataset.OutputError as e:
         context.log.error(str(e))
         df = pd.DataFrame([{**base, "shot": None, "path": None, "sha256": None, "status": "story_error",
                             "error": str(e)}])
@@ -178,7 +181,7 @@ def vistorybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
             try:
                 shot_image(path)
                 row["sha256"] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-            except D.ShotReadError as e:
+            except dataset.ShotReadError as e:
                 row.update(status="unreadable", error=f"generator {generator!r}, story {sid}: {e}")
         rows.append(row)
     df = pd.DataFrame(rows)
@@ -210,7 +213,7 @@ def vistorybench_matches(context: AssetExecutionContext, vistorybench_outputs: p
     of the on-stage characters to crops."""
     generator, sid = P.split(context.partition_key)
     story = _story(vistorybench_story)
-    detector, det_reason = _slot(models, device, "character_detector")
+    detector, det_reason = load_slot(models, device, "character_detector")
     enc = encoders(models, device)
     refs = reference_vectors(vistorybench_references)
     tags = {k: c.tag for k, c in story.characters.items()}
@@ -230,13 +233,14 @@ def vistorybench_matches(context: AssetExecutionContext, vistorybench_outputs: p
                      "reason": None})
         crops, boxes = [], []
         for j in range(len(dets)):
-            crop = C.crop_box(image, dets.xyxy[j])
+            crop = characters.crop_box(image, dets.xyxy[j])
             if crop is not None:
                 crops.append(crop)
                 boxes.append((dets.xyxy[j], float(dets.confidence[j])))
-        needed = {C.space_of(tags[c]) for c in on_stage}
-        vecs = {sp: C.embed(enc, sp, crops) if sp in needed else [None] * len(crops) for sp in C.SPACES}
-        assignment = {j: (c, s) for c, j, s in C.match_shot(on_stage, tags, refs, vecs)}
+        needed = {characters.space_of(tags[c]) for c in on_stage}
+        vecs = {sp: characters.embed(enc, sp, crops) if sp in needed else [None] * len(crops)
+                for sp in characters.SPACES}
+        assignment = {j: (c, s) for c, j, s in characters.match_shot(on_stage, tags, refs, vecs)}
         for j, (crop, (box, conf)) in enumerate(zip(crops, boxes)):
             who, score = assignment.get(j, (None, None))
             rows.append({**base, "kind": "crop", "crop_index": j, "box": json.dumps([float(v) for v in box]),
@@ -269,7 +273,7 @@ def reference_vectors(refs: pd.DataFrame) -> dict[str, np.ndarray]:
 
 # ----------------------------------------------------------------------------------------- scores
 
-def character_rows(generator: str, story: D.Story, language: str, refs: pd.DataFrame, matches: pd.DataFrame,
+def character_rows(generator: str, story: dataset.Story, language: str, refs: pd.DataFrame, matches: pd.DataFrame,
                    scored_shots: list[int], single_reference: bool) -> list[dict]:
     """cids_cross, cids_self, copy_paste, copy_paste_paper per character and per story (x100)."""
     keys = {"benchmark": BENCH, "generator": generator, "item": story.story_id}
@@ -297,7 +301,7 @@ def character_rows(generator: str, story: D.Story, language: str, refs: pd.DataF
                             | {"n_skipped": 1, "n_failed": 0})
             continue
         tag = story.characters[key].tag
-        space = C.space_of(tag)
+        space = characters.space_of(tag)
         r = refs[refs["character"] == key].sort_values("ref_index")
         ref_vecs = [np.asarray(v, np.float32) if v is not None else None for v in r["embedding"]]
         good_refs = [v for v in ref_vecs if v is not None]
@@ -314,7 +318,7 @@ def character_rows(generator: str, story: D.Story, language: str, refs: pd.DataF
         G = np.stack([np.asarray(v, np.float32) for v in mine[space]]) if len(mine) else np.zeros((0, R.shape[1]))
         detail = {"matched_crops": len(mine), "references": len(good_refs), "space": space,
                   "crop_ids": list(mine["crop_id"]), "shots": [int(s) for s in mine["shot"]]}
-        for mid, v in (("cids_cross", M.cids_cross(G, R)), ("cids_self", M.cids_self(G))):
+        for mid, v in (("cids_cross", metrics.cids_cross(G, R)), ("cids_self", metrics.cids_self(G))):
             vals[mid].append(v * STARRED_SCALE)
             rows.append(instance_row(mid, v * STARRED_SCALE, "character", entity_id=key, detail=detail, **keys))
         # per matched crop: its share of each character value, keyed to the crop and the shot image it came from
@@ -332,14 +336,14 @@ def character_rows(generator: str, story: D.Story, language: str, refs: pd.DataF
         if ref_vecs[0] is not None and single_reference:
             mirror = r["mirror_embedding"].iloc[0]
             if mirror is not None:
-                p = [M.copy_paste_probability(g, ref_vecs[0], np.asarray(mirror, np.float32)) for g in G]
+                p = [metrics.copy_paste_probability(g, ref_vecs[0], np.asarray(mirror, np.float32)) for g in G]
                 v = float(np.mean(p)) * STARRED_SCALE
                 vals["copy_paste"].append(v)
                 rows.append(instance_row("copy_paste", v, "character", entity_id=key,
                                          detail={"per_crop": [round(x, 4) for x in p]}, **keys))
             others = [x for x in ref_vecs[1:] if x is not None]
             if others:
-                d = [M.copy_paste_paper(g, ref_vecs[0], np.stack(others)) for g in G]
+                d = [metrics.copy_paste_paper(g, ref_vecs[0], np.stack(others)) for g in G]
                 v = float(np.mean(d)) * STARRED_SCALE
                 vals["copy_paste_paper"].append(v)
                 rows.append(instance_row("copy_paste_paper", v, "character", entity_id=key,
@@ -368,7 +372,7 @@ def detection_status(matches: pd.DataFrame) -> tuple[set[int], dict[int, str]]:
              for r in shots[~ran].itertuples()})
 
 
-def occm_rows(generator: str, story: D.Story, matches: pd.DataFrame) -> list[dict]:
+def occm_rows(generator: str, story: dataset.Story, matches: pd.DataFrame) -> list[dict]:
     keys = {"benchmark": BENCH, "generator": generator, "item": story.story_id}
     rows, vals, skipped, reasons = [], [], 0, set()
     for s in matches[matches["kind"] == "shot"].itertuples():
@@ -377,7 +381,7 @@ def occm_rows(generator: str, story: D.Story, matches: pd.DataFrame) -> list[dic
             skipped += 1
             reasons.add(str(s.reason))
             continue
-        v = M.occm(int(s.n_detections), expected)
+        v = metrics.occm(int(s.n_detections), expected)
         if v is None:
             continue  # no scheduled character: not an instance
         vals.append(v)
@@ -388,7 +392,7 @@ def occm_rows(generator: str, story: D.Story, matches: pd.DataFrame) -> list[dic
     return rows
 
 
-def style_rows(generator: str, story: D.Story, language: str, refs: pd.DataFrame, shots: pd.DataFrame,
+def style_rows(generator: str, story: dataset.Story, language: str, refs: pd.DataFrame, shots: pd.DataFrame,
                style, style_reason: Optional[str]) -> list[dict]:
     keys = {"benchmark": BENCH, "generator": generator, "item": story.story_id}
     if style is None:
@@ -401,14 +405,14 @@ def style_rows(generator: str, story: D.Story, language: str, refs: pd.DataFrame
     for (r, s) in zip(shots.itertuples(), shot_styles):
         on = [c for c in story.on_stage(int(r.shot), language) if c in first_ref] \
             if language in story.shot(int(r.shot)).appearing else []
-        v = M.style_cross(s, np.stack([first_ref[c] for c in on])) if on else None
+        v = metrics.style_cross(s, np.stack([first_ref[c] for c in on])) if on else None
         if v is None:
             continue  # nobody on stage: not an instance of csd_cross
         cross.append(v * STARRED_SCALE)
         rows.append(instance_row("csd_cross", v * STARRED_SCALE, "shot", shot=int(r.shot),
                                  source_sha256=r.sha256, **keys))
     rows.append(record_row(record_from_values("csd_cross", cross), **keys))
-    v = M.style_self(np.asarray(shot_styles))
+    v = metrics.style_self(np.asarray(shot_styles))
     rows.append(record_row(MetricRecord("csd_self", v * STARRED_SCALE if v is not None else None,
                                         len(shot_styles) if v is not None else 0, 0,
                                         0 if v is not None else len(shot_styles),
@@ -416,7 +420,8 @@ def style_rows(generator: str, story: D.Story, language: str, refs: pd.DataFrame
     return rows
 
 
-def aesthetic_rows(generator: str, story: D.Story, shots: pd.DataFrame, model, reason: Optional[str]) -> list[dict]:
+def aesthetic_rows(generator: str, story: dataset.Story, shots: pd.DataFrame, model,
+                   reason: Optional[str]) -> list[dict]:
     keys = {"benchmark": BENCH, "generator": generator, "item": story.story_id}
     if model is None:
         return [record_row(MetricRecord("aesthetics", None, 0, 0, len(shots), reason), **keys)]
@@ -432,7 +437,7 @@ def _story_failed_rows(generator: str, sid: str, metric_ids, error: str) -> list
     return [record_row(MetricRecord(m, None, 0, 1, 0, error), **keys) for m in metric_ids]
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="3", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="4", pool="gpu", op_tags=GPU_OP_TAGS)
 def vistorybench_scores(context: AssetExecutionContext, paths: BenchPaths, vistorybench_outputs: pd.DataFrame,
                         vistorybench_story: pd.DataFrame, vistorybench_references: pd.DataFrame,
                         vistorybench_matches: pd.DataFrame, models: ModelRegistry,
@@ -450,11 +455,11 @@ def vistorybench_scores(context: AssetExecutionContext, paths: BenchPaths, visto
         shots = _ok_shots(vistorybench_outputs)
         language = str(shots["language"].iloc[0]) if len(shots) else "en"
         scored = [int(s) for s in shots["shot"]]
-        style, style_reason = _slot(models, device, "style_csd")
-        aesthetic, aesthetic_reason = _slot(models, device, "aesthetic_v25")
+        style, style_reason = load_slot(models, device, "style_csd")
+        aesthetic, aesthetic_reason = load_slot(models, device, "aesthetic_v25")
         enc = encoders(models, device)
         slot_reasons = [style_reason, aesthetic_reason, enc.face_reason, enc.features_reason,
-                        _slot(models, device, "character_detector")[1], "no character detection on its shots"]
+                        load_slot(models, device, "character_detector")[1], "no character detection on its shots"]
         rows = (character_rows(generator, story, language, vistorybench_references, vistorybench_matches, scored,
                                single)
                 + occm_rows(generator, story, vistorybench_matches)
@@ -464,6 +469,7 @@ def vistorybench_scores(context: AssetExecutionContext, paths: BenchPaths, visto
     if err:
         df = with_evaluator_counts(df, [])  # misaligned outputs: the generator's failure, not the evaluator's
     df["protocol"] = _protocol(models)
+    df = label_rows(df, models, spaces(story))
     items = df[df.level == "item"]
     return Output(df, metadata={**{r.metric_id: (round(float(r.value), 3) if pd.notna(r.value) else "None")
                                    for r in items.itertuples()}, **evaluator_metadata(df)})
@@ -471,7 +477,7 @@ def vistorybench_scores(context: AssetExecutionContext, paths: BenchPaths, visto
 
 # ----------------------------------------------------------------------------------------- alignment (judge)
 
-def alignment_requests(story: D.Story, language: str, shots: pd.DataFrame, matches: pd.DataFrame, store: Store):
+def alignment_requests(story: dataset.Story, language: str, shots: pd.DataFrame, matches: pd.DataFrame, store: Store):
     """(aspect, shot, character, request) for every judge question of one story."""
     out = []
     crops = matches[matches["kind"] == "crop"] if len(matches) else matches
@@ -482,12 +488,12 @@ def alignment_requests(story: D.Story, language: str, shots: pd.DataFrame, match
                               ("character_action", "Static Shot Description")):
             text = shot.text[field].get(language)
             if text:
-                out.append((aspect, shot.index, None, J.shot_request(aspect, text, language, image)))
+                out.append((aspect, shot.index, None, judging.shot_request(aspect, text, language, image)))
         action = shot.text["Static Shot Description"].get(language, "")
         for c in crops[(crops["shot"] == shot.index) & crops["matched"].notna()].itertuples():
             name = story.characters[c.matched].names.get(language, c.matched)
             out.append(("single_character_action", shot.index, c.matched,
-                        J.single_character_request(name, action, language, store.get_png(c.crop_id))))
+                        judging.single_character_request(name, action, language, store.get_png(c.crop_id))))
     return out
 
 
@@ -496,7 +502,7 @@ def alignment_rows(generator: str, sid: str, asked: list[tuple], results) -> lis
     aspect means x 25). A question the judge did not answer is n_failed / n_skipped with its reason, never 0."""
     keys = {"benchmark": BENCH, "generator": generator, "item": sid}
     rows, by_aspect = [], defaultdict(list)
-    counts = {a: {"failed": 0, "skipped": 0, "reasons": set()} for a in M.ALIGNMENT_ASPECTS}
+    counts = {a: {"failed": 0, "skipped": 0, "reasons": set()} for a in metrics.ALIGNMENT_ASPECTS}
     for (aspect, shot, character, _), res in zip(asked, results):
         detail = {"aspect": aspect, "cache_key": res.cache_key, "answer": res.answer, "model": res.model}
         if res.status == "ok":
@@ -511,7 +517,7 @@ def alignment_rows(generator: str, sid: str, asked: list[tuple], results) -> lis
             rows.append(instance_row(f"alignment.{aspect}", None, "question", shot=shot, entity_id=character,
                                      reason=f"judge {res.status}: {res.reason}", detail=detail, **keys)
                         | {"n_failed": int(res.status == "failed"), "n_skipped": int(res.status == "skipped")})
-    value, missing = M.alignment_score(by_aspect)
+    value, missing = metrics.alignment_score(by_aspect)
     n = sum(len(v) for v in by_aspect.values())
     failed = sum(c["failed"] for c in counts.values())
     skipped = sum(c["skipped"] for c in counts.values())
@@ -520,7 +526,7 @@ def alignment_rows(generator: str, sid: str, asked: list[tuple], results) -> lis
         why = "; ".join(x for x in (why, f"aspects without an answer: {missing}") if x)
     rows.append(record_row(MetricRecord("alignment", value, n if value is not None else 0, failed, skipped,
                                         why if (why or value is None) else None), **keys))
-    for aspect in M.ALIGNMENT_ASPECTS:
+    for aspect in metrics.ALIGNMENT_ASPECTS:
         v, c = by_aspect.get(aspect), counts[aspect]
         reason = "; ".join(sorted(c["reasons"]))[:500] or (None if v else "no question of this aspect was asked")
         rows.append(record_row(MetricRecord(f"alignment.{aspect}", float(np.mean(v)) if v else None,
@@ -531,10 +537,10 @@ def alignment_rows(generator: str, sid: str, asked: list[tuple], results) -> lis
 def alignment_unavailable_rows(generator: str, sid: str, asked: list[tuple], why: str) -> list[dict]:
     """The judge cannot be asked (off, no key): every question skipped with the reason, per aspect and overall."""
     keys = {"benchmark": BENCH, "generator": generator, "item": sid}
-    per = {a: sum(1 for q in asked if q[0] == a) for a in M.ALIGNMENT_ASPECTS}
+    per = {a: sum(1 for q in asked if q[0] == a) for a in metrics.ALIGNMENT_ASPECTS}
     return ([record_row(MetricRecord("alignment", None, 0, 0, len(asked), why), **keys)]
             + [record_row(MetricRecord(f"alignment.{a}", None, 0, 0, per[a], why), **keys)
-               for a in M.ALIGNMENT_ASPECTS])
+               for a in metrics.ALIGNMENT_ASPECTS])
 
 
 def with_evaluator_counts(df: pd.DataFrame, evaluator_reasons: list[str], everything: bool = False) -> pd.DataFrame:
@@ -567,7 +573,7 @@ def evaluator_metadata(df: pd.DataFrame, judge: Optional[Judge] = None) -> dict[
     return meta
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2")
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="3")
 def vistorybench_alignment(context: AssetExecutionContext, vistorybench_outputs: pd.DataFrame,
                            vistorybench_story: pd.DataFrame, vistorybench_matches: pd.DataFrame, judge: Judge,
                            models: ModelRegistry, store: Store) -> Output[pd.DataFrame]:
@@ -590,6 +596,7 @@ def vistorybench_alignment(context: AssetExecutionContext, vistorybench_outputs:
             df = metric_frame(alignment_rows(generator, sid, asked, results))
     df = with_evaluator_counts(df, [], everything=not err)
     df["protocol"] = _protocol(models, judge)
+    df = label_rows(df, models, spaces(story))
     rec = df[(df.level == "item") & (df.metric_id == "alignment")].iloc[0]
     subs = df[(df.level == "item") & df.metric_id.isin(ALIGNMENT_SUBSCORES)]
     return Output(df, metadata={"alignment": float(rec.value) if pd.notna(rec.value) else "None",
@@ -601,155 +608,103 @@ def vistorybench_alignment(context: AssetExecutionContext, vistorybench_outputs:
 
 # ----------------------------------------------------------------------------------------- generator level
 
-@asset(group_name=GROUP, code_version="1", deps=[vistorybench_outputs], pool="gpu", op_tags=GPU_OP_TAGS,
+@asset(group_name=GROUP, code_version="2", deps=[vistorybench_outputs], pool="gpu", op_tags=GPU_OP_TAGS,
        automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
 def vistorybench_inception_score(context: AssetExecutionContext, store: Store, models: ModelRegistry,
                                  device: Device) -> Output[pd.DataFrame]:
     """Inception Score over all shot images of each generator (one split), and over the Lite stories."""
     outputs = store.query("SELECT generator, story_id, shot, path, sha256 FROM vistorybench_outputs "
                           "WHERE status = 'ok'")
-    model, reason = _slot(models, device, "inception")
+    model, reason = load_slot(models, device, "inception")
     rows = []
     for generator, g in outputs.groupby("generator"):
-        for split, part in (("full", g), ("lite", g[g["story_id"].isin(D.LITE)])):
+        for split, part in (("full", g), ("lite", g[g["story_id"].isin(dataset.LITE)])):
             keys = {"benchmark": BENCH, "generator": generator, "item": f"split:{split}"}
             if model is None or part.empty:
                 rec = MetricRecord("inception_score", None, 0, 0, len(part), reason or "no shot image in this split")
             else:
                 probs = model.probs([shot_image(p) for p in part["path"]])
-                rec = MetricRecord("inception_score", M.inception_score(probs), len(part))
+                rec = MetricRecord("inception_score", metrics.inception_score(probs), len(part))
             rows.append(record_row(rec, **keys) | {"detail": json.dumps({"split": split, "images": len(part)})})
     df = metric_frame(rows)
+    # images not scored because the model is unavailable are the evaluator's, not the generator's
+    df["n_failed_evaluator"] = pd.array(df["n_skipped"] if model is None else [0] * len(df), dtype="Int64")
     df["protocol"] = _protocol(models)
+    df = label_substitutes(df, METRICS, models)
     return Output(df, metadata={"generators": int(outputs["generator"].nunique()) if len(outputs) else 0})
 
 
-def leaderboard_table(records: pd.DataFrame, stories: pd.DataFrame, inception: pd.DataFrame,
-                      cards: dict[str, dict]) -> pd.DataFrame:
-    """Mean over stories per (generator, split, metric); IS from its own asset; rank = mean rank over the eight
-    quality columns among generators with ``rank`` not false."""
-    lite = set(stories.loc[stories["lite"], "story_id"])
-    all_ids = set(stories["story_id"])
-    rows = []
-    for split, ids in (("full", all_ids), ("lite", lite)):
-        part = records[records["item"].isin(ids)]
-        for generator in sorted(set(records["generator"]) | set(inception["generator"])):
-            g = part[part["generator"] == generator]
-            for mid in LEADERBOARD_METRICS:
-                if mid == "inception_score":
-                    r = inception[(inception["generator"] == generator) & (inception["item"] == f"split:{split}")]
-                    value = float(r["value"].iloc[0]) if len(r) and pd.notna(r["value"].iloc[0]) else None
-                    reason = None if value is not None else (str(r["reason"].iloc[0]) if len(r) else "not computed")
-                    rows.append({"generator": generator, "split": split, "metric_id": mid, "value": value,
-                                 "stories": len(ids), "stories_scored": len(ids) if value is not None else 0,
-                                 "n_eval": int(r["n_eval"].iloc[0]) if len(r) else 0, "reason": reason,
-                                 "protocol": str(r["protocol"].iloc[0]) if len(r) else None})
-                    continue
-                m = g[g["metric_id"] == mid]
-                have = m[m["value"].notna()]
-                reasons = sorted(set(m.loc[m["value"].isna(), "reason"].dropna().astype(str)))
-                missing = sorted(ids - set(m["item"]))
-                if missing:
-                    reasons.append(f"stories not evaluated: {missing}")
-                rows.append({"generator": generator, "split": split, "metric_id": mid,
-                             "value": float(have["value"].mean()) if len(have) else None,
-                             "stories": len(ids), "stories_scored": len(have),
-                             "n_eval": int(m["n_eval"].sum()), "reason": "; ".join(reasons)[:800] or None,
-                             "protocol": ",".join(sorted(set(m["protocol"].dropna().astype(str)))) or None})
-    board = pd.DataFrame(rows)
-    ranks = []
-    for split, b in board.groupby("split"):
-        ranked = {g: {m: (float(v) if pd.notna(v) else None) for m, v in zip(x["metric_id"], x["value"])}
-                  for g, x in b.groupby("generator")
-                  if cards.get(g, {}).get("rank", True) is not False}
-        for g, r in M.mean_rank(ranked).items():
-            ranks.append({"generator": g, "split": split, **r})
-    rank_df = pd.DataFrame(ranks, columns=["generator", "split", "mean_rank", "ranked_columns"])
-    board = board.merge(rank_df, on=["generator", "split"], how="left")
-    board["ranked"] = board["generator"].map(lambda g: cards.get(g, {}).get("rank", True) is not False)
-    return board
-
-
-@asset(group_name=GROUP, code_version="3",
+@asset(group_name=GROUP, code_version="4",
        deps=[vistorybench_scores, vistorybench_alignment, vistorybench_inception_score, vistorybench_story],
        automation_condition=board_condition("vistorybench_scores", "vistorybench_alignment"))
 def vistorybench_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths, models: ModelRegistry,
                              judge: Judge) -> Output[pd.DataFrame]:
-    """Every metric for every generator, full set and Lite: mean over stories (value or None with reason), and the
-    leaderboard rank (mean rank over the eight quality columns; copy-paste baseline shown, not ranked)."""
+    """Every metric for every generator, full set and Lite (slice): mean over stories (value or None with reason),
+    coverage = stories scored / stories, the substitute models behind each cell, and the rank (detail.mean_rank:
+    mean rank over the eight quality columns; the copy-paste baseline is shown as a baseline, not ranked)."""
     from bench_assets.core.site import report_metadata  # the report site's page for this benchmark
     tables = set(store.asset_tables())
-    cols = "generator, item, metric_id, value, n_eval, n_failed, n_skipped, reason, protocol"
+    cols = ", ".join(board.RECORD_COLUMNS)
     parts = [f"SELECT {cols} FROM {t} WHERE level = 'item'" for t in ("vistorybench_scores", "vistorybench_alignment")
              if t in tables]
     if not parts or "vistorybench_story" not in tables:
         raise ValueError("no ViStoryBench score partition has been materialised yet")
     records = store.query(" UNION ALL ".join(parts))
     # every story of the release counts, including one whose story.json failed validation (it shows as missing)
-    ids = sorted(set(D.discover_stories(paths.benchmark_dir(BENCH)))
-                 | set(store.query("SELECT story_id FROM vistorybench_story")["story_id"]))
-    stories = pd.DataFrame({"story_id": ids, "lite": [i in D.LITE for i in ids]})
+    loaded = store.query("SELECT story_id, n_shots FROM vistorybench_story")
+    shots = dict(zip(loaded["story_id"], loaded["n_shots"]))
+    ids = sorted(set(dataset.discover_stories(paths.benchmark_dir(BENCH))) | set(shots))
+    stories = pd.DataFrame({"story_id": ids, "lite": [i in dataset.LITE for i in ids],
+                            "loaded": [i in shots for i in ids], "n_shots": [shots.get(i) for i in ids]})
     inception = store.query(f"SELECT {cols} FROM vistorybench_inception_score") \
-        if "vistorybench_inception_score" in tables else pd.DataFrame(columns=cols.split(", "))
+        if "vistorybench_inception_score" in tables else pd.DataFrame(columns=list(board.RECORD_COLUMNS))
+    outputs = store.query("SELECT DISTINCT generator, story_id FROM vistorybench_outputs") \
+        if "vistorybench_outputs" in tables else pd.DataFrame(columns=["generator", "story_id"])
+    delivered = {g: set(part["story_id"]) for g, part in outputs.groupby("generator")}
     cards = {}
-    for g in set(records["generator"]):
+    for g in set(records["generator"]) | set(inception["generator"]):
         try:
             cards[g] = read_generator(paths.generator_dir(g)).card
         except (GeneratorError, FileNotFoundError):
             cards[g] = {}
-    board = leaderboard_table(records, stories, inception, cards)
-    full = board[board.split == "full"].pivot(index="metric_id", columns="generator", values="value")
+    table = board.leaderboard(records, stories, inception, cards, delivered)
     manifest = vistorybench_manifest(models, judge)
-    board["comparable"] = board["protocol"].fillna("").map(lambda p: "," not in p)  # one protocol per cell
-    return Output(board, metadata={"generators": MetadataValue.json(sorted(board["generator"].unique().tolist())),
-                                   "table": MetadataValue.md(full.round(3).to_markdown() if len(full) else "empty"),
+    return Output(table, metadata={"generators": MetadataValue.json(sorted(table["generator"].unique().tolist())),
+                                   "table": MetadataValue.md(board_markdown(table, {"slice": "full"})),
                                    "manifest": MetadataValue.json(manifest),
                                    "protocol_digest": protocol_digest(manifest)} | report_metadata(store, BENCH))
 
 
-@asset(group_name=GROUP, code_version="2", deps=[vistorybench_leaderboard],
+@asset(group_name=GROUP, code_version="3", deps=[vistorybench_leaderboard],
        automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
 def vistorybench_human_alignment(context: AssetExecutionContext, store: Store,
                                  paths: BenchPaths) -> Output[pd.DataFrame]:
     """Kendall tau, Spearman rho and Pearson r between the human ratings table (``human_ratings.csv``, wide or
     long: see human_alignment.py) and every leaderboard metric, over the methods both have; Lite split (the
-    paper's Table 2) and full set."""
+    paper's Table 2) and full set (column ``slice``)."""
     ratings_path = paths.benchmark_dir(BENCH) / "human_ratings.csv"
     if not ratings_path.is_file():
         raise Failure(f"no human ratings table at {ratings_path} (columns: method, dimension, rating)")
     try:
-        ratings = H.read_ratings(ratings_path)
-    except H.TableError as e:
+        ratings = human_alignment.read_ratings(ratings_path)
+    except human_alignment.TableError as e:
         raise Failure(str(e)) from None
-    board = store.query("SELECT generator, split, metric_id, value FROM vistorybench_leaderboard")
-    df = pd.concat([H.human_alignment_table(ratings, board, split) for split in H.SPLITS], ignore_index=True)
-    lite = df[df["split"] == "lite"]
+    values = store.query('SELECT generator, "slice", metric_id, value FROM vistorybench_leaderboard')
+    df = pd.concat([human_alignment.human_alignment_table(ratings, values, s) for s in human_alignment.SLICES],
+                   ignore_index=True)
+    lite = df[df["slice"] == "lite"]
     return Output(df, metadata={"pairs": len(df), "table_lite": MetadataValue.md(
         lite[["dimension", "metric_id", "kendall_tau", "spearman_rho", "pearson_r", "n_methods"]].round(3)
         .to_markdown(index=False) if len(lite) else "empty")})
 
 
 # The CLI imports these two from here (bench human-alignment); the logic lives in human_alignment.py.
-read_ratings = H.read_ratings
-human_alignment_table = H.human_alignment_table
-
-
-@asset(group_name=GROUP, code_version="1", deps=[vistorybench_leaderboard],
-       automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
-def vistorybench_report(context: AssetExecutionContext, store: Store, models: ModelRegistry,
-                        judge: Judge) -> Output[pd.DataFrame]:
-    """The HTML leaderboard (full set) with one audit page per (metric, generator): headline -> per story ->
-    per character, crop and judge question, with the crop images and source hashes."""
-    if not store.is_local:
-        raise ValueError(f"the HTML report is written next to a local store; {store.root} is remote")
-    out = Path(store.root) / "reports" / "vistorybench.html"
-    path, pages = R.write_report(store, vistorybench_manifest(models, judge), out)
-    return Output(pd.DataFrame([{"report": str(path), "audit_pages": pages}]),
-                  metadata={"report": MetadataValue.path(str(path)), "audit_pages": pages})
+read_ratings = human_alignment.read_ratings
+human_alignment_table = human_alignment.human_alignment_table
 
 
 ASSETS = [vistorybench_story, vistorybench_references, vistorybench_outputs, vistorybench_matches,
           vistorybench_scores, vistorybench_alignment, vistorybench_inception_score, vistorybench_leaderboard,
-          vistorybench_human_alignment, vistorybench_report]
+          vistorybench_human_alignment]
 ITEM_ASSETS = ["vistorybench_story", "vistorybench_references"]
 GENERATOR_ASSETS = ["vistorybench_outputs", "vistorybench_matches", "vistorybench_scores", "vistorybench_alignment"]

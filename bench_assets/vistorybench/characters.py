@@ -11,7 +11,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from bench_assets.vistorybench import metrics as M
+from bench_assets.vistorybench import metrics
 
 SPACES = ("face", "features")
 
@@ -91,5 +91,5 @@ def match_shot(on_stage: Sequence[str], tags: dict[str, str], refs: dict[str, np
         vecs = crops[space_of(tags[c])]
         have = [j for j, v in enumerate(vecs) if v is not None]
         if have:
-            scores[i, have] = M.best_reference_scores(np.stack([vecs[j] for j in have]), refs[c])
-    return [(chars[r], c, float(scores[r, c])) for r, c in M.hungarian_match(scores)]
+            scores[i, have] = metrics.best_reference_scores(np.stack([vecs[j] for j in have]), refs[c])
+    return [(chars[r], c, float(scores[r, c])) for r, c in metrics.hungarian_match(scores)]

@@ -1,11 +1,13 @@
 """Human alignment: Kendall tau, Spearman rho and Pearson r between human ratings of methods and metric values.
 
-The paper's Table 2 is computed over the Lite split (20 stories), so Lite is the default. Inputs, each wide or long:
+The paper's Table 2 is computed over the Lite split (20 stories), so Lite is the default. The leaderboard calls a
+story split a ``slice`` (the common board schema); an outside table may name the column ``slice`` or ``split``.
+Inputs, each wide or long:
 
 * ratings: long ``method, dimension, rating`` (one row per rater is fine: ratings are averaged per method), or wide
   ``method, <dimension>, <dimension>, ...``;
-* metric values: the leaderboard (``generator, split, metric_id, value``) or an outside table, long
-  ``method|generator, metric_id, value[, split]`` or wide ``method|generator, <metric_id>, ...[, split]``.
+* metric values: the leaderboard (``generator, slice, metric_id, value``) or an outside table, long
+  ``method|generator, metric_id, value[, slice]`` or wide ``method|generator, <metric_id>, ...[, slice]``.
 
 Pure functions (no Dagster, no store); the asset and ``bench human-alignment`` call them. ``add_arguments`` and
 ``table_from_args`` are the CLI's argument parsing and run, so the CLI only wires them.
@@ -19,12 +21,12 @@ from typing import Callable, Optional
 
 import pandas as pd
 
-from bench_assets.vistorybench import metrics as M
+from bench_assets.vistorybench import metrics
 
-SPLITS = ("lite", "full")
-DEFAULT_SPLIT = "lite"  # the paper's Table 2
+SLICES = ("lite", "full")
+DEFAULT_SLICE = "lite"  # the paper's Table 2
 _METHOD_COLUMNS = ("method", "generator", "model")
-COLUMNS = ["split", "dimension", "metric_id", "kendall_tau", "kendall_p", "spearman_rho", "spearman_p", "pearson_r",
+COLUMNS = ["slice", "dimension", "metric_id", "kendall_tau", "kendall_p", "spearman_rho", "spearman_p", "pearson_r",
            "pearson_p", "n_methods", "methods", "reason"]
 
 
@@ -54,7 +56,7 @@ def ratings_long(df: pd.DataFrame, where: str = "ratings") -> pd.DataFrame:
     if {"dimension", "rating"} <= set(df.columns):
         out = df[[method, "dimension", "rating"]].rename(columns={method: "method"})
     else:
-        dims = [c for c in df.columns if c not in (method, "split", "rater", "story", "story_id")]
+        dims = [c for c in df.columns if c not in (method, "slice", "split", "rater", "story", "story_id")]
         if not dims:
             raise TableError(f"{where}: neither long (method, dimension, rating) nor wide (method, <dimension>...)")
         out = df.melt(id_vars=[method], value_vars=dims, var_name="dimension", value_name="rating") \
@@ -68,10 +70,13 @@ def ratings_long(df: pd.DataFrame, where: str = "ratings") -> pd.DataFrame:
 
 
 def metrics_long(df: pd.DataFrame, where: str = "metrics") -> pd.DataFrame:
-    """Wide or long metric values -> long ``generator, metric_id, value[, split]``."""
+    """Wide or long metric values -> long ``generator, metric_id, value[, slice]`` (a ``split`` column, the
+    paper's word, is read as ``slice``)."""
     df = df.rename(columns={c: str(c).strip() for c in df.columns})
+    if "split" in df.columns and "slice" not in df.columns:
+        df = df.rename(columns={"split": "slice"})
     method = _method_column(df, where)
-    keep = ["split"] if "split" in df.columns else []
+    keep = ["slice"] if "slice" in df.columns else []
     if {"metric_id", "value"} <= set(df.columns):
         out = df[[method, "metric_id", "value", *keep]]
     else:
@@ -82,8 +87,8 @@ def metrics_long(df: pd.DataFrame, where: str = "metrics") -> pd.DataFrame:
     out = out.rename(columns={method: "generator"})
     out = out.assign(generator=out["generator"].astype(str).str.strip(), metric_id=out["metric_id"].astype(str),
                      value=_numeric(out["value"], where, "value"))
-    if "split" in out.columns:
-        out["split"] = out["split"].astype(str).str.strip().str.lower()
+    if "slice" in out.columns:
+        out["slice"] = out["slice"].astype(str).str.strip().str.lower()
     return out.reset_index(drop=True)
 
 
@@ -105,32 +110,34 @@ def read_metrics(path: str | Path) -> pd.DataFrame:
     return metrics_long(_read_csv(path, "metrics"), f"metrics {path}")
 
 
-def select_split(board: pd.DataFrame, split: Optional[str]) -> pd.DataFrame:
-    """Rows of one split when the table has a split column (an outside table without one is taken as is)."""
-    if split is None or "split" not in board.columns:
+def select_slice(board: pd.DataFrame, slice_name: Optional[str]) -> pd.DataFrame:
+    """Rows of one slice when the table has a slice column (an outside table without one is taken as is)."""
+    if slice_name is None or "slice" not in board.columns:
         return board
-    if split not in SPLITS:
-        raise TableError(f"split {split!r}: use one of {list(SPLITS)}")
-    return board[board["split"] == split]
+    if slice_name not in SLICES:
+        raise TableError(f"slice {slice_name!r}: use one of {list(SLICES)}")
+    return board[board["slice"] == slice_name]
 
 
-def human_alignment_table(ratings: pd.DataFrame, board: pd.DataFrame, split: Optional[str] = None) -> pd.DataFrame:
+def human_alignment_table(ratings: pd.DataFrame, board: pd.DataFrame,
+                          slice_name: Optional[str] = None) -> pd.DataFrame:
     """One row per (rating dimension, metric): the three correlations over the methods both tables have, their
     count and names, and a reason where a correlation cannot be computed (fewer than 3 methods, constant values).
-    ``ratings``/``board`` may be wide or long; ``split`` selects the board's split when it has a split column."""
+    ``ratings``/``board`` may be wide or long; ``slice_name`` selects the board's slice when it has a slice
+    column."""
     ratings = ratings_long(ratings) if not {"method", "dimension", "rating"} <= set(ratings.columns) else ratings
-    if not {"generator", "metric_id", "value"} <= set(board.columns):
+    if not {"generator", "metric_id", "value"} <= set(board.columns) or "split" in board.columns:
         board = metrics_long(board)
-    board = select_split(board, split)
-    label = split if split is not None else (",".join(sorted(set(board["split"]))) if "split" in board.columns
-                                            and len(board) else "table")
+    board = select_slice(board, slice_name)
+    label = slice_name if slice_name is not None else (",".join(sorted(set(board["slice"])))
+                                                      if "slice" in board.columns and len(board) else "table")
     rows = []
     for dim, r in ratings.groupby("dimension", sort=True):
         human = r.groupby("method")["rating"].mean().to_dict()
         for mid, b in board.groupby("metric_id", sort=True):
             metric = {str(g): (float(v) if pd.notna(v) else None) for g, v in zip(b["generator"], b["value"])}
-            c = M.human_alignment(human, metric)
-            rows.append({"split": label, "dimension": dim, "metric_id": mid,
+            c = metrics.human_alignment(human, metric)
+            rows.append({"slice": label, "dimension": dim, "metric_id": mid,
                          **{k: getattr(c, k) for k in ("kendall_tau", "kendall_p", "spearman_rho", "spearman_p",
                                                        "pearson_r", "pearson_p", "n_methods")},
                          "methods": json.dumps(list(c.methods)), "reason": c.reason})
@@ -144,10 +151,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ratings", required=True, metavar="CSV",
                         help="human ratings: long (method,dimension,rating) or wide (method,<dimension>...)")
     parser.add_argument("--metrics", default=None, metavar="CSV",
-                        help="metric values from an outside table, long (method,metric_id,value[,split]) or wide "
-                             "(method,<metric_id>...[,split]); default: this store's leaderboard")
-    parser.add_argument("--split", choices=SPLITS, default=DEFAULT_SPLIT,
-                        help="ViStoryBench split (default: lite, as the paper's Table 2)")
+                        help="metric values from an outside table, long (method,metric_id,value[,slice]) or wide "
+                             "(method,<metric_id>...[,slice]); default: this store's leaderboard")
+    parser.add_argument("--slice", "--split", dest="slice", choices=SLICES, default=DEFAULT_SLICE,
+                        help="ViStoryBench story split (default: lite, as the paper's Table 2)")
     parser.add_argument("--metric", action="append", default=None, metavar="ID",
                         help="only this metric id (repeatable, or comma-separated)")
 
@@ -158,13 +165,15 @@ def wanted_metrics(args: argparse.Namespace) -> list[str]:
 
 def table_from_args(args: argparse.Namespace, leaderboard: Callable[[], pd.DataFrame]) -> pd.DataFrame:
     """Run ``bench human-alignment``: ratings from ``--ratings``, metric values from ``--metrics`` or from
-    ``leaderboard()`` (called only then), one split, optional metric filter. Raises TableError with the message
+    ``leaderboard()`` (called only then), one slice, optional metric filter. Raises TableError with the message
     to print."""
     ratings = read_ratings(args.ratings)
     board = read_metrics(args.metrics) if getattr(args, "metrics", None) else leaderboard()
-    split = getattr(args, "split", DEFAULT_SPLIT)
-    if "split" in board.columns and split not in set(board["split"]):
-        raise TableError(f"no metric value for split {split!r} (the table has {sorted(set(board['split']))})")
+    if "split" in board.columns and "slice" not in board.columns:
+        board = board.rename(columns={"split": "slice"})
+    slice_name = getattr(args, "slice", DEFAULT_SLICE)
+    if "slice" in board.columns and slice_name not in set(board["slice"]):
+        raise TableError(f"no metric value for slice {slice_name!r} (the table has {sorted(set(board['slice']))})")
     wanted = wanted_metrics(args)
     if wanted:
         unknown = sorted(set(wanted) - set(board["metric_id"]))
@@ -172,8 +181,8 @@ def table_from_args(args: argparse.Namespace, leaderboard: Callable[[], pd.DataF
             raise TableError(f"unknown metric id(s) {', '.join(unknown)}; the table has "
                              f"{', '.join(sorted(set(board['metric_id']))[:16])}")
         board = board[board["metric_id"].isin(wanted)]
-    table = human_alignment_table(ratings, board, split)
-    shared = set(ratings["method"]) & set(select_split(board, split)["generator"])
+    table = human_alignment_table(ratings, board, slice_name)
+    shared = set(ratings["method"]) & set(select_slice(board, slice_name)["generator"])
     if not shared:
         raise TableError(f"no method is in both tables (ratings: {sorted(set(ratings['method']))[:8]}, "
                          f"metrics: {sorted(set(board['generator']))[:8]})")

@@ -13,8 +13,8 @@ import cv2
 import numpy as np
 import pandas as pd
 
-from bench_assets.core import footage as F
-from bench_assets.core import validity as V
+from bench_assets.core import footage
+from bench_assets.core import validity
 
 BENCH = "vistorybench"
 REFERENCE = "reference"
@@ -30,21 +30,22 @@ STORIES = {
 }
 HUMAN_UNITS = "/(CarMan|SuitMan)$"
 CASES = [
-    V.Case("identity_swap", "shots 2 and 4 show another person", "p_identity_swap",
-           [V.Expect("cids_cross", -1, 5.0), V.Expect("cids_self", -1, 5.0)]),
-    V.Case("copy_paste", "every shot is the first reference image", "p_copy_paste",
-           [V.Expect("copy_paste", +1, 5.0)]),
-    V.Case("blur", "Gaussian blur sigma 4", "p_blur", [V.Expect("aesthetics", -1, 0.3)]),
-    V.Case("colour_shift", "hue +90 degrees, saturation x1.4", "p_colour_shift",
-           # identity from a face should not care about the palette; the appearance embedder used for non-human
-           # characters sees colour by design, so the invariance concerns the realistic humans only
-           [V.Expect("csd_cross", -1, 5.0), V.Expect("cids_cross", 0, 10.0, units=HUMAN_UNITS)]),
+    validity.Case("identity_swap", "shots 2 and 4 show another person", "p_identity_swap",
+                  [validity.Expect("cids_cross", -1, 5.0), validity.Expect("cids_self", -1, 5.0)]),
+    validity.Case("copy_paste", "every shot is the first reference image", "p_copy_paste",
+                  [validity.Expect("copy_paste", +1, 5.0)]),
+    validity.Case("blur", "Gaussian blur sigma 4", "p_blur", [validity.Expect("aesthetics", -1, 0.3)]),
+    validity.Case("colour_shift", "hue +90 degrees, saturation x1.4", "p_colour_shift",
+                  # identity from a face should not care about the palette; the appearance embedder used for
+                  # non-human characters sees colour by design, so the invariance concerns the realistic humans only
+                  [validity.Expect("csd_cross", -1, 5.0),
+                   validity.Expect("cids_cross", 0, 10.0, units=HUMAN_UNITS)]),
 ]
 
 
 def _frames(clip: str, idx: list[int], size) -> list[np.ndarray]:
-    path = F.footage_path(clip)
-    return [V.read_segment(path, i, i + 1, size)[0] for i in idx]
+    path = footage.footage_path(clip)
+    return [validity.read_segment(path, i, i + 1, size)[0] for i in idx]
 
 
 def story_json(key: str, tag: str, name: str, prompt: str, n_shots: int) -> dict:
@@ -70,7 +71,7 @@ def variants(shots: list[np.ndarray], refs: list[np.ndarray], donor: list[np.nda
     swapped[1], swapped[3] = fit(donor[0]), fit(donor[1 % len(donor)])
     stack = np.stack(shots)
     return {REFERENCE: shots, "p_identity_swap": swapped, "p_copy_paste": [fit(refs[0])] * len(shots),
-            "p_blur": list(V.blur(stack)), "p_colour_shift": list(V.colour_shift(stack))}
+            "p_blur": list(validity.blur(stack)), "p_colour_shift": list(validity.colour_shift(stack))}
 
 
 def _png(path: Path, rgb: np.ndarray) -> None:
@@ -78,10 +79,10 @@ def _png(path: Path, rgb: np.ndarray) -> None:
     cv2.imwrite(str(path), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
 
 
-def build_suite(work_dir: Path) -> V.Suite:
+def build_suite(work_dir: Path) -> validity.Suite:
     data, gens = Path(work_dir) / "data", Path(work_dir) / "generators"
     for n in [REFERENCE] + [c.generator for c in CASES]:
-        V.write_generator_yaml(gens / n, n, BENCH, f"validity generator {n}")
+        validity.write_generator_yaml(gens / n, n, BENCH, f"validity generator {n}")
         (gens / n / "generator.yaml").write_text((gens / n / "generator.yaml").read_text() + "language: en\n")
     for sid, (key, tag, name, prompt, clip, ref_idx, shot_idx, size, (dclip, didx)) in STORIES.items():
         root = data / BENCH / sid
@@ -96,8 +97,8 @@ def build_suite(work_dir: Path) -> V.Suite:
         for gname, images in variants(shots, refs, donor).items():
             for i, im in enumerate(images, 1):
                 _png(gens / gname / sid / f"shot_{i:02d}.png", im)
-    return V.Suite(BENCH, data, gens, REFERENCE, CASES, unit_values=unit_values)
+    return validity.Suite(BENCH, data, gens, REFERENCE, CASES, unit_values=unit_values)
 
 
 def unit_values(store) -> pd.DataFrame:
-    return V.table_unit_values(store, ("vistorybench_scores", "vistorybench_alignment"))
+    return validity.table_unit_values(store, ("vistorybench_scores", "vistorybench_alignment"))
