@@ -6,22 +6,29 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from bench_assets.core.metric_spec import MetricSpecs
+from bench_assets.core.page import BenchmarkPage
 from bench_assets.core.partitions import ENTITYBENCH, BenchmarkPartitions
 from bench_assets.entitybench import assets as entitybench
 from bench_assets.entitybench.dataset import discover_episodes
 from bench_assets.entitybench.metric_specs import METRICS as ENTITYBENCH_METRICS
+from bench_assets.entitybench.page import PAGE as ENTITYBENCH_PAGE
 from bench_assets.locot2v import assets as locot2v
 from bench_assets.locot2v.dataset import discover_samples
 from bench_assets.locot2v.metric_specs import METRICS as LOCOT2V_METRICS
+from bench_assets.locot2v.page import PAGE as LOCOT2V_PAGE
 from bench_assets.mbench import assets as mbench
+from bench_assets.bridges import narrativetrack_episodes
 from bench_assets.narrativetrack import assets as narrativetrack
 from bench_assets.narrativetrack.dataset import discover_videos
 from bench_assets.narrativetrack.metric_specs import METRICS as NARRATIVETRACK_METRICS
+from bench_assets.narrativetrack.page import PAGE as NARRATIVETRACK_PAGE
 from bench_assets.mbench.dataset import discover_cases
 from bench_assets.mbench.metric_specs import METRICS as MBENCH_METRICS
+from bench_assets.mbench.page import PAGE as MBENCH_PAGE
 from bench_assets.vistorybench import assets as vistorybench
 from bench_assets.vistorybench.dataset import discover_stories
 from bench_assets.vistorybench.metric_specs import METRICS as VISTORYBENCH_METRICS
+from bench_assets.vistorybench.page import PAGE as VISTORYBENCH_PAGE
 from bench_resources.paths import BenchPaths
 
 
@@ -39,6 +46,7 @@ class Benchmark:
     outputs_per_item: bool = True         # a generator folder holds <item> or <item>.<ext> per item (False:
                                           # an answerer, whose generator.yaml names a model; no files)
     metrics: MetricSpecs = None           # every metric of the board, declared (<benchmark>/metric_specs.py)
+    page: BenchmarkPage = None            # its page on the report site (<benchmark>/page.py; core/site.py renders it)
 
     def items_with_outputs(self, generator_dir, items: list[str]) -> list[str]:
         """The items a generator folder has an entry for (a folder ``<item>`` or a file ``<item>.<ext>``)."""
@@ -61,30 +69,30 @@ BENCHMARKS: dict[str, Benchmark] = {
         ["entitybench_outputs", "entitybench_grounding", "entitybench_pillar1", "entitybench_fidelity",
          "entitybench_action", "entitybench_presence_consistency", "entitybench_llm_consistency"],
         ["entitybench_dataset_statistics", "entitybench_leaderboard", "entitybench_gap_decay",
-         "entitybench_effect_sizes", "entitybench_report"],
-        "entitybench_leaderboard", {"slice": "all"}, metrics=ENTITYBENCH_METRICS),
+         "entitybench_effect_sizes", "entitybench_manifest"],
+        "entitybench_leaderboard", {"slice": "all"}, metrics=ENTITYBENCH_METRICS, page=ENTITYBENCH_PAGE),
     "vistorybench": Benchmark(
         "vistorybench", vistorybench.P, vistorybench.ASSETS,
         lambda p: discover_stories(p.benchmark_dir("vistorybench")),
         vistorybench.ITEM_ASSETS, vistorybench.GENERATOR_ASSETS,
-        ["vistorybench_inception_score", "vistorybench_leaderboard", "vistorybench_human_alignment",
-         "vistorybench_report"],
-        "vistorybench_leaderboard", {"slice": "full"}, metrics=VISTORYBENCH_METRICS),
+        ["vistorybench_inception_score", "vistorybench_leaderboard", "vistorybench_human_alignment"],
+        "vistorybench_leaderboard", {"slice": "full"}, metrics=VISTORYBENCH_METRICS, page=VISTORYBENCH_PAGE),
     "mbench": Benchmark(
         "mbench", mbench.P, mbench.ASSETS,
         lambda p: discover_cases(p.benchmark_dir("mbench") / "cases"),
         mbench.ITEM_ASSETS, mbench.GENERATOR_ASSETS, ["mbench_leaderboard"], "mbench_leaderboard", {"slice": "A"},
-        metrics=MBENCH_METRICS),
+        metrics=MBENCH_METRICS, page=MBENCH_PAGE),
     "locot2v": Benchmark(
         "locot2v", locot2v.P, locot2v.ASSETS,
         lambda p: discover_samples(p.benchmark_dir("locot2v") / "samples"),
         locot2v.ITEM_ASSETS, locot2v.GENERATOR_ASSETS, locot2v.AGGREGATE_ASSETS, locot2v.LEADERBOARD, {"slice": "all"},
-        metrics=LOCOT2V_METRICS),
+        metrics=LOCOT2V_METRICS, page=LOCOT2V_PAGE),
     "narrativetrack": Benchmark(
-        "narrativetrack", narrativetrack.P, narrativetrack.ASSETS,
+        # its questions over EntityBench's generated episodes (bridges/) belong to its asset group
+        "narrativetrack", narrativetrack.P, [*narrativetrack.ASSETS, *narrativetrack_episodes.ASSETS],
         lambda p: discover_videos(p.benchmark_dir("narrativetrack")),
         narrativetrack.ITEM_ASSETS, narrativetrack.GENERATOR_ASSETS,
         ["narrativetrack_leaderboard"],  # the released-QA assets run on demand (they need the authors' file)
         "narrativetrack_leaderboard", {"slice": "strict"}, outputs_per_item=False,
-        metrics=NARRATIVETRACK_METRICS),
+        metrics=NARRATIVETRACK_METRICS, page=NARRATIVETRACK_PAGE),
 }

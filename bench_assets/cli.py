@@ -90,7 +90,7 @@ def _write_site(resources, out: str | None = None) -> Path | None:
     except ImportError:
         return None
     try:
-        return build_site(resources["store"], out_dir=Path(out) if out else None)
+        return build_site(resources["store"], _benchmarks(), out_dir=Path(out) if out else None)
     except Exception as e:  # noqa: BLE001 - the scores are stored; the report is a view of them
         print(f"report not written: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
               file=sys.stderr)
@@ -177,9 +177,10 @@ def cmd_report(args) -> int:
 
 def cmd_validate(args) -> int:
     from bench_assets.core.validity import main_validate
+    from bench_assets.definitions import validity_suites
     if args.benchmark:
         _benchmark(args.benchmark)
-    return main_validate(args)
+    return main_validate(args, _benchmarks(), validity_suites())
 
 
 def cmd_human_alignment(args) -> int:

@@ -1,4 +1,4 @@
-"""A real browser (headless Chromium) opens the Dagster UI's asset graph and the HTML report."""
+"""A real browser (headless Chromium) opens the Dagster UI's asset graph (the report site has its own: test_site_browser.py)."""
 import os
 import shutil
 import socket
@@ -73,28 +73,3 @@ def test_ui_shows_asset_graph(browser, tmp_path):
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
-
-
-def test_report_in_browser(browser, tmp_path):
-    import pandas as pd
-    from bench_assets.core.report import render_report
-    board = pd.DataFrame([
-        {"generator": "faithful", "metric_id": "cs_face", "tier": "all", "value": 0.9, "raw_mean": 0.9,
-         "coverage": 1.0, "n_items": 2, "n_eval": 10, "n_failed": 0, "n_skipped": 0, "reason": None},
-        {"generator": "drift", "metric_id": "cs_face", "tier": "all", "value": 0.6, "raw_mean": 0.75,
-         "coverage": 0.8, "n_items": 2, "n_eval": 8, "n_failed": 0, "n_skipped": 2, "reason": None},
-        {"generator": "drift", "metric_id": "imaging_quality", "tier": "all", "value": None, "raw_mean": None,
-         "coverage": 0.0, "n_items": 0, "n_eval": 0, "n_failed": 0, "n_skipped": 9,
-         "reason": "slot 'musiq' unavailable offline"},
-    ])
-    manifest = {"protocol": "entitybench-1.0", "profile": "offline", "judge_mode": "off", "code_revision": "x",
-                "models": {"musiq": {"checkpoint": "MUSIQ", "source": "-", "available": False, "fingerprint": None}}}
-    out = render_report(benchmark="entitybench", board=board, manifest=manifest, out_path=tmp_path / "r.html")
-    page = browser.new_page()
-    page.goto(out.as_uri())
-    rows = page.locator("#leaderboard tr").all_inner_texts()
-    assert rows[0].split() == ["metric", "drift", "faithful"]
-    cs = next(r for r in rows if r.startswith("cs_face"))
-    assert "0.600" in cs and "0.900" in cs and "0.750" in cs
-    iq = next(r for r in rows if r.startswith("imaging_quality"))
-    assert "None" in iq and "musiq" in iq

@@ -1,11 +1,14 @@
 """The store's report site (core/site.py) in a real headless Chromium.
 
-A store is populated by materialising a small slice of every embedded benchmark (one or two items, two or three
-generators each, offline, judge off); the site is built from it; the browser opens every page reachable from
-index.html (overview, five benchmark pages, every audit page), checks that every chart drew something, that
-every image loaded and that every link resolves (files and #anchors). A second test builds the site from a store
-whose tables are missing, empty or of an unexpected schema, plus a validity table, and checks the pages say
-"not evaluated" instead of failing.
+core/site.py knows no benchmark: it renders each registry entry from its page (bench_assets/<b>/page.py), its
+MetricSpecs and its board in the common schema (core/metric_spec.BOARD_COLUMNS). One test builds a benchmark that
+exists nowhere else (a board made with ``board_frame``, specs, a page) and checks the substitute marks, the
+additions kept apart and an aggregate's reason. A store is populated by materialising a small slice of every
+embedded benchmark (one or two items, two or three generators each, offline, judge off); the site is built from it;
+the browser opens every page reachable from index.html (overview, five benchmark pages, every audit page), checks
+that every chart drew something, that every image loaded and that every link resolves (files and #anchors). A second
+test builds the site from a store whose tables are missing, empty or of an unexpected schema, plus a validity table,
+and checks the pages say "not evaluated" instead of failing.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Optional
 from urllib.parse import unquote, urlparse
 
 import pandas as pd
@@ -187,12 +191,60 @@ def crawl(browser, index: Path, limit: int = 2000) -> dict[str, dict]:
     return seen
 
 
+TABLE_CELLS = """(sel) => {
+  const t = document.querySelector(sel);
+  if (!t) return null;
+  const rows = Array.from(t.querySelectorAll('tr'));
+  const gens = Array.from(rows[0].querySelectorAll('th')).slice(2).map(th => th.childNodes[0].textContent.trim());
+  const out = [];
+  for (const r of rows.slice(1)) {
+    const tds = r.querySelectorAll('td');
+    if (tds.length < 2) continue;
+    const metric = tds[1].childNodes[0].textContent.trim();
+    Array.from(tds).slice(2).forEach((td, i) => out.push({metric, generator: gens[i], text: td.innerText,
+        sub: td.querySelector('.badge.sub') ? td.querySelector('.badge.sub').getAttribute('title') : null,
+        add: !!td.querySelector('.badge.add')}));
+  }
+  return out;
+}"""
+
+
+def table_cells(browser, path: Path, selector: str) -> Optional[list[dict]]:
+    page = browser.new_page()
+    page.goto(path.as_uri(), wait_until="load")
+    cells = page.evaluate(TABLE_CELLS, selector)
+    page.close()
+    return cells
+
+
+def check_marks(browser, site: Path, board: pd.DataFrame, main_slice: str, name: str) -> None:
+    """Against the board itself: every substituted cell with a value shows its mark and names the model; every
+    addition is out of the paper's table and in the additions table, marked."""
+    main = board[board["slice"] == main_slice]
+    paper = {(c["metric"], c["generator"]): c
+             for c in table_cells(browser, site / f"{name}.html", "#leaderboard") or []}
+    adds = {(c["metric"], c["generator"]): c for c in table_cells(browser, site / f"{name}.html", "#additions") or []}
+    for r in main.to_dict("records"):
+        key = (r["metric_id"], r["generator"])
+        cell = adds.get(key) if r["addition"] else paper.get(key)
+        if r["addition"]:
+            assert key not in paper, f"{name}: addition {key} inside the paper's table"
+            assert cell is not None and cell["add"], f"{name}: addition {key} not in the additions table, marked"
+        if cell is None:  # a diagnostic or undeclared id sits in its own group of the same table
+            continue
+        if not pd.isna(r["substitute"]) and not pd.isna(r["value"]):
+            assert cell["sub"] and str(r["substitute"]) in cell["sub"] and "*" in cell["text"], (name, key, cell)
+        else:
+            assert not cell["sub"], (name, key, cell)
+
+
 @pytest.mark.slow
 def test_site_over_every_benchmark_in_chromium(browser, populated):
+    from bench_assets.benchmarks import BENCHMARKS
     from bench_assets.core.site import build_site
     store, seconds, tmp = populated
     t0 = time.perf_counter()
-    index = build_site(store)
+    index = build_site(store, BENCHMARKS)
     build_s = time.perf_counter() - t0
     assert index == Path(store.root) / "reports" / "site" / "index.html"
     seen = crawl(browser, index)
@@ -231,13 +283,30 @@ def test_site_over_every_benchmark_in_chromium(browser, populated):
     assert any("(strict)" in c["title"] for c in nt["charts"]) and "random" in nt["text"]
     vs = pages["vistorybench.html"]
     assert "baseline" in vs["text"] and "character identity" in " ".join(c["title"] for c in vs["charts"])
-    assert any(c["title"].startswith("dimensions") for c in pages["locot2v.html"]["charts"])
+    lt = pages["locot2v.html"]  # the aggregates' family: a chart, or (a part without a value) why not
+    assert any(c["title"].startswith("dimensions and overall") for c in lt["charts"]) or \
+        "dimensions and overall: no value" in lt["text"], lt["text"][:2000]
     # an audit page groups the shared reason once, with its count, instead of one line per row
     judged = next(i for p, i in audits.items() if p.startswith("audit/entitybench/intra_face_fidelity__"))
     assert "no value because" in judged["text"] and "judge off" in judged["text"]
     assert judged["text"].count("judge off") <= 3, judged["text"][:2000]
     sc = audits.get("audit/entitybench/subject_consistency__faithful.html")
     assert sc is not None and "e0001" in sc["text"] and "Per instance" in sc["text"]
+    assert "tier" in sc["text"]  # the episode's tier beside it (what entitybench_report's audit pages showed)
+    # substitutes and additions, checked against each board: marks on the benchmark page and the overview
+    from bench_assets.core.metric_spec import BOARD_COLUMNS
+    for b in BENCHES:
+        board = store.query(f'SELECT * FROM "{BENCHMARKS[b].leaderboard}"')
+        assert set(board.columns) == set(BOARD_COLUMNS), (b, sorted(set(board.columns) ^ set(BOARD_COLUMNS)))
+        check_marks(browser, site, board, BENCHMARKS[b].headline["slice"], b)
+        if board["addition"].any():
+            assert "Additions: this project's metrics" in pages[f"{b}.html"]["text"], b
+    # the overview's headline: a None cell says why (an aggregate missing a part is no number), a substituted
+    # one carries its mark; its coverage is the cell's coverage on the board
+    lb = store.query("SELECT * FROM locot2v_leaderboard WHERE slice = 'all' AND metric_id = 'overall'")
+    for r in lb.to_dict("records"):
+        if pd.isna(r["value"]):
+            assert str(r["reason"])[:40] in text, r
     shots = os.environ.get("BENCH_SCREENSHOT_DIR")  # full-page screenshots of the main pages, for a reviewer
     if shots:
         Path(shots).mkdir(parents=True, exist_ok=True)
@@ -250,11 +319,13 @@ def test_site_over_every_benchmark_in_chromium(browser, populated):
 
 
 def test_site_tolerates_missing_empty_and_odd_tables(browser, tmp_path):
+    from bench_assets.benchmarks import BENCHMARKS
+    from bench_assets.core.metric_spec import board_frame, board_row
     from bench_assets.core.site import build_site
     from bench_resources.store import Store
     store = Store(root=str(tmp_path / "store"))
     # no table at all: every benchmark page says not evaluated
-    index = build_site(store, tmp_path / "empty")
+    index = build_site(store, BENCHMARKS, tmp_path / "empty")
     seen = crawl(browser, index)
     for b in BENCHES:
         text = seen[str(tmp_path / "empty" / f"{b}.html")]["text"]
@@ -263,29 +334,95 @@ def test_site_tolerates_missing_empty_and_odd_tables(browser, tmp_path):
     store.write_table(pd.DataFrame({"who": ["a"], "score": [1.0]}), store.table_path("mbench_leaderboard", None))
     store.write_table(pd.DataFrame({"generator": pd.Series([], dtype="string")}),
                       store.table_path("locot2v_leaderboard", None))
-    store.write_table(pd.DataFrame([
-        {"generator": "g1", "metric_id": "cs_face", "tier": "all", "value": 0.8, "raw_mean": 0.9, "coverage": 0.5,
-         "n_eval": 4, "n_failed": 0, "n_skipped": 4, "reason": None, "comparable": False,
-         "substitute": "EfficientNet-Lite0 stands in for DINOv2"},
-        {"generator": "g2", "metric_id": "cs_face", "tier": "all", "value": None, "raw_mean": None, "coverage": 0.0,
-         "n_eval": 0, "n_failed": 0, "n_skipped": 9, "reason": "output folder is missing", "comparable": True,
-         "substitute": None},
-        {"generator": "g2", "metric_id": "subject_consistency", "tier": "all", "value": None, "raw_mean": None,
-         "coverage": 0.0, "n_eval": 0, "n_failed": 0, "n_skipped": 9, "reason": "output folder is missing",
-         "comparable": True, "substitute": None}]), store.table_path("entitybench_leaderboard", None))
+    store.write_table(board_frame("entitybench", [
+        board_row("g1", "cs_face", "all", 0.8, raw_mean=0.9, coverage=0.5, n_items=8, n_eval=4, n_skipped=4,
+                  comparable=False, substitute="image_embedder: EfficientNet-Lite0"),
+        board_row("g2", "cs_face", "all", None, coverage=0.0, n_items=9, n_skipped=9,
+                  reason="output folder is missing"),
+        board_row("g2", "subject_consistency", "all", None, coverage=0.0, n_items=9, n_skipped=9,
+                  reason="output folder is missing")], BENCHMARKS["entitybench"].metrics),
+        store.table_path("entitybench_leaderboard", None))
     store.write_table(pd.DataFrame([
         {"benchmark": "entitybench", "case": "blur", "metric_id": "imaging_quality", "expected_direction": "down",
          "difference": -12.5, "effect_size_d": -1.8, "d_low": -2.6, "d_high": -1.0, "passed": True, "reason": None},
         {"benchmark": "mbench", "case": "relight", "metric_id": "lighting", "expected_direction": "down",
          "difference": None, "effect_size_d": None, "d_low": None, "d_high": None, "passed": None,
          "reason": "footage not fetched"}]), store.table_path("validity", None))
-    index = build_site(store, tmp_path / "odd")
+    index = build_site(store, BENCHMARKS, tmp_path / "odd")
     seen = {Path(p).name: i for p, i in crawl(browser, index).items()}
-    assert "has no generator / metric_id columns" in seen["mbench.html"]["text"]
+    assert "not in the common board schema" in seen["mbench.html"]["text"]
     assert "not evaluated" in seen["locot2v.html"]["text"]
     eb = seen["entitybench.html"]["text"]
-    assert "substitute" in eb and "not comparable" in eb
+    assert "Substitute models" in eb and "image_embedder: EfficientNet-Lite0" in eb and "not comparable" in eb
     assert "output folder is missing\t2\tcs_face, subject_consistency" in eb  # one reason line, its count
     assert "1 of 2 passed" in seen["validity.html"]["text"] and "footage not fetched" in seen["validity.html"]["text"]
     assert seen["validity.html"]["charts"] and seen["validity.html"]["charts"][0]["drawn"] >= 3
     assert "Validity" in seen["index.html"]["text"]
+
+
+def test_site_renders_a_benchmark_from_the_common_board_and_its_specs(browser, tmp_path):
+    """A benchmark the site has never heard of: a board built with board_frame (no store table of any older
+    shape), its MetricSpecs and a BenchmarkPage. The page groups by the specs' families, marks every substituted
+    cell and names the model (benchmark page, overview, audit page), keeps the addition out of the paper's table,
+    charts and headline, and shows an aggregate missing a part as None with its reason."""
+    from types import SimpleNamespace
+
+    from bench_assets.core.metric_spec import MetricSpec, MetricSpecs, board_frame, board_row
+    from bench_assets.core.page import BenchmarkPage
+    from bench_assets.core.site import build_site
+    from bench_resources.store import Store
+
+    sub = "image_embedder: EfficientNet-Lite0 (offline)"
+    specs = MetricSpecs("demo", [
+        MetricSpec("cs_face", "cross-shot identity", "higher", "cosine of face crops", slots=("image_embedder",)),
+        MetricSpec("imaging_quality", "image quality", "higher", "MUSIQ", scale=(0.0, 100.0)),
+        MetricSpec("overall", "overall", "higher", "mean of both", kind="aggregate",
+                   parts=("cs_face", "imaging_quality")),
+        MetricSpec("cs_face_kept", "cross-shot identity", "higher", "kept fraction x cosine", paper_id=None),
+    ])
+    why = "overall needs all 2 parts; without a value: imaging_quality"
+    board = board_frame("demo", [
+        board_row("g1", "cs_face", "all", 0.81, raw_mean=0.9, coverage=0.5, n_items=2, n_eval=4, n_skipped=4,
+                  substitute=sub),
+        board_row("g1", "imaging_quality", "all", None, coverage=0.0, n_items=2, reason="slot 'musiq' unavailable"),
+        board_row("g1", "overall", "all", None, reason=why),
+        board_row("g1", "cs_face_kept", "all", 0.99, coverage=1.0, n_items=2, n_eval=8),
+        board_row("g2", "cs_face", "all", 0.7, coverage=1.0, n_items=2, n_eval=8, substitute=sub),
+        board_row("g2", "imaging_quality", "all", 55.0, coverage=1.0, n_items=2, n_eval=8),
+        board_row("g2", "overall", "all", 0.62, coverage=0.75, substitute=sub),
+        board_row("g2", "cs_face_kept", "all", 0.65, coverage=1.0, n_items=2, n_eval=8),
+        board_row("g2", "cs_face", "hard", 0.6, coverage=1.0, n_items=1, n_eval=4, substitute=sub)], specs)
+    store = Store(root=str(tmp_path / "store"))
+    store.write_table(board, store.table_path("demo_leaderboard", None))
+    store.write_table(pd.DataFrame([
+        {"generator": "g1", "item": "e1", "level": "item", "metric_id": "cs_face", "value": 0.81, "reason": None},
+        {"generator": "g1", "item": "e2", "level": "item", "metric_id": "cs_face", "value": None,
+         "reason": "shot 3 missing"}]), store.table_path("demo_scores", None))
+    page = BenchmarkPage("demo", "Demo", "a constructed benchmark", "demo_leaderboard",
+                         headline=("overall", "cs_face"), metric_tables=("demo_scores",), slice_label="tier")
+    index = build_site(store, {"demo": SimpleNamespace(name="demo", page=page, metrics=specs,
+                                                         headline={"slice": "all"})}, tmp_path / "site")
+    seen = {Path(p).relative_to(tmp_path / "site").as_posix(): i for p, i in crawl(browser, index).items()}
+    site = tmp_path / "site"
+    check_marks(browser, site, board, "all", "demo")
+    demo = seen["demo.html"]
+    paper = {(c["metric"], c["generator"]): c for c in table_cells(browser, site / "demo.html", "#leaderboard")}
+    assert set(m for m, _ in paper) == {"cs_face", "imaging_quality", "overall"}  # the addition is not there
+    assert paper[("cs_face", "g1")]["sub"] == f"substitute: {sub}" and "*1" in paper[("cs_face", "g1")]["text"]
+    assert "cov 50%" in paper[("cs_face", "g1")]["text"]            # the board's coverage, not a share of metrics
+    assert why in paper[("overall", "g1")]["text"] and "None" in paper[("overall", "g1")]["text"]
+    assert f"*1 substitute model: {sub}" in demo["text"]
+    adds = table_cells(browser, site / "demo.html", "#additions")
+    assert {(c["metric"], c["generator"]) for c in adds} == {("cs_face_kept", "g1"), ("cs_face_kept", "g2")}
+    assert all(c["add"] for c in adds)
+    titles = [c["title"] for c in demo["charts"]]
+    assert "cross-shot identity" in titles and "cross-shot identity [addition]" in titles, titles
+    html = (site / "demo.html").read_text()
+    family_svg = html.split('aria-label="cross-shot identity"')[1].split("</svg>")[0]
+    assert "cs_face" in family_svg and "cs_face_kept" not in family_svg  # the paper's chart holds no addition
+    # the overview: the headline is the aggregate; g1's None gives its reason, g2's value its mark and coverage
+    ov = seen["index.html"]["text"]
+    assert "overall" in ov and why[:40] in ov and "0.620*1" in ov and "coverage 75%" in ov
+    assert f"substitute model: {sub}" in ov
+    audit = seen["audit/demo/cs_face__g1.html"]["text"]
+    assert f"substitute model: {sub}" in audit and "shot 3 missing" in audit and "e1" in audit

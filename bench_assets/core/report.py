@@ -1,4 +1,5 @@
-"""Shared report rendering: the per-benchmark leaderboard page (jinja2) and hand-built static SVG charts.
+"""Shared report rendering for the report site (core/site.py, the one report system): the jinja2 environment,
+helpers for cells and files, and hand-built static SVG charts.
 
 Charts are plain SVG strings (no script, no external font) so a page opened from disk shows them; every
 function returns a complete ``<svg>`` element, or a short ``<p class="none">`` when there is nothing to draw,
@@ -83,35 +84,6 @@ def copy_stylesheet(out_dir: Path) -> Path:
     return dst
 
 
-def render_report(*, benchmark: str, board: pd.DataFrame, manifest: dict[str, Any], out_path: str | Path,
-                  dataset: Optional[pd.DataFrame] = None, crops: Optional[dict[str, list[dict]]] = None,
-                  gap_decay: Optional[pd.DataFrame] = None, gap_plot: Optional[str] = None,
-                  audit_link=None) -> Path:
-    """One benchmark's leaderboard page (the per-benchmark report assets write it next to their audit pages)."""
-    env = environment()
-    overall = board[board.tier == "all"] if "tier" in board.columns else board
-    generators = sorted(overall["generator"].unique())
-    metrics = sorted(overall["metric_id"].unique(), key=lambda m: (m.startswith("_"), m))
-    cells = {(r["metric_id"], r["generator"]): r for r in overall.to_dict("records")}
-    for c in cells.values():
-        for k in ("value", "raw_mean", "coverage"):
-            if is_none(c.get(k)):
-                c[k] = None
-        if is_none(c.get("comparable")):
-            c["comparable"] = None
-    # the metric's name links the audit page of the first generator that has a cell (each cell has its page)
-    first = {m: next(g for g in generators if (m, g) in cells) for m in metrics}
-    out = Path(out_path)
-    copy_stylesheet(out.parent)
-    html = env.get_template("report.html.j2").render(
-        benchmark=benchmark, generators=generators, metrics=metrics, cells=cells, manifest=manifest,
-        n_items=int(board["n_items"].max()) if len(board) and "n_items" in board.columns else 0,
-        dataset=dataset.to_dict("records") if dataset is not None and len(dataset) else None, crops=crops,
-        gap_decay=gap_decay.to_dict("records") if gap_decay is not None and len(gap_decay) else None,
-        gap_plot=gap_plot, audit_link=audit_link, first=first, css="site.css")
-    return write_atomic(out, html)
-
-
 # ----------------------------------------------------------------------------- SVG charts
 
 def _color(series: str, order: Sequence[str]) -> str:
@@ -145,7 +117,8 @@ def bar_chart_svg(rows: Sequence[dict], series_order: Sequence[str], *, title: s
     """Horizontal grouped bars, one group per metric and one bar per generator.
 
     ``rows``: dicts with ``label`` (the metric), ``series`` (the generator), ``value`` (or None) and optional
-    ``coverage`` in [0,1] and ``note``. The thick bar is the value; the thin strip under it is the coverage
+    ``coverage`` in [0,1], ``note`` (tooltip) and ``mark`` (written after the value: ``*`` a substitute model
+    produced it, ``+`` an addition). The thick bar is the value; the thin strip under it is the coverage
     (full axis width = 100 %), so a high value computed on few items is visibly thin underneath. A None value
     is written as None with no bar.
     """
@@ -207,7 +180,7 @@ def bar_chart_svg(rows: Sequence[dict], series_order: Sequence[str], *, title: s
                 out.append(f'<rect x="{left}" y="{y + bar_h - 2}" width="{plot_w:.1f}" height="2" class="covbg"/>'
                            f'<rect x="{left}" y="{y + bar_h - 2}" width="{c * plot_w:.1f}" height="2" '
                            f'class="cov"><title>coverage {c:.2f}</title></rect>')
-            out.append(f'<text x="{x1 + 4:.1f}" y="{y + bar_h - 3}" class="val">{fmt(v)}'
+            out.append(f'<text x="{x1 + 4:.1f}" y="{y + bar_h - 3}" class="val">{fmt(v)}{escape(r.get("mark") or "")}'
                        f'{"" if is_none(cov) else f" ({float(cov):.0%})"}</text>')
     out.append(_legend(series, series_order, top + len(labels) * group_h + 22, width))
     out.append("</svg>")
@@ -291,9 +264,14 @@ def line_chart_svg(x_labels: Sequence[str], series: dict[str, Sequence[tuple[Opt
 
 
 def heatmap_svg(row_labels: Sequence[str], col_labels: Sequence[str], values: dict[tuple[str, str], Any], *,
-                title: str = "", vmax: float = 100.0, width: int = 360) -> str:
+                title: str = "", vmax: float = 100.0, width: int = 360,
+                marks: Optional[dict[tuple[str, str], str]] = None,
+                tips: Optional[dict[tuple[str, str], str]] = None) -> str:
     """A grid of cells coloured by value (white = 0, dark = vmax), the number written in each; a missing cell
-    is an empty grey box and a None cell says None."""
+    is an empty grey box and a None cell says None. ``marks``: text after a cell's number (``*``: a substitute
+    model produced it); ``tips``: added to its tooltip (which model)."""
+    marks = marks or {}
+    tips = tips or {}
     if not row_labels or not col_labels:
         return _nothing(f"{title}: not evaluated" if title else "not evaluated")
     left, top, cw, ch = 60, 40, (width - 70) / len(col_labels), 26
@@ -325,9 +303,9 @@ def heatmap_svg(row_labels: Sequence[str], col_labels: Sequence[str], values: di
             fill = f"rgb({shade},{int(250 - 120 * t)},{255 - int(40 * t)})"
             txt = "#fff" if t > 0.6 else "#222"
             out.append(f'<rect x="{x:.1f}" y="{y}" width="{cw - 2:.1f}" height="{ch - 2}" fill="{fill}">'
-                       f'<title>{escape(r)} x {escape(c)}: {fmt(v)}</title></rect>'
+                       f'<title>{escape(r)} x {escape(c)}: {fmt(v)}{escape(tips.get((r, c), ""))}</title></rect>'
                        f'<text x="{x + cw / 2:.1f}" y="{y + ch / 2 + 4:.1f}" fill="{txt}" class="tick" '
-                       f'text-anchor="middle">{fmt(v, 1)}</text>')
+                       f'text-anchor="middle">{fmt(v, 1)}{escape(marks.get((r, c), ""))}</text>')
     out.append("</svg>")
     return "".join(out)
 

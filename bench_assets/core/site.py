@@ -1,105 +1,43 @@
 """One static report site for the whole store: an overview, a page per benchmark, audit pages, validity.
 
-Everything is read from the store's tables through DuckDB (``Store.query``), nothing is recomputed. Each page
-tolerates a table that is missing, empty or of another schema than expected: the part it cannot show says
-"not evaluated" (with why), the rest of the site still renders. Charts are inline static SVG
-(``core/report.py``), images are relative links into the store's artifacts, so the site opens from disk.
+The site knows no benchmark. It renders each entry of the registry it is given from three things: the
+benchmark's ``BenchmarkPage`` (core/page.py: words, tables, and callables for the parts only that benchmark has),
+its ``MetricSpecs`` (family, direction, scale, the paper's metric or an addition) and its leaderboard in the
+common board schema (core/metric_spec.BOARD_COLUMNS). So a metric is grouped, scaled and marked the same way on
+the site as on the board and in the CLI, and "coverage" is the board's coverage column everywhere: items (or
+instances) evaluated / items the metric should have read.
 
-    build_site(store, out_dir=None) -> Path of index.html   (default out_dir: <store root>/reports/site)
+Everything is read from the store's tables through DuckDB (``Store.query``), nothing is recomputed. A table that
+is missing, empty or not in the common schema makes its part say "not evaluated" (with why); the rest renders.
+Charts are inline static SVG (core/report.py), images are relative links into the store's artifacts, so the site
+opens from disk.
+
+    build_site(store, benchmarks, out_dir=None) -> Path of index.html   (default out_dir: <store>/reports/site)
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import time
-from html import escape
 from dataclasses import dataclass, field
+from html import escape
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 import pandas as pd
 
 from bench_assets.core import audit as AU
 from bench_assets.core import report as R
+from bench_assets.core.metric_spec import BOARD_COLUMNS
+from bench_assets.core.page import BenchmarkPage, PageContext
 from bench_assets.core.report import fmt, is_none
 
-BENCH_ORDER = ("entitybench", "vistorybench", "mbench", "locot2v", "narrativetrack")
-ITEM_COLUMNS = ("item", "episode_id", "story_id", "case_id", "sample_id", "video_id")
 GALLERY_MAX = 24
-
-
-@dataclass(frozen=True)
-class PageSpec:
-    """What the site knows about one benchmark's tables (presentation only; the numbers come from the tables)."""
-    name: str
-    title: str
-    about: str
-    leaderboard: str
-    slice_col: Optional[str] = None         # the leaderboard column splitting it into views (tier, split, mode)
-    main_slice: Optional[str] = None
-    headline: tuple[str, ...] = ()          # first metric with a value is the overview's headline
-    metric_tables: tuple[str, ...] = ()     # long metric tables (generator, item, level, metric_id, value, ...)
-    item_label: str = "item"
-    families: tuple[tuple[str, str], ...] = ()
-    gallery_tables: tuple[str, ...] = ()
-    scale_note: str = ""
-    scale: Optional[tuple[float, float]] = None   # the published scale, when the whole board shares one
-
-
-SPECS: dict[str, PageSpec] = {
-    "entitybench": PageSpec(
-        "entitybench", "EntityBench",
-        "Multi-shot video generators: entity presence, fidelity and cross-shot consistency (51 metrics, [0,1]; "
-        "imaging quality [0,100]). Values are fidelity-gate-corrected means (raw mean x coverage).",
-        "entitybench_leaderboard", "tier", "all",
-        ("llm_face_accuracy", "cs_face", "intra_face_fidelity", "cs_object", "subject_consistency"),
-        ("entitybench_pillar1", "entitybench_presence_consistency", "entitybench_fidelity", "entitybench_action",
-         "entitybench_llm_consistency"), "episode",
-        (("Pillar 1: intra-shot quality", r"^(subject_consistency|temporal_flickering|motion_smoothness|"
-                                          r"dynamic_degree|aesthetic_quality|imaging_quality)$"),
-         ("presence", r"^intra_\w+_presence$"), ("fidelity: face", r"^intra_face"),
-         ("fidelity: object", r"^intra_object"), ("fidelity: location", r"^intra_location"),
-         ("action", r"^intra_action"), ("cross-shot DINOv2", r"^cs_"), ("LLM face", r"^llm_face"),
-         ("LLM object", r"^llm_object"), ("LLM scene", r"^llm_scene"), ("diagnostics", r"^_")),
-        ("entitybench_grounding",), "gate-corrected mean"),
-    "vistorybench": PageSpec(
-        "vistorybench", "ViStoryBench",
-        "Story visualisation against character references: mean over stories (0-100 for the starred columns, "
-        "raw for IS and aesthetics); coverage = stories scored / stories.",
-        "vistorybench_leaderboard", "split", "full", ("cids_cross", "cids_self", "occm", "alignment"),
-        ("vistorybench_scores", "vistorybench_alignment", "vistorybench_inception_score"), "story",
-        (("character identity", r"^(cids|occm)"), ("copy-paste", r"^copy_paste"), ("style", r"^csd"),
-         ("prompt alignment", r"^(alignment|scene|camera|character_action|single_character_action)"),
-         ("image quality", r"^(aesthetics|inception_score)")),
-        ("vistorybench_scores", "vistorybench_matches"), "mean over stories"),
-    "mbench": PageSpec(
-        "mbench", "MBench",
-        "Memory of video world models: trigger-conditioned M-Score per sub-dimension [0,100] (coverage = "
-        "triggered cases / cases); MBench-A and MBench-T are separate leaderboards.",
-        "mbench_leaderboard", "mode", "A", ("m_score.entity", "m_score.environment", "m_score.causal"),
-        ("mbench_scores",), "case",
-        (("dimension M-Scores", r"^m_score\.(entity|environment|causal)$"),
-         ("entity", r"^(m_score\.)?(identity|appearance|geometry|texture)$"),
-         ("environment", r"^(m_score\.)?(epipolar|reprojection|lighting|style)$"),
-         ("causal", r"^(m_score\.)?(state_evolution|evolution_correctness|text_instruction|action_instruction)$")),
-        ("mbench_tracks",), "M-Score", (0.0, 100.0)),
-    "locot2v": PageSpec(
-        "locot2v", "LoCoT2V-Bench",
-        "Long text-to-video: 26 sub-dimensions in %, five dimensions (unweighted mean of their sub-dimensions) "
-        "and overall.", "locot2v_leaderboard", None, None, ("overall",),
-        ("locot2v_visual", "locot2v_judged"), "sample", (), ("locot2v_derived",), "% (mean over samples)",
-        (0.0, 100.0)),
-    "narrativetrack": PageSpec(
-        "narrativetrack", "NarrativeTrack",
-        "Video MLLMs answering entity-centric QA: accuracy in % per dimension x format, strict and lenient "
-        "never mixed; 'random' is the expected accuracy of uniform guessing.",
-        "narrativetrack_leaderboard", "mode", "strict", ("accuracy.avg",), (), "video",
-        (("average", r"^accuracy\.avg$"), ("dimension x format", r"^accuracy\.[A-Z]{2}\."),
-         ("direction", r"^accuracy\.direction\."), ("track type", r"^accuracy\.track_type\."),
-         ("distractor", r"^accuracy\.distractor\.")),
-        ("narrativetrack_frames",), "accuracy %", (0.0, 100.0)),
-}
+REQUIRED = ("generator", "metric_id", "slice", "value")   # without these a table is not a board
+UNDECLARED = "undeclared (no MetricSpec)"
+ARROWS = {"higher": "\u2191", "lower": "\u2193"}
 
 
 # ----------------------------------------------------------------------------- reading
@@ -154,64 +92,102 @@ class Reader:
             self._con = None
 
 
-def _col(df: pd.DataFrame, name: str, default: Any = None) -> pd.Series:
+def col(df: pd.DataFrame, name: str, default: Any = None) -> pd.Series:
     return df[name] if name in df.columns else pd.Series([default] * len(df), index=df.index, dtype="object")
 
 
-def _num(s: pd.Series) -> pd.Series:
+def num(s: pd.Series) -> pd.Series:
     return pd.to_numeric(s, errors="coerce").astype("float64")
 
 
-def family_of(spec: PageSpec, metric_id: str, hint: Any = None) -> str:
-    if not is_none(hint) and str(hint):
-        return str(hint)
-    for fam, pattern in spec.families:
-        if re.search(pattern, metric_id):
-            return fam
-    return "other"
+def _flag(v: Any) -> bool:
+    return not is_none(v) and str(v).lower() not in ("false", "0", "")
 
 
-def normalise_board(spec: PageSpec, board: pd.DataFrame) -> pd.DataFrame:
-    """Any leaderboard into one long shape: generator, slice, metric_id, family, value, coverage, raw_mean,
-    n_eval, n_failed, n_skipped, reason, comparable, substitute, baseline. Columns a table lacks stay None."""
-    b = board.copy()
-    gen = _col(b, "generator") if "generator" in b.columns else _col(b, "answerer")
-    out = pd.DataFrame({"generator": gen.astype("string"), "metric_id": _col(b, "metric_id").astype("string")})
-    out["slice"] = _col(b, spec.slice_col, "all").astype("string").fillna("none") if spec.slice_col \
-        else pd.Series("all", index=b.index, dtype="string")
-    value = _col(b, "value")
-    if "m_score" in b.columns:
-        value = value.where(value.notna(), b["m_score"]) if "value" in b.columns else b["m_score"]
-    out["value"] = _num(value)
-    for c in ("n_eval", "n_failed", "n_skipped"):
-        out[c] = _num(_col(b, c))
-    out["raw_mean"] = _num(_col(b, "raw_mean"))
-    if "coverage" in b.columns:
-        cov = _num(b["coverage"])
-    elif {"stories_scored", "stories"} <= set(b.columns):
-        cov = _num(b["stories_scored"]) / _num(b["stories"]).where(_num(b["stories"]) > 0)
-    else:
-        tot = out["n_eval"].fillna(0) + out["n_failed"].fillna(0) + out["n_skipped"].fillna(0)
-        cov = (out["n_eval"] / tot.where(tot > 0)) if "n_eval" in b.columns else pd.Series(None, index=b.index)
-    out["coverage"] = _num(cov)
-    out["reason"] = _col(b, "reason").astype("string")
-    out["comparable"] = _col(b, "comparable")
-    out["substitute"] = _col(b, "substitute")
-    hint = _col(b, "dimension") if spec.name == "locot2v" else pd.Series(None, index=b.index, dtype="object")
-    level = _col(b, "level")
-    fams = []
-    for mid, h, lv in zip(out["metric_id"], hint, level):
-        if spec.name == "locot2v" and lv in ("dimension", "overall"):
-            fams.append("dimensions and overall")
+# ----------------------------------------------------------------------------- the board, read with its specs
+
+def prepare_board(raw: pd.DataFrame, specs) -> tuple[Optional[pd.DataFrame], Optional[str]]:
+    """The common board with what the specs say about each metric: ``family``, ``direction``, ``kind``
+    (metric | aggregate | diagnostic | undeclared), ``spec_scale``, ``description``; ``addition`` from the spec
+    (a board cannot present an addition as the paper's). (None, why) when the table is not a board."""
+    missing = [c for c in REQUIRED if c not in raw.columns]
+    if missing:
+        return None, (f"not in the common board schema (no {', '.join(missing)} column; has "
+                      f"{', '.join(sorted(map(str, raw.columns)))[:200]})")
+    b = raw.reindex(columns=list(BOARD_COLUMNS)).copy()
+    b["generator"] = b["generator"].astype("string")
+    b["metric_id"] = b["metric_id"].astype("string")
+    b["slice"] = b["slice"].astype("string").fillna("none")
+    b = b.dropna(subset=["generator", "metric_id"]).reset_index(drop=True)
+    for c in ("value", "raw_mean", "coverage", "n_items", "n_eval", "n_skipped", "n_failed", "n_failed_evaluator"):
+        b[c] = num(b[c])
+    # object columns: a missing text stays None (a string dtype would hand the templates NaN)
+    for c in ("reason", "substitute", "protocol", "detail"):
+        b[c] = pd.Series([None if is_none(v) or str(v) == "" else str(v) for v in b[c]], index=b.index, dtype=object)
+    b["baseline"] = [_flag(v) for v in b["baseline"]]
+    b["comparable"] = pd.Series([None if is_none(v) else _flag(v) for v in b["comparable"]], index=b.index,
+                                dtype=object)
+    fam, dirn, kind, scale, desc, add, paper = [], [], [], [], [], [], []
+    for mid, board_add in zip(b["metric_id"], b["addition"]):
+        s = specs.get(mid) if specs is not None else None
+        if s is None:
+            fam.append(UNDECLARED), dirn.append("none"), kind.append("undeclared"), scale.append(None)
+            desc.append("no MetricSpec declares this id"), add.append(_flag(board_add)), paper.append(None)
+            continue
+        fam.append(s.family), dirn.append(s.direction), kind.append(s.kind), scale.append(s.scale)
+        desc.append(s.description), add.append(s.addition), paper.append(s.paper_id)
+    for c, vals in (("family", fam), ("direction", dirn), ("kind", kind), ("spec_scale", scale),
+                    ("description", desc), ("paper_id", paper)):
+        b[c] = pd.Series(vals, index=b.index, dtype=object)
+    b["addition"] = pd.Series(add, index=b.index, dtype=bool)
+    return b, None
+
+
+def family_order(specs, board: pd.DataFrame) -> dict[str, int]:
+    """Families in the order the specs declare them (the benchmark's own order), then any other."""
+    order: dict[str, int] = {}
+    for s in (specs or ()):
+        order.setdefault(s.family, len(order))
+    for f in sorted(set(board["family"])):
+        order.setdefault(f, len(order))
+    return order
+
+
+def substitute_parts(label: Any) -> list[str]:
+    """'slot: checkpoint' parts of a substitute label (join_substitutes joins them with '; '); a piece without its
+    own 'slot:' belongs to the checkpoint before it (a checkpoint's name may hold a ';')."""
+    out: list[str] = []
+    for p in (re.split(r"\s*[;|]\s*", str(label)) if not is_none(label) else []):
+        if not p:
+            continue
+        if out and not re.match(r"^[\w.-]+: ", p):
+            out[-1] = f"{out[-1]}; {p}"
         else:
-            fams.append(family_of(spec, str(mid), h))
-    out["family"] = fams
-    baseline = pd.Series(False, index=b.index)
-    if "ranked" in b.columns:
-        baseline |= b["ranked"].map(lambda v: v is False or v == 0 or str(v).lower() == "false")
-    baseline |= out["generator"].isin(["random"])
-    out["baseline"] = baseline.astype(bool)
-    return out.dropna(subset=["generator", "metric_id"]).reset_index(drop=True)
+            out.append(p)
+    return out
+
+
+class Footnotes:
+    """Numbers for the distinct substitute models of a page: a cell says ``*1``, the legend under its table says
+    which model 1 is and for which metrics."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[str, int] = {}
+        self.metrics: dict[str, set] = {}
+
+    def mark(self, label: Any, metric_id: str = "") -> list[int]:
+        out = []
+        for p in substitute_parts(label):
+            n = self.numbers.setdefault(p, len(self.numbers) + 1)
+            self.metrics.setdefault(p, set()).add(metric_id)
+            out.append(n)
+        return out
+
+    def legend(self, numbers: Optional[Iterable[int]] = None) -> list[dict]:
+        keep = None if numbers is None else set(numbers)
+        return [{"n": n, "model": p, "metrics": sorted(self.metrics.get(p, ()))[:8],
+                 "more": max(0, len(self.metrics.get(p, ())) - 8)}
+                for p, n in self.numbers.items() if keep is None or n in keep]
 
 
 # ----------------------------------------------------------------------------- the benchmark page
@@ -231,25 +207,31 @@ class BenchPage:
     n_metrics: int = 0
     n_values: int = 0
     n_cells: int = 0
+    n_additions: int = 0
     family_charts: list = field(default_factory=list)
+    addition_charts: list = field(default_factory=list)
     sections: list = field(default_factory=list)
     views: list = field(default_factory=list)
+    addition_views: list = field(default_factory=list)
     reasons: list = field(default_factory=list)
     galleries: list = field(default_factory=list)
     models: dict = field(default_factory=dict)
     manifest: dict = field(default_factory=dict)
+    substitutes: list = field(default_factory=list)
     protocols: list = field(default_factory=list)
     baselines: set = field(default_factory=set)
     audit_count: int = 0
     tables: list = field(default_factory=list)
     scale_note: str = ""
+    item_label: str = "item"
 
 
-def _order(gens, baselines) -> list[str]:
+def order_generators(gens, baselines) -> list[str]:
     return sorted(set(gens), key=lambda g: (g in baselines, g))
 
 
-def _scale_class(values) -> tuple[float, float]:
+def scale_class(values) -> tuple[float, float]:
+    """An axis for metrics without a declared scale: [0,1], [0,10], [0,100] or the data's range."""
     vals = [float(v) for v in values if not is_none(v)]
     hi = max(vals, default=0.0)
     lo = min(vals, default=0.0)
@@ -261,81 +243,137 @@ def _scale_class(values) -> tuple[float, float]:
     return R._scale(vals)
 
 
-def _bar_rows(df: pd.DataFrame, label_col: str = "metric_id") -> list[dict]:
-    return [{"label": r[label_col], "series": r["generator"], "value": None if is_none(r["value"]) else r["value"],
-             "coverage": None if is_none(r["coverage"]) else r["coverage"],
-             "note": None if is_none(r["reason"]) else str(r["reason"])[:120]}
-            for r in df.to_dict("records")]
+def metric_scale(part: pd.DataFrame) -> tuple[float, float]:
+    """The spec's scale when it declares one, else one from the values."""
+    declared = [s for s in part["spec_scale"] if s is not None] if "spec_scale" in part else []
+    if declared:
+        return tuple(declared[0])
+    return scale_class(part["value"])
 
 
-def family_charts(spec: PageSpec, main: pd.DataFrame, order: list[str]) -> list[str]:
-    """One bar chart per metric family, in the spec's order (split further by scale so a [0,100] metric does not
-    flatten [0,1] ones). A family where nothing has a value is one line naming its reasons, not an empty chart."""
+def bar_rows(df: pd.DataFrame, label_col: str = "metric_id") -> list[dict]:
+    """Chart rows; a substituted value carries its mark (``*``) beside the number and the model in the tooltip,
+    an addition its ``+``."""
+    out = []
+    for r in df.to_dict("records"):
+        mark = ("*" if r.get("substitute") and not is_none(r.get("value")) else "") + \
+               ("+" if r.get("addition") else "")
+        note = [] if is_none(r.get("reason")) else [str(r["reason"])[:120]]
+        if r.get("substitute") and not is_none(r.get("value")):
+            note.append(f"substitute: {r['substitute']}")
+        out.append({"label": r[label_col], "series": r["generator"],
+                    "value": None if is_none(r["value"]) else r["value"],
+                    "coverage": None if is_none(r.get("coverage")) else r["coverage"],
+                    "note": "; ".join(note) or None, "mark": mark or None})
+    return out
+
+
+def family_charts(part: pd.DataFrame, order: list[str], fam_rank: Mapping[str, int], suffix: str = "") -> list[str]:
+    """One bar chart per family in the specs' order, split by scale (a [0,100] metric does not flatten [0,1]
+    ones). A family where nothing has a value is one line naming its reasons, not an empty chart."""
     charts = []
-    rank = {f: i for i, (f, _) in enumerate(spec.families)}
-    fams = sorted(main["family"].unique(), key=lambda f: (rank.get(f, len(rank)), f))
-    for fam in fams:
-        part = main[main["family"] == fam]
-        if part["value"].isna().all():
-            reasons = sorted({str(r)[:140] for r in part["reason"].dropna()})[:3]
-            charts.append(f'<p class="none family-none"><b>{escape(fam)}</b>: no value ({part["metric_id"].nunique()} '
-                          f'metrics){": " + escape("; ".join(reasons)) if reasons else ""}</p>')
+    for fam in sorted(part["family"].unique(), key=lambda f: (fam_rank.get(f, 10**6), f)):
+        p = part[part["family"] == fam]
+        title = f"{fam}{suffix}"
+        if p["value"].isna().all():
+            charts.append(none_note(title, p["reason"], p["metric_id"].nunique()))
             continue
         scales: dict[tuple, list[str]] = {}
         empty = []
-        for mid, m in part.groupby("metric_id", sort=True):
-            if spec.scale:
-                scales.setdefault(spec.scale, []).append(mid)
-            elif m["value"].isna().all():
-                empty.append(mid)  # drawn as None beside the others, on their scale
+        for mid, m in p.groupby("metric_id", sort=True):
+            if m["spec_scale"].notna().any() or m["value"].notna().any():
+                scales.setdefault(metric_scale(m), []).append(mid)
             else:
-                scales.setdefault(_scale_class(m["value"]), []).append(mid)
+                empty.append(mid)  # drawn as None beside the others, on their scale
         if empty:
             biggest = max(scales, key=lambda k: len(scales[k]))
             scales[biggest] = sorted(scales[biggest] + empty)
         for sc, mids in scales.items():
-            sub = part[part["metric_id"].isin(mids)].sort_values("metric_id", kind="stable")
-            title = fam if len(scales) == 1 else f"{fam} ({fmt(sc[0], 0)}-{fmt(sc[1], 0)})"
-            charts.append(R.bar_chart_svg(_bar_rows(sub), order, title=title, scale=sc, width=620))
+            sub = p[p["metric_id"].isin(mids)].sort_values("metric_id", kind="stable")
+            t = title if len(scales) == 1 else f"{title} ({sc[0]:g}-{sc[1]:g})"
+            charts.append(R.bar_chart_svg(bar_rows(sub), order, title=t, scale=sc, width=620))
     return charts
+
+
+def none_note(title: str, reasons: Iterable, n_metrics: Optional[int] = None) -> str:
+    why = sorted({str(r)[:140] for r in reasons if not is_none(r)})[:3]
+    count = f" ({n_metrics} metrics)" if n_metrics is not None else ""
+    return (f'<p class="none family-none"><b>{escape(title)}</b>: no value{count}'
+            f'{": " + escape("; ".join(why)) if why else ""}</p>')
 
 
 def chart_or_note(rows: list[dict], order: list[str], title: str, **kw) -> str:
     """A bar chart, or one line saying why nothing has a value (an all-None chart is only noise)."""
     if rows and all(is_none(r.get("value")) for r in rows):
-        reasons = sorted({str(r["note"])[:140] for r in rows if r.get("note")})[:3]
-        return (f'<p class="none family-none"><b>{escape(title)}</b>: no value'
-                f'{": " + escape("; ".join(reasons)) if reasons else ""}</p>')
+        return none_note(title, [r.get("note") for r in rows])
     return R.bar_chart_svg(rows, order, title=title, **kw)
 
 
-def _view(spec: PageSpec, part: pd.DataFrame, key: str, label: str, main: bool, order: list[str],
-          audit_href: Callable[[str, str], Optional[str]]) -> dict:
-    metrics = []
+def table_html(df: Optional[pd.DataFrame], table_id: str = "", limit: int = 200) -> str:
+    """A small DataFrame as an HTML table (numbers through ``fmt``, None written out)."""
+    if df is None or df.empty:
+        return '<p class="none">not evaluated: no row</p>'
+    head = "".join(f'<th class="text">{escape(str(c))}</th>' for c in df.columns)
+    body = []
+    for r in df.head(limit).itertuples(index=False):
+        cells = []
+        for v in r:
+            if is_none(v):
+                cells.append('<td class="none">None</td>')
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                cells.append(f"<td>{escape(R.count(v) if float(v).is_integer() else fmt(v))}</td>")
+            else:
+                cells.append(f'<td class="text">{escape(str(v))}</td>')
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    more = f'<p class="small">first {limit} of {len(df)} rows</p>' if len(df) > limit else ""
+    tid = f' id="{escape(table_id)}"' if table_id else ""
+    return f"<table{tid}><tr>{head}</tr>{''.join(body)}</table>{more}"
+
+
+def _cell(r: dict, notes: Footnotes, audit_href: Callable[[str, str], Optional[str]]) -> dict:
+    c = {k: (None if is_none(v) else v) for k, v in r.items()}
+    c["sub_marks"] = notes.mark(c.get("substitute"), c["metric_id"]) if c.get("value") is not None else []
+    tip = [f"n_eval {R.count(c.get('n_eval'))}, n_failed {R.count(c.get('n_failed'))} (generator), "
+           f"n_failed_evaluator {R.count(c.get('n_failed_evaluator'))}, n_skipped {R.count(c.get('n_skipped'))}"]
+    if c.get("substitute"):
+        tip.append(f"substitute: {c['substitute']}")
+    if c.get("reason"):
+        tip.append(str(c["reason"])[:300])
+    if c.get("detail"):
+        tip.append(str(c["detail"])[:300])
+    c["tooltip"] = "; ".join(tip)
+    c["audit"] = audit_href(c["metric_id"], c["generator"])
+    return c
+
+
+def _view(part: pd.DataFrame, key: str, label: str, main: bool, order: list[str], fam_rank: Mapping[str, int],
+          notes: Footnotes, audit_href: Callable[[str, str], Optional[str]]) -> dict:
+    """One table: a row per metric (grouped: the paper's metrics, then diagnostics, then undeclared ids), a
+    column per generator; the substitute models of its cells listed under it."""
+    groups: dict[str, list[dict]] = {}
     for mid, m in part.groupby("metric_id", sort=False):
-        metrics.append({"metric_id": mid, "family": m["family"].iloc[0]})
-    fam_order = {f: i for i, (f, _) in enumerate(spec.families)}
-    metrics.sort(key=lambda m: (fam_order.get(m["family"], 99), m["family"], m["metric_id"]))
+        first = m.iloc[0]
+        kind = first["kind"]
+        group = ("undeclared" if kind == "undeclared" else "diagnostic" if kind == "diagnostic" else "metric")
+        groups.setdefault(group, []).append({
+            "metric_id": mid, "family": first["family"], "arrow": ARROWS.get(first["direction"], ""),
+            "direction": first["direction"], "description": first["description"], "aggregate": kind == "aggregate",
+            "paper_id": None if first["paper_id"] in (None, mid) or is_none(first["paper_id"]) else first["paper_id"]})
+    for g in groups.values():
+        g.sort(key=lambda m: (fam_rank.get(m["family"], 10**6), m["family"], m["metric_id"]))
+    titles = {"metric": "", "diagnostic": "diagnostics (not ranked as metrics)",
+              "undeclared": "undeclared: no MetricSpec names these ids"}
     cells = {}
     for r in part.to_dict("records"):
-        c = {k: (None if is_none(v) else v) for k, v in r.items()}
-        sub = c.get("substitute")
-        c["substitute"] = (str(sub) if sub not in (True, False) else ("substitute model" if sub else None)) \
-            if sub is not None else None
-        if c["substitute"] in ("", "False", "false", "0"):
-            c["substitute"] = None
-        comp = c.get("comparable")
-        c["comparable"] = None if comp is None else bool(comp) and str(comp).lower() != "false"
-        tip = [f"n_eval {fmt(c.get('n_eval'), 0)}, n_failed {fmt(c.get('n_failed'), 0)}, "
-               f"n_skipped {fmt(c.get('n_skipped'), 0)}"]
-        if c.get("reason"):
-            tip.append(str(c["reason"])[:300])
-        c["tooltip"] = "; ".join(tip)
-        c["audit"] = audit_href(c["metric_id"], c["generator"])
-        cells[(c["metric_id"], c["generator"])] = c
-    gens = _order(part["generator"], set(part.loc[part["baseline"], "generator"]))
-    return {"key": re.sub(r"[^A-Za-z0-9_-]", "_", key), "label": label, "main": main, "metrics": metrics,
-            "generators": [g for g in order if g in gens] + [g for g in gens if g not in order], "cells": cells}
+        cells[(r["metric_id"], r["generator"])] = _cell(r, notes, audit_href)
+    used = sorted({n for c in cells.values() for n in c["sub_marks"]})
+    gens = order_generators(part["generator"], set(part.loc[part["baseline"], "generator"]))
+    return {"key": re.sub(r"[^A-Za-z0-9_-]", "_", key), "label": label, "main": main,
+            "groups": [{"title": titles[g], "metrics": groups[g]} for g in ("metric", "diagnostic", "undeclared")
+                       if g in groups],
+            "n_metrics": sum(len(v) for v in groups.values()),
+            "generators": [g for g in order if g in gens] + [g for g in gens if g not in order], "cells": cells,
+            "legend": notes.legend(used)}
 
 
 def reason_groups(main: pd.DataFrame, limit: int = 10) -> list[dict]:
@@ -349,24 +387,33 @@ def reason_groups(main: pd.DataFrame, limit: int = 10) -> list[dict]:
     return sorted(out, key=lambda g: (-g["count"], g["reason"]))
 
 
-def _headline(spec: PageSpec, main: pd.DataFrame) -> tuple[str, dict]:
-    """The first headline metric any generator has a value for; coverage = the generator's share of metrics
-    with a value in the main view."""
-    cov = main.groupby("generator")["value"].apply(lambda s: float(s.notna().mean()))
-    chosen = next((m for m in spec.headline if main.loc[main["metric_id"] == m, "value"].notna().any()),
-                  next((m for m in spec.headline if (main["metric_id"] == m).any()), None))
+def headline(page: BenchmarkPage, main: pd.DataFrame, notes: Footnotes) -> tuple[str, dict]:
+    """The first of the page's headline metrics any generator has a value for (never an addition or an undeclared
+    id). Each generator's cell: value (None keeps its reason: an aggregate missing a part is no headline number),
+    the board's coverage, the substitute model."""
+    eligible = main[~main["addition"] & main["kind"].isin(["metric", "aggregate"])]
+    chosen = next((m for m in page.headline if eligible.loc[eligible["metric_id"] == m, "value"].notna().any()),
+                  next((m for m in page.headline if (eligible["metric_id"] == m).any()), None))
     out = {}
-    for g in main["generator"].unique():
-        row = main[(main["generator"] == g) & (main["metric_id"] == chosen)] if chosen else main.iloc[0:0]
+    for g in order_generators(main["generator"], set()):
+        row = eligible[(eligible["generator"] == g) & (eligible["metric_id"] == chosen)] if chosen \
+            else eligible.iloc[0:0]
         r = row.iloc[0] if len(row) else None
-        out[g] = {"value": None if r is None or is_none(r["value"]) else float(r["value"]),
-                  "reason": None if r is None or is_none(r["reason"]) else str(r["reason"]),
-                  "coverage": float(cov.get(g, 0.0)),
+        value = None if r is None or is_none(r["value"]) else float(r["value"])
+        reason = None if r is None or is_none(r["reason"]) else str(r["reason"])
+        if r is None:
+            reason = f"{chosen or 'the headline metric'} is not on the board for this generator"
+        sub = None if r is None or value is None else r["substitute"]
+        out[g] = {"value": value, "reason": reason,
+                  "coverage": None if r is None or is_none(r["coverage"]) else float(r["coverage"]),
+                  "substitute": sub, "sub_marks": notes.mark(sub, chosen or "") if sub else [],
                   "baseline": bool(main.loc[main["generator"] == g, "baseline"].any())}
     return chosen or "no headline metric", out
 
 
-def _artifact_src(store, sha: str, page_dir: Path) -> Optional[str]:
+# ----------------------------------------------------------------------------- images
+
+def artifact_src(store, sha: str, page_dir: Path) -> Optional[str]:
     try:
         path = store.artifact_path(str(sha))
     except ValueError:
@@ -376,18 +423,18 @@ def _artifact_src(store, sha: str, page_dir: Path) -> Optional[str]:
     return os.path.relpath(path, page_dir)
 
 
-def galleries(spec: PageSpec, reader: Reader, page_dir: Path) -> list[dict]:
-    """Crops (``crop_id``) and frames (``frame_id`` / ``*_frame_id`` / ``plot_id`` columns that name a stored
-    PNG) of the first item per generator, from the benchmark's tables."""
+def galleries(page: BenchmarkPage, reader: Reader, page_dir: Path) -> list[dict]:
+    """Crops (``crop_id``) and frames (``frame_id`` / ``*_frame_id`` columns that name a stored PNG) of the first
+    item per generator, from the page's tables."""
     out = []
-    for t in dict.fromkeys([*spec.gallery_tables, *spec.metric_tables]):
+    for t in dict.fromkeys([*page.gallery_tables, *page.metric_tables]):
         df = reader.table(t)
         if df is None:
             continue
         id_cols = [c for c in df.columns if c == "crop_id" or c == "frame_id" or c.endswith("_frame_id")]
         if not id_cols:
             continue
-        item_col = next((c for c in ITEM_COLUMNS if c in df.columns), None)
+        item_col = item_column(df, page.item_column)
         gen_col = "generator" if "generator" in df.columns else None
         for c in id_cols:
             d = df[df[c].notna()]
@@ -402,7 +449,7 @@ def galleries(spec: PageSpec, reader: Reader, page_dir: Path) -> list[dict]:
                     if r[c] in seen or len(images) >= GALLERY_MAX:
                         continue
                     seen.add(r[c])
-                    src = _artifact_src(reader.store, r[c], page_dir)
+                    src = artifact_src(reader.store, r[c], page_dir)
                     if src is None:
                         continue
                     bits = [str(r.get(k)) for k in ("shot", "entity_id", "status", "frame_index", "character")
@@ -429,7 +476,6 @@ def thumbnails(video: str, out_dir: Path, n: int = 6, indices: Optional[list[int
         st = os.stat(video)
     except OSError:
         return []
-    import hashlib
     key = hashlib.sha256(f"{os.path.abspath(video)}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:20]
     cap = cv2.VideoCapture(str(video))
     try:
@@ -458,7 +504,8 @@ def thumbnails(video: str, out_dir: Path, n: int = 6, indices: Optional[list[int
         cap.release()
 
 
-def _first_per_generator(df: pd.DataFrame, gen_col: str, item_col: str) -> list[tuple[str, str, pd.DataFrame]]:
+def first_per_generator(df: pd.DataFrame, gen_col: str, item_col: str) -> list[tuple[str, str, pd.DataFrame]]:
+    """(generator, its first item, that item's rows) for each generator."""
     out = []
     for gen, part in df.groupby(gen_col, sort=True):
         first = sorted(part[item_col].astype(str))[0]
@@ -466,406 +513,226 @@ def _first_per_generator(df: pd.DataFrame, gen_col: str, item_col: str) -> list[
     return out
 
 
-def frame_galleries(spec: PageSpec, reader: Reader, out_dir: Path) -> list[dict]:
-    """Frames of the outputs (or, for NarrativeTrack, of the input videos) of the first item per generator."""
-    from bench_resources.paths import BenchPaths
+def video_frames(ctx: PageContext, table: str, item_col: str, video_of: Callable[[str, str], Path],
+                 n: int = 8) -> list[dict]:
+    """Evenly spaced frames of the first item's video per generator (``video_of(generator, item)``)."""
+    df = ctx.reader.table(table, f'SELECT DISTINCT generator, "{item_col}" AS item FROM "{table}"')
     out = []
-
-    def add(title: str, images: list[dict]) -> None:
-        if images:
-            out.append({"title": title, "kind": "frame", "images": images})
-
-    if spec.name == "entitybench":
-        df = reader.table("entitybench_outputs")
-        if df is not None and {"generator", "episode_id", "shot", "path"} <= set(df.columns):
-            for gen, item, part in _first_per_generator(df.dropna(subset=["path"]), "generator", "episode_id"):
-                imgs = []
-                for r in part.sort_values("shot").head(12).itertuples():
-                    for path, i in thumbnails(r.path, out_dir, indices=[0]):
-                        imgs.append({"src": os.path.relpath(path, out_dir), "caption": f"shot {r.shot}"})
-                add(f"first frame of each shot: {gen} episode {item}", imgs)
-    elif spec.name == "vistorybench":
-        df = reader.table("vistorybench_outputs")
-        if df is not None and {"generator", "story_id", "shot", "path"} <= set(df.columns):
-            for gen, item, part in _first_per_generator(df.dropna(subset=["path"]), "generator", "story_id"):
-                imgs = []
-                for r in part.sort_values("shot").head(GALLERY_MAX).itertuples():
-                    if str(r.path).lower().endswith(IMAGE_EXT) and os.path.exists(r.path):
-                        imgs.append({"src": os.path.relpath(r.path, out_dir), "caption": f"shot {r.shot}"})
-                    else:
-                        for path, _ in thumbnails(r.path, out_dir, indices=[0]):
-                            imgs.append({"src": os.path.relpath(path, out_dir), "caption": f"shot {r.shot}"})
-                add(f"shot images: {gen} story {item}", imgs)
-    elif spec.name in ("mbench", "locot2v"):
-        table, col = ("mbench_scores", "case_id") if spec.name == "mbench" else ("locot2v_visual", "item")
-        df = reader.table(table, f'SELECT DISTINCT generator, "{col}" AS item FROM "{table}"')
-        if df is not None:
-            paths = BenchPaths()
-            for gen, item, _ in _first_per_generator(df, "generator", "item"):
-                video = paths.generator_dir(gen) / f"{item}.mp4"
-                imgs = [{"src": os.path.relpath(p, out_dir), "caption": f"frame {i}"}
-                        for p, i in thumbnails(str(video), out_dir, n=8)]
-                add(f"frames: {gen} {spec.item_label} {item}", imgs)
-    elif spec.name == "narrativetrack":
-        df = reader.table("narrativetrack_video")
-        if df is not None and {"video_id", "path"} <= set(df.columns):
-            for r in df.sort_values("video_id").head(2).itertuples():
-                imgs = [{"src": os.path.relpath(p, out_dir), "caption": f"frame {i}"}
-                        for p, i in thumbnails(str(r.path), out_dir, n=8)]
-                add(f"input video {r.video_id}", imgs)
+    if df is None:
+        return out
+    for gen, item, _ in first_per_generator(df, "generator", "item"):
+        imgs = [{"src": os.path.relpath(p, ctx.out_dir), "caption": f"frame {i}"}
+                for p, i in thumbnails(str(video_of(gen, item)), ctx.out_dir, n=n)]
+        if imgs:
+            out.append({"title": f"frames: {gen} {ctx.page.item_label} {item}", "kind": "frame", "images": imgs})
     return out
 
 
-def _manifest(reader: Reader, spec: PageSpec) -> dict:
-    df = reader.table(f"{spec.name}_report")
-    if df is None or "manifest_json" not in df.columns:
-        return {}
-    try:
-        return json.loads(df["manifest_json"].dropna().iloc[-1])
-    except (ValueError, IndexError):
-        return {}
-
-
-# ----------------------------------------------------------------------------- benchmark-specific sections
-
-def _gap_bins(detail: pd.Series) -> list:
-    out = []
-    for d in detail:
-        try:
-            out.append(json.loads(d).get("gap_bin") if isinstance(d, str) else None)
-        except ValueError:
-            out.append(None)
-    return out
-
-
-def _bin_key(b: str) -> tuple:
-    try:
-        return (int(str(b).split("-")[0]), str(b))
-    except ValueError:
-        return (10**6, str(b))
-
-
-def gap_decay_by_type(reader: Reader) -> pd.DataFrame:
-    """Mean similarity and pair count per (signal, entity type, generator, shot-distance bin).
-
-    Uses ``entitybench_gap_decay`` when it carries an entity type column; otherwise bins the pair rows it was
-    made from (DINOv2 adjacent-appearance pairs joined to the registry's types, LLM anchor comparisons whose
-    metric names the type)."""
-    g = reader.table("entitybench_gap_decay")
-    type_col = next((c for c in ("entity_type", "type") if g is not None and c in g.columns), None)
-    if g is not None and type_col and {"generator", "signal", "gap_bin", "mean"} <= set(g.columns):
-        g = g.rename(columns={type_col: "entity_type"})
-        if "tier" in g.columns and (g["tier"] == "all").any():
-            g = g[g["tier"] == "all"]  # the per-tier rows repeat the pairs of the overall curve
-        g["pairs"] = _num(_col(g, "pairs", 0)).fillna(0)
-        if "embedder" in g.columns:  # the model behind a cosine belongs in the curve's name
-            emb = g["embedder"].fillna("").astype(str)
-            g["signal"] = [f"{s} ({e})" if e and e != "judge" else s for s, e in zip(g["signal"], emb)]
-        g["entity_type"] = g["entity_type"].fillna("unknown")
-        return g[["signal", "entity_type", "generator", "gap_bin", "mean", "pairs"]]
-    frames = []
-    dino = reader.table("entitybench_presence_consistency",
-                        "SELECT generator, item, entity_id, value, detail FROM entitybench_presence_consistency "
-                        "WHERE metric_id IN ('gap_decay_dino', 'gap_decay_embedding') AND value IS NOT NULL")
-    reg = reader.table("entitybench_entity_registry")
-    if dino is not None and reg is not None and {"episode_id", "entity_id", "type"} <= set(reg.columns):
-        d = dino.merge(reg[["episode_id", "entity_id", "type"]].rename(columns={"episode_id": "item"}),
-                       on=["item", "entity_id"], how="left")
-        d["signal"], d["entity_type"] = "embedding_cosine", d["type"].fillna("unknown")
-        frames.append(d)
-    llm = reader.table("entitybench_llm_consistency",
-                       "SELECT generator, item, entity_id, metric_id, value, detail FROM entitybench_llm_consistency "
-                       "WHERE level = 'pair' AND metric_id IN ('llm_face_mean_score', 'llm_object_mean_score') "
-                       "AND value IS NOT NULL")
-    if llm is not None:
-        llm["signal"] = "llm_sim"
-        llm["entity_type"] = llm["metric_id"].map({"llm_face_mean_score": "character",
-                                                   "llm_object_mean_score": "object"})
-        frames.append(llm)
-    if not frames:
-        return pd.DataFrame(columns=["signal", "entity_type", "generator", "gap_bin", "mean", "pairs"])
-    df = pd.concat(frames, ignore_index=True)
-    df["gap_bin"] = _gap_bins(df["detail"])
-    df = df.dropna(subset=["gap_bin"])
-    df["value"] = _num(df["value"])
-    agg = df.groupby(["signal", "entity_type", "generator", "gap_bin"])["value"].agg(["mean", "count"])
-    return agg.reset_index().rename(columns={"count": "pairs"})
-
-
-def sections_entitybench(reader: Reader, board: pd.DataFrame, order: list[str]) -> list[dict]:
-    out = []
-    gap = gap_decay_by_type(reader)
-    charts = []
-    if len(gap):
-        bins = sorted(gap["gap_bin"].astype(str).unique(), key=_bin_key)
-        for (signal, etype), part in gap.groupby(["signal", "entity_type"]):
-            series = {}
-            for gen, p in part.groupby("generator"):
-                by = {str(b): (m, int(n)) for b, m, n in zip(p["gap_bin"], p["mean"], p["pairs"])}
-                series[gen] = [by.get(b, (None, 0)) for b in bins]
-            charts.append(R.line_chart_svg(bins, series, order, title=f"{signal}: {etype}",
-                                           y_label="shot distance (k_j - k_i)"))
-    out.append({"title": "Gap decay per entity type",
-                "note": "Similarity of an entity's admitted appearances by shot distance, one line per generator, "
-                        "n = pairs per bin (a diagnostic, not one of the 51 metrics).",
-                "charts": charts or ['<p class="none">not evaluated: no gap-decay pair in the store</p>']})
-    tiers = board[board["slice"] != "all"]
-    charts = []
-    if len(tiers):
-        keys = [m for m in ("cs_face", "cs_object", "intra_face_fidelity", "llm_face_accuracy",
-                            "intra_character_presence", "subject_consistency", "temporal_flickering")
-                if tiers.loc[tiers["metric_id"] == m, "value"].notna().any()][:6]
-        for m in keys:
-            part = tiers[tiers["metric_id"] == m]
-            charts.append(R.bar_chart_svg(_bar_rows(part, "slice"), order, title=f"{m} per tier",
-                                          scale=_scale_class(part["value"]), width=520))
-    out.append({"title": "Per-tier breakdown", "note": "The same metric per episode tier (rows), one bar per "
-                "generator; the thin line is the coverage within the tier.",
-                "charts": charts or ['<p class="none">not evaluated: no per-tier value</p>']})
-    return out
-
-
-def sections_vistorybench(reader: Reader, board: pd.DataFrame, order: list[str], raw: pd.DataFrame) -> list[dict]:
-    charts = []
-    for split, part in board.groupby("slice"):
-        if split == "full":
+def _manifest(reader: Reader, page: BenchmarkPage) -> dict:
+    for t in page.manifest_tables:
+        df = reader.table(t)
+        if df is None or "manifest_json" not in df.columns:
             continue
-        for fam, p in part.groupby("family"):
-            charts.append(chart_or_note(_bar_rows(p), order, title=f"{fam} ({split})",
-                                        scale=_scale_class(p["value"]), width=520))
-    out = [{"title": "Per-split breakdown (Lite)", "note": "The Lite subset's values, per family.",
-            "charts": charts or ['<p class="none">not evaluated: no Lite story in the store</p>']}]
-    if "mean_rank" in raw.columns:
-        r = raw[(_col(raw, "split") == "full")].drop_duplicates("generator")
-        rows = [{"label": "mean rank (lower is better)", "series": g, "value": None if is_none(v) else float(v),
-                 "coverage": None} for g, v in zip(r["generator"], r["mean_rank"])]
-        out.append({"title": "Mean rank over the quality columns",
-                    "note": "Baselines shown but not ranked have no rank.",
-                    "charts": [R.bar_chart_svg(rows, order, title="mean rank", width=520)]})
-    return out
-
-
-def sections_mbench(reader: Reader, board: pd.DataFrame, order: list[str]) -> list[dict]:
-    dims, subs = [], []
-    for mode, part in board.groupby("slice"):
-        is_dim = part["family"] == "dimension M-Scores"
-        d = part[is_dim]
-        dims.append(chart_or_note(_bar_rows(d), order, title=f"MBench-{mode}: dimension M-Scores",
-                                  scale=(0.0, 100.0), width=520))
-        if mode != "A":
-            s = part[~is_dim]
-            subs.append(chart_or_note(_bar_rows(s), order, title=f"MBench-{mode}: sub-dimensions",
-                                      scale=(0.0, 100.0)))
-    return [{"title": "Per-dimension M-Scores", "note": "Entity, environment and causal M-Scores per mode.",
-             "charts": dims or ['<p class="none">not evaluated</p>']},
-            {"title": "MBench-T sub-dimensions", "note": "A T case whose trigger is unknown leaves the coverage "
-             "unknown (None), never 0.", "charts": subs or ['<p class="none">not evaluated: no MBench-T row</p>']}]
-
-
-def sections_locot2v(reader: Reader, board: pd.DataFrame, order: list[str]) -> list[dict]:
-    d = board[board["family"] == "dimensions and overall"]
-    return [{"title": "Dimensions and overall", "note": "Coverage here = share of sub-dimensions with a value.",
-             "charts": [R.bar_chart_svg(_bar_rows(d), order, title="dimensions (%)", scale=(0.0, 100.0))]
-             if len(d) else ['<p class="none">not evaluated</p>']}]
-
-
-def sections_narrativetrack(reader: Reader, board: pd.DataFrame, order: list[str]) -> list[dict]:
-    heat, avg = [], []
-    for mode, part in board.groupby("slice"):
-        cells = part[part["family"] == "dimension x format"]
-        for gen, p in cells.groupby("generator"):
-            vals = {}
-            for mid, v in zip(p["metric_id"], p["value"]):
-                _, dim, form = mid.split(".", 2)
-                vals[(dim, form)] = None if is_none(v) else float(v)
-            rows = [d for d in ("EE", "AC", "OC", "SC", "EA") if any(k[0] == d for k in vals)]
-            rows += sorted({k[0] for k in vals} - set(rows))
-            cols = [f for f in ("binary", "mc", "ordering") if any(k[1] == f for k in vals)]
-            cols += sorted({k[1] for k in vals} - set(cols))
-            heat.append(R.heatmap_svg(rows, cols, vals, title=f"{gen} ({mode})", vmax=100.0))
-        a = part[part["metric_id"] == "accuracy.avg"]
-        avg.append(chart_or_note(_bar_rows(a, "slice"), order, title=f"average accuracy ({mode})",
-                                 scale=(0.0, 100.0), width=520))
-    return [{"title": "Accuracy by dimension and format", "note": "Rows: dimensions (EE, AC, OC, SC, EA); "
-             "columns: formats; grey: no item of that kind. None: no item was answered.",
-             "charts": heat or ['<p class="none">not evaluated</p>']},
-            {"title": "Average accuracy against the random baseline", "note": "", "charts": avg}]
+        try:
+            return json.loads(df["manifest_json"].dropna().iloc[-1])
+        except (ValueError, IndexError):
+            continue
+    return {}
 
 
 # ----------------------------------------------------------------------------- audit sources
 
-def audit_rows(spec: PageSpec, reader: Reader) -> Optional[pd.DataFrame]:
-    """Every row behind the leaderboard in one long shape (generator, item, level, metric_id, value, reason,
-    n_*, crop_id, frame_index, source_sha256, detail), or None when no source table is readable."""
-    frames = []
-    for t in spec.metric_tables:
-        df = reader.table(t)
-        if df is None or "metric_id" not in df.columns:
-            continue
-        item_col = next((c for c in ITEM_COLUMNS if c in df.columns), None)
-        d = pd.DataFrame({"generator": _col(df, "generator").astype(object),
-                          "item": (df[item_col] if item_col else pd.Series("", index=df.index)).astype(str),
-                          "level": _col(df, "level", "item").fillna("item").astype(object),
-                          "metric_id": df["metric_id"].astype(object), "value": _num(_col(df, "value"))})
-        for c in ("n_eval", "n_failed", "n_skipped", "shot", "frame_index"):
-            d[c] = _col(df, c)
-        for c in ("entity_id", "reason", "crop_id", "source_sha256", "detail"):
-            d[c] = _col(df, c)
-        if spec.name == "mbench":  # one row per (case, sub-dimension): the case is the item
-            d["level"] = "item"
-            if "trigger_reason" in df.columns:
-                d["reason"] = d["reason"].where(d["reason"].notna(), df["trigger_reason"])
-        frames.append(d)
-    if spec.name == "narrativetrack":
-        ans = reader.table("narrativetrack_answers")
-        if ans is not None:
-            frames.append(_narrativetrack_rows(ans))
-    if not frames:
-        return None
-    return pd.concat(frames, ignore_index=True)
+AUDIT_COLUMNS = ("generator", "item", "level", "metric_id", "value", "n_eval", "n_failed", "n_skipped", "shot",
+                 "frame_index", "entity_id", "reason", "crop_id", "source_sha256", "detail")
 
 
-def _narrativetrack_rows(ans: pd.DataFrame) -> pd.DataFrame:
-    """Answers as audit rows: value = strict correctness (1/0) of an answered question, None otherwise."""
-    status = _col(ans, "status").astype("string")
-    strict = _col(ans, "strict")
-    value = [None if s != "ok" or is_none(v) else float(bool(v)) for s, v in zip(status, strict)]
-    detail = []
-    for r in ans.to_dict("records"):
-        keep = {k: r.get(k) for k in ("question", "qa_id", "dimension", "format", "direction", "track_type",
-                                      "distractor", "answer", "expected", "strict", "lenient", "raw")
-                if k in r and not is_none(r.get(k))}
-        detail.append(json.dumps(keep, default=str, sort_keys=True))
-    return pd.DataFrame({
-        "generator": _col(ans, "answerer").astype("string"), "item": _col(ans, "video_id").astype("string"),
-        "level": "question", "metric_id": "accuracy", "value": value, "n_eval": None, "n_failed": None,
-        "n_skipped": None, "shot": None, "frame_index": None, "entity_id": _col(ans, "qa_id"),
-        "reason": _col(ans, "reason"), "crop_id": None, "source_sha256": _col(ans, "source_sha256"),
-        "detail": detail, "dimension": _col(ans, "dimension"), "format": _col(ans, "format"),
-        "direction": _col(ans, "direction"), "track_type": _col(ans, "track_type"),
-        "distractor": _col(ans, "distractor")})
+def item_column(df: pd.DataFrame, other: str = "item") -> Optional[str]:
+    """The column naming the item: ``item`` (the long metric tables), else the page's own (e.g. an episode id)."""
+    return next((c for c in ("item", other) if c in df.columns), None)
+
+
+def metric_rows(df: pd.DataFrame, item_col: str = "item") -> pd.DataFrame:
+    """One long metric table in the audit shape (generator, item, level, metric_id, value, n_*, shot,
+    frame_index, entity_id, reason, crop_id, source_sha256, detail); a column the table lacks is None."""
+    item_col = item_column(df, item_col)
+    d = pd.DataFrame({"generator": col(df, "generator").astype(object),
+                      "item": (df[item_col] if item_col else pd.Series("", index=df.index)).astype(str),
+                      "level": col(df, "level", "item").fillna("item").astype(object),
+                      "metric_id": df["metric_id"].astype(object), "value": num(col(df, "value"))})
+    for c in AUDIT_COLUMNS[5:]:
+        d[c] = col(df, c)
+    return d
+
+
+def read_metric_rows(reader: Reader, tables: Iterable[str], item_col: str = "item") -> Optional[pd.DataFrame]:
+    """Every row of the given metric tables in the audit shape, or None when none is readable."""
+    frames = [metric_rows(df, item_col) for df in (reader.table(t) for t in tables)
+              if df is not None and "metric_id" in df.columns]
+    return pd.concat(frames, ignore_index=True) if frames else None
 
 
 class RowIndex:
     """The audit rows split once by (generator, metric_id), so each audit page picks its rows without scanning
     the whole table again."""
 
-    def __init__(self, spec: PageSpec, rows: pd.DataFrame):
-        self.spec = spec
+    def __init__(self, rows: pd.DataFrame):
+        self.rows = rows
         self.by_gen = {g: part for g, part in rows.groupby("generator", sort=False)}
         self.by_cell = {k: part for k, part in rows.groupby(["generator", "metric_id"], sort=False)}
         self.metrics: dict[str, list[str]] = {}
         for g, m in self.by_cell:
             self.metrics.setdefault(g, []).append(m)
 
-    def rows_for(self, metric_id: str, generator: str) -> pd.DataFrame:
+    def generator_rows(self, generator: str) -> pd.DataFrame:
         mine = self.by_gen.get(generator)
-        if mine is None:
-            return pd.DataFrame(columns=["generator", "item", "level", "metric_id", "value"])
-        if self.spec.name == "narrativetrack":
-            parts = metric_id.split(".")
-            if parts[0] != "accuracy" or len(parts) < 2:
-                return mine.iloc[0:0]
-            if parts[1] == "avg":
-                return mine
-            if len(parts) == 3 and parts[1] in ("direction", "track_type", "distractor"):
-                return mine[mine[parts[1]].fillna("none").astype(str) == parts[2]]
-            if len(parts) == 3:
-                return mine[(mine["dimension"] == parts[1]) & (mine["format"] == parts[2])]
-            return mine.iloc[0:0]
-        if self.spec.name == "mbench" and metric_id.startswith("m_score."):
-            metric_id = metric_id[len("m_score."):]  # the board names a sub-dimension's M-Score, rows its scores
+        return mine if mine is not None else self.rows.iloc[0:0]
+
+    def rows_for(self, metric_id: str, generator: str) -> pd.DataFrame:
+        """The metric's own rows and those of its ``<metric_id>.*`` parts."""
         keys = [m for m in self.metrics.get(generator, []) if m == metric_id or str(m).startswith(f"{metric_id}.")]
         if not keys:
-            return mine.iloc[0:0]
+            return self.rows.iloc[0:0]
         return pd.concat([self.by_cell[(generator, k)] for k in keys]) if len(keys) > 1 \
             else self.by_cell[(generator, keys[0])]
 
 
+def write_audits(page: BenchmarkPage, reader: Reader, board: pd.DataFrame, main_key: str,
+                 out_dir: Path) -> set[tuple[str, str]]:
+    """One audit page per (metric, generator): the main slice's cell, or for a metric only other slices have
+    (e.g. an addition's own slice) its first one. Headline -> per item -> per instance -> crops, frames, judge
+    answers; None rows grouped by reason."""
+    rows = page.audit_rows(reader, page.metric_tables) if page.audit_rows \
+        else read_metric_rows(reader, page.metric_tables, page.item_column)
+    written: set[tuple[str, str]] = set()
+    audit_dir = out_dir / "audit" / page.name
+    if rows is not None and not rows.empty:
+        _write_audit_pages(page, reader, board, main_key, rows, audit_dir, written)
+    # a page left from an earlier board (a generator or metric since removed) would be linked by nothing
+    keep = {AU.audit_filename(m, g) for m, g in written}
+    for old in audit_dir.glob("*__*.html") if audit_dir.is_dir() else ():
+        if old.name not in keep:
+            old.unlink(missing_ok=True)
+    return written
+
+
+def _write_audit_pages(page: BenchmarkPage, reader: Reader, board: pd.DataFrame, main_key: str, rows: pd.DataFrame,
+                       audit_dir: Path, written: set) -> None:
+    index = RowIndex(rows)
+    pick = page.rows_for or (lambda ix, m, g: ix.rows_for(m, g))
+    extra_cols = page.item_columns(reader) if page.item_columns else {}
+    extra = tuple(dict.fromkeys(k for v in extra_cols.values() for k in v))
+    ordered = pd.concat([board[board["slice"] == main_key], board[board["slice"] != main_key]])
+    for cell in ordered.to_dict("records"):
+        mid, gen = cell["metric_id"], cell["generator"]
+        if (mid, gen) in written:
+            continue
+        mine = pick(index, mid, gen)
+        if mine.empty:
+            continue
+        items = mine[mine["level"] == "item"].copy()
+        for c in extra:
+            items[c] = [extra_cols.get(str(i), {}).get(c) for i in items["item"]]
+        head = {k: v for k, v in cell.items() if k not in ("spec_scale",)}
+        AU.render_audit(metric_id=mid, generator=gen, headline=head, episodes=items,
+                        instances=mine[mine["level"] != "item"], artifact_path=reader.store.artifact_path,
+                        out_dir=audit_dir, back=f"../../{page.href}", item_label=page.item_label,
+                        css="../../site.css", benchmark=page.title, extra_columns=extra)
+        written.add((mid, gen))
+
+
 # ----------------------------------------------------------------------------- building
 
-def _nav() -> list[dict]:
-    return [{"name": n, "title": SPECS[n].title, "href": f"{n}.html"} for n in BENCH_ORDER]
+def registry(benchmarks) -> list:
+    """The benchmarks to render, in the registry's order (a dict name -> entry, or entries)."""
+    entries = list(benchmarks.values()) if isinstance(benchmarks, Mapping) else list(benchmarks)
+    return [b for b in entries if getattr(b, "page", None) is not None]
 
 
-def build_benchmark(spec: PageSpec, reader: Reader, out_dir: Path) -> BenchPage:
-    page = BenchPage(spec.name, spec.title, f"{spec.name}.html", spec.about, scale_note=spec.scale_note)
+def _main_slice(benchmark) -> Optional[str]:
+    return benchmark.page.main_slice or (getattr(benchmark, "headline", None) or {}).get("slice")
+
+
+def _nav(entries: list) -> list[dict]:
+    return [{"name": b.page.name, "title": b.page.title, "href": b.page.href} for b in entries]
+
+
+def build_benchmark(benchmark, reader: Reader, out_dir: Path) -> BenchPage:
+    """The page of one registry entry (``.page``, ``.metrics``, ``.headline``) from its board."""
+    spec, specs = benchmark.page, getattr(benchmark, "metrics", None)
+    page = BenchPage(spec.name, spec.title, spec.href, spec.about, scale_note=spec.scale_note,
+                     item_label=spec.item_label)
     raw = reader.table(spec.leaderboard)
     if raw is None:
         page.status = "none"
         page.status_reason = f"{spec.leaderboard}: {reader.problems.get(spec.leaderboard, 'not readable')}"
         return page
-    if not {"metric_id"} <= set(raw.columns) or not ({"generator", "answerer"} & set(raw.columns)):
-        page.status = "none"
-        page.status_reason = f"{spec.leaderboard} has no generator / metric_id columns: {sorted(raw.columns)}"
+    board, problem = prepare_board(raw, specs)
+    if board is None:
+        page.status, page.status_reason = "none", f"{spec.leaderboard}: {problem}"
         return page
-    board = normalise_board(spec, raw)
+    if board.empty:
+        page.status, page.status_reason = "none", f"{spec.leaderboard}: no row with a generator and a metric id"
+        return page
     page.baselines = set(board.loc[board["baseline"], "generator"])
-    order = _order(board["generator"], page.baselines)
-    main_key = spec.main_slice if spec.main_slice in set(board["slice"]) else (board["slice"].iloc[0] if len(board)
-                                                                                else "all")
+    order = order_generators(board["generator"], page.baselines)
+    slices = list(dict.fromkeys(board["slice"]))
+    wanted = _main_slice(benchmark)
+    paper_slices = [s for s in slices if (~board.loc[board["slice"] == s, "addition"]).any()]
+    main_key = wanted if wanted in slices else (paper_slices or slices)[0]
     main = board[board["slice"] == main_key]
-    page.protocols = sorted({p for p in _col(raw, "protocol").dropna().astype(str) for p in p.split(",") if p})[:4]
+    paper_main = main[~main["addition"] & main["kind"].isin(["metric", "aggregate"])]
+    fam_rank = family_order(specs, board)
+    notes = Footnotes()
+    page.protocols = sorted({p for v in board["protocol"].dropna() for p in re.split(r"[,+]", v) if p})[:4]
     page.manifest = _manifest(reader, spec)
     page.models = page.manifest.get("models", {}) if isinstance(page.manifest.get("models"), dict) else {}
-    page.headline_label, page.headlines = _headline(spec, main)
-    page.n_generators, page.n_metrics = len(order), main["metric_id"].nunique()
-    page.n_cells, page.n_values = len(main), int(main["value"].notna().sum())
+    page.headline_label, page.headlines = headline(spec, main, notes)
+    page.n_generators, page.n_metrics = len(order), paper_main["metric_id"].nunique()
+    page.n_cells, page.n_values = len(paper_main), int(paper_main["value"].notna().sum())
+    page.n_additions = int(board.loc[board["addition"], "metric_id"].nunique())
     page.overview_chart = R.bar_chart_svg(
-        [{"label": g, "series": g, "value": h["value"], "coverage": h["coverage"]}
-         for g, h in page.headlines.items()], order, title=f"headline: {page.headline_label}",
-        scale=_scale_class([h["value"] for h in page.headlines.values()]), width=420)
-    page.family_charts = family_charts(spec, main, order)
-    section = {"entitybench": lambda: sections_entitybench(reader, board, order),
-               "vistorybench": lambda: sections_vistorybench(reader, board, order, raw),
-               "mbench": lambda: sections_mbench(reader, board, order),
-               "locot2v": lambda: sections_locot2v(reader, board, order),
-               "narrativetrack": lambda: sections_narrativetrack(reader, board, order)}.get(spec.name)
-    page.sections = section() if section else []
+        [{"label": g, "series": g, "value": h["value"], "coverage": h["coverage"], "note": h["reason"],
+          "mark": "*" if h["sub_marks"] else None} for g, h in page.headlines.items()],
+        order, title=f"headline: {page.headline_label}",
+        scale=metric_scale(main[main["metric_id"] == page.headline_label]) if len(main) else None, width=420)
+    page.family_charts = family_charts(paper_main, order, fam_rank)
+    adds = board[board["addition"]]
+    ordered = list(dict.fromkeys([main_key, *slices]))
+    for s in [x for x in ordered if x in set(adds["slice"])]:
+        part = adds[(adds["slice"] == s) & adds["kind"].isin(["metric", "aggregate"])]
+        if part.empty:
+            continue
+        suffix = "" if s == main_key else f" ({spec.slice_label} {s})"
+        page.addition_charts += family_charts(part, order, fam_rank, suffix=f" [addition]{suffix}")
+    ctx = PageContext(reader, board, order, specs, main_key, out_dir, spec)
+    page.sections = spec.sections(ctx) if spec.sections else []
 
-    # audit pages: one per (metric, generator) of the main view that has rows behind it
-    rows = audit_rows(spec, reader)
-    audit_dir = out_dir / "audit" / spec.name
-    written: set[tuple[str, str]] = set()
-    if rows is not None:
-        index = RowIndex(spec, rows)
-        tiers = None
-        if spec.name == "entitybench":
-            ep = reader.table("entitybench_episode")
-            if ep is not None and {"episode_id", "tier"} <= set(ep.columns):
-                tiers = dict(zip(ep["episode_id"].astype(str), ep["tier"]))
-        for cell in main.to_dict("records"):
-            mid, gen = cell["metric_id"], cell["generator"]
-            mine = index.rows_for(mid, gen)
-            if mine.empty:
-                continue
-            items = mine[mine["level"] == "item"].copy()
-            extra: tuple[str, ...] = ()
-            if tiers is not None:
-                items["tier"] = items["item"].astype(str).map(tiers)
-                extra = ("tier",)
-            AU.render_audit(metric_id=mid, generator=gen, headline=cell, episodes=items,
-                            instances=mine[mine["level"] != "item"], artifact_path=reader.store.artifact_path,
-                            out_dir=audit_dir, back=f"../../{spec.name}.html", item_label=spec.item_label,
-                            css="../../site.css", benchmark=spec.title, extra_columns=extra)
-            written.add((mid, gen))
+    written = write_audits(spec, reader, board, main_key, out_dir)
     page.audit_count = len(written)
 
     def href(mid: str, gen: str) -> Optional[str]:
         return f"audit/{spec.name}/{AU.audit_filename(mid, gen)}" if (mid, gen) in written else None
 
-    slices = list(dict.fromkeys([main_key, *sorted(set(board["slice"]) - {main_key})]))
-    for s in slices:
+    one = len(ordered) == 1
+    for s in ordered:
         part = board[board["slice"] == s]
-        label = "" if s == "all" and not spec.slice_col else f"{spec.slice_col} {s}"
-        page.views.append(_view(spec, part, s, label, s == main_key, order, href))
+        label = "" if one else f"{spec.slice_label} {s}"
+        paper = part[~part["addition"]]
+        if len(paper):
+            page.views.append(_view(paper, f"{s}", label, s == main_key, order, fam_rank, notes, href))
+        added = part[part["addition"]]
+        if len(added):
+            page.addition_views.append(_view(added, f"add-{s}", label, not page.addition_views, order, fam_rank,
+                                             notes, href))
     page.reasons = reason_groups(main)
+    page.substitutes = notes.legend()
     page.galleries = galleries(spec, reader, out_dir)
-    try:
-        page.galleries += frame_galleries(spec, reader, out_dir)
-    except Exception as e:  # noqa: BLE001 - a video that cannot be read loses its thumbnails, not the page
-        page.galleries.append({"title": f"frames not shown ({type(e).__name__}: {str(e)[:120]})", "kind": "frame",
-                               "images": []})
+    if spec.frame_galleries:
+        try:
+            page.galleries += spec.frame_galleries(ctx)
+        except Exception as e:  # noqa: BLE001 - a video that cannot be read loses its thumbnails, not the page
+            page.galleries.append({"title": f"frames not shown ({type(e).__name__}: {str(e)[:120]})",
+                                   "kind": "frame", "images": []})
     page.tables = sorted(t for t in reader.tables if t.startswith(spec.name))
     return page
 
@@ -897,14 +764,19 @@ def default_out_dir(store) -> Path:
     return Path(store.root) / "reports" / "site"
 
 
+BENCH_ROOT = Path(__file__).resolve().parents[1]
+
+
 def report_metadata(store, benchmark: str) -> dict:
     """Materialization metadata linking the store's report site: this benchmark's page and the overview, as
     path and file:// URL (the pages ``build_site`` writes: ``<store>/reports/site/<benchmark>.html`` and
     ``index.html``). The site is written by `bench report`, `bench demo` and `bench evaluate`, so a leaderboard
-    materialised from the UI says whether the page is there yet. A remote store has no local site: {}."""
+    materialised from the UI says whether the page is there yet. A remote store has no local site: {}.
+    Only the page's path is needed, so the registry is not imported: a name without a ``<name>/page.py`` is
+    refused."""
     from dagster import MetadataValue
-    if benchmark not in SPECS:
-        raise ValueError(f"unknown benchmark {benchmark!r}; the site has pages for {', '.join(BENCH_ORDER)}")
+    if not re.fullmatch(r"[a-z0-9_]+", str(benchmark)) or not (BENCH_ROOT / str(benchmark) / "page.py").is_file():
+        raise ValueError(f"unknown benchmark {benchmark!r}: no bench_assets/{benchmark}/page.py declares its page")
     if not getattr(store, "is_local", True):
         return {}
     out = default_out_dir(store).resolve()
@@ -912,21 +784,24 @@ def report_metadata(store, benchmark: str) -> dict:
     return {"report_page": MetadataValue.path(str(page)), "report_url": MetadataValue.url(page.as_uri()),
             "report_index": MetadataValue.path(str(index)), "report_index_url": MetadataValue.url(index.as_uri()),
             "report_status": MetadataValue.text(
-                "written" if page.is_file() else "not written when this materialised: `bench report` writes it (demo and "
-                "evaluate do at their end)")}
+                "written" if page.is_file() else "not written when this materialised: `bench report` writes it "
+                "(demo and evaluate do at their end)")}
 
 
-def build_site(store, out_dir: Path | None = None) -> Path:
-    """Write the whole site (index.html, <benchmark>.html, audit/<benchmark>/*.html, validity.html, site.css)
-    and return the index.html path. Needs a local store (the pages link its artifacts by relative path)."""
+def build_site(store, benchmarks, out_dir: Path | None = None) -> Path:
+    """Write the whole site (index.html, <benchmark>.html, audit/<benchmark>/*.html, validity.html, site.css) for
+    the registry's benchmarks (``bench_assets.benchmarks.BENCHMARKS``: entries with ``page``, ``metrics`` and
+    ``headline``) and return the index.html path. Needs a local store (the pages link its artifacts by relative
+    path)."""
     if not getattr(store, "is_local", True):
         raise ValueError(f"the report site is written next to a local store; {store.root} is remote")
+    entries = registry(benchmarks)
     out = Path(out_dir) if out_dir is not None else default_out_dir(store)
     out.mkdir(parents=True, exist_ok=True)
     R.copy_stylesheet(out)
     env = R.environment()
     reader = Reader(store)
-    nav = _nav()
+    nav = _nav(entries)
     validity = build_validity(reader)
     if validity is not None:
         nav = [*nav, {"name": "validity", "title": "Validity", "href": "validity.html"}]
@@ -934,25 +809,30 @@ def build_site(store, out_dir: Path | None = None) -> Path:
             title="Validity", root="", nav=nav, here="validity", **validity))
     pages = []
     try:
-        _build_pages(reader, out, env, nav, pages)
+        _build_pages(entries, reader, out, env, nav, pages)
     finally:
         reader.close()
     generators = sorted({g for p in pages for g in p.headlines})
     index = out / "index.html"
+    overview_notes = Footnotes()
+    for p in pages:  # the overview numbers its own substitute models (a page's numbers are its own)
+        for h in p.headlines.values():
+            h["overview_marks"] = overview_notes.mark(h.get("substitute"), f"{p.title}: {p.headline_label}")
     R.write_atomic(index, env.get_template("site/index.html.j2").render(
         title="Benchmarks overview", root="", nav=nav, here="index", benchmarks=pages, generators=generators,
-        validity=validity, store_root=store.root, built=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())))
+        validity=validity, store_root=store.root, substitutes=overview_notes.legend(),
+        built=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())))
     return index
 
 
-def _build_pages(reader: Reader, out: Path, env, nav: list, pages: list) -> None:
-    for name in BENCH_ORDER:
+def _build_pages(entries: list, reader: Reader, out: Path, env, nav: list, pages: list) -> None:
+    for b in entries:
         try:
-            page = build_benchmark(SPECS[name], reader, out)
+            page = build_benchmark(b, reader, out)
         except Exception as e:  # noqa: BLE001 - one benchmark's odd table must not take the other pages down
-            page = BenchPage(name, SPECS[name].title, f"{name}.html", SPECS[name].about, status="error",
+            page = BenchPage(b.page.name, b.page.title, b.page.href, b.page.about, status="error",
                              status_reason=f"the page could not be built from the store's tables "
                                            f"({type(e).__name__}: {str(e)[:200]})")
         R.write_atomic(out / page.href, env.get_template("site/benchmark.html.j2").render(
-            title=f"{page.title}: leaderboard", root="", nav=nav, here=name, b=page))
+            title=f"{page.title}: leaderboard", root="", nav=nav, here=page.name, b=page))
         pages.append(page)

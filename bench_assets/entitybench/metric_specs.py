@@ -18,7 +18,7 @@ METRIC_TABLES = {"pillar1": "entitybench_pillar1", "presence": "entitybench_pres
                  "fidelity": "entitybench_fidelity", "action": "entitybench_action",
                  "llm": "entitybench_llm_consistency"}
 
-# family names as the site shows them (core/site.py SPECS["entitybench"].families)
+# family names: the site groups the board by them (core/site.py reads MetricSpec.family)
 PILLAR1 = "Pillar 1: intra-shot quality"
 PRESENCE = "presence"
 FIDELITY = {"character": "fidelity: face", "object": "fidelity: object", "location": "fidelity: location"}

@@ -26,7 +26,7 @@ SLICE_VALUES = {"direction": ("start_to_later", "later_to_start", "agnostic"),
                 "track_type": ("appear", "disappear", "reappear"),
                 "distractor": ("real", "synthetic", "none")}
 
-# families as the site groups them (core/site.py SPECS["narrativetrack"].families), plus the additions
+# families: the site groups the board by them (core/site.py reads MetricSpec.family), plus the additions
 AVERAGE, CELLS, MEASURED = "average", "dimension x format", "measured (addition)"
 SLICE_FAMILY = {"direction": "direction", "track_type": "track type", "distractor": "distractor"}
 
