@@ -28,7 +28,7 @@ def run_eval(instance, data, store_root, generators_root=None):
                      generators=gens, item_assets=d.ENTITYBENCH_ITEM_ASSETS,
                      generator_assets=d.ENTITYBENCH_GENERATOR_ASSETS,
                      aggregate_assets=["entitybench_dataset_statistics", "entitybench_leaderboard", "entitybench_gap_decay",
-                                       "entitybench_report"],
+                                       "entitybench_manifest"],
                      progress=lambda s: None)
     return stats, resources, errors
 
@@ -39,7 +39,7 @@ def test_slice_values_and_incrementality(small_world, tmp_path):
         stats, resources, errors = run_eval(instance, data, tmp_path / "store")
         assert not errors and not stats.failed, stats.failed
         assert stats.forwards > 0
-        board = resources["store"].query("SELECT * FROM entitybench_leaderboard WHERE tier = 'all'")
+        board = resources["store"].query("SELECT * FROM entitybench_leaderboard WHERE slice = 'all'")
         v = board.pivot(index="metric_id", columns="generator", values="value")
         # every metric for every generator: a value or None with a reason
         assert set(v.columns) == {"faithful", "drift", "static", "swap"}
@@ -51,11 +51,14 @@ def test_slice_values_and_incrementality(small_world, tmp_path):
         assert (aes.n_failed_evaluator == 16).all() and (aes.n_skipped == 0).all()
         # offline substitutes are named where the numbers are read; diagnostics stay off the board
         subs = board.set_index(["metric_id", "generator"])["substitute"]
-        assert "efficientnet-lite0" in subs[("cs_face", "faithful")]
-        assert "efficientnet-lite0" in subs[("subject_consistency", "faithful")]
+        assert "EfficientNet-Lite0" in subs[("cs_face", "faithful")]
+        assert "EfficientNet-Lite0" in subs[("subject_consistency", "faithful")]
         assert pd.isna(subs[("temporal_flickering", "faithful")])
         assert "_meta_cross_shot_gate" not in set(board.metric_id)
-        assert (board[board.metric_id == "cs_face"].coverage_policy.str.startswith("fixed")).all()
+        from bench_assets.entitybench.metric_specs import METRICS
+        assert METRICS["cs_face"].coverage_policy == "reported"
+        assert not board["addition"][board.metric_id == "cs_face"].any()
+        assert board["addition"][board.metric_id == "cs_face_identity"].all()
         for m in CONSISTENCY:
             # drift may lose an entity altogether (not detected: None), which is worse still
             assert pd.notna(v.loc[m, "faithful"]), m
@@ -73,19 +76,23 @@ def test_slice_values_and_incrementality(small_world, tmp_path):
                                         "WHERE level = 'appearance'")
         assert len(rows) > 0
         assert all(resources["store"].has_artifact(c) for c in rows.crop_id)
-        report = resources["store"].query("SELECT path, manifest_json FROM entitybench_report")
-        html = open(report.path[0]).read()
-        assert "cs_face" in html and "faithful" in html and "EfficientNet-Lite0" in html
-        manifest = json.loads(report.manifest_json[0])
+        manifest = json.loads(resources["store"].query("SELECT manifest_json FROM entitybench_manifest")
+                              .manifest_json[0])
         assert manifest["profile"] == "offline" and "CLIP unavailable" in manifest["grounding_status_rule"]
-        # audit to pixels: the cs_face page of faithful shows the crops behind the number
+        # audit to pixels through the one report system (the site): the cs_face page of faithful shows the crops
         from pathlib import Path
-        audit = Path(report.path[0]).parent / "audit" / "cs_face__faithful.html"
+
+        from bench_assets.benchmarks import BENCHMARKS
+        from bench_assets.core.site import build_site
+        index = build_site(resources["store"], BENCHMARKS, out_dir=tmp_path / "site")
+        html = (index.parent / "entitybench.html").read_text()
+        assert "cs_face" in html and "faithful" in html and "EfficientNet-Lite0" in html
+        audit = Path(index.parent) / "audit" / "entitybench" / "cs_face__faithful.html"
         page = audit.read_text()
         assert page.count('class="crop"') > 0 and "e0003" in page
         first_src = page.split('class="crop" src="')[1].split('"')[0]
         assert (audit.parent / first_src).resolve().is_file()
-        assert 'href="audit/cs_face__faithful.html"' in html
+        assert 'href="audit/entitybench/cs_face__faithful.html"' in html
         # every one of the 51 metric ids is on the board; the judged ones are None with "judge off"
         from bench_assets.entitybench.judged import ALL_JUDGED_IDS
         assert set(ALL_JUDGED_IDS) <= set(v.index)
@@ -159,7 +166,7 @@ def test_sensor_picks_up_new_generator(small_world, tmp_path):
             benchmark="entitybench", partitions=d.ENTITYBENCH,
             item_ids=lambda: discover_episodes(data / "entitybench" / "episodes"),
             generators_root=lambda: paths.generators_root, item_assets=d.ENTITYBENCH_ITEM_ASSETS,
-            generator_assets=d.ENTITYBENCH_GENERATOR_ASSETS)
+            generator_assets=d.ENTITYBENCH_GENERATOR_ASSETS, assets_fn=lambda: d.BENCHMARKS["entitybench"].assets)
         ctx = build_sensor_context(instance=instance)
         first = sensor(ctx)
         cursor = first.cursor
