@@ -7,7 +7,6 @@ assets with the offline models and a judge whose answers depend on the images it
   them, on any metric of the board, in any slice; the shots it did not deliver show as its failures.
   Old: "faithful" delivering 3 of its 10 shots kept cs_face / cs_face_identity / llm_* at full coverage and
   0 failed (the undelivered appearances were simply not instances) and could rank above its complete self."""
-import hashlib
 import shutil
 from pathlib import Path
 
@@ -28,29 +27,15 @@ from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry
 from bench_resources.models.specs import SLOTS
 from bench_resources.paths import BenchPaths
-from tests.fake_anthropic import FakeAnthropic, tool_answer
+from tests.fake_anthropic import FakeAnthropic
+# the judge whose answers depend on the image bytes (same crop, same answer in the complete and the cut generator)
+from tests.test_judged import varied
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 EPISODE = "e0002"  # 10 shots, every entity type, continuation pairs: the issue's "3 of 10"
 # (complete generator, cut copy, shots deleted, shots replaced by bytes no decoder reads)
 CUTS = [("faithful", "faithful_3of10", (4, 5, 6, 7, 8, 9, 10), ()),
         ("drift", "drift_gaps", (5,), (8,))]
-
-
-def varied(body: dict) -> dict:
-    """Answers that depend on the images asked about (so the fidelity gate opens and closes): scores 3-9 from a
-    hash of the image bytes, same = 1 iff the score >= 5, sim = score / 10. The same crop gets the same answer in
-    the complete and the cut generator."""
-    content = body["messages"][0]["content"]
-    blob = "".join(c["source"]["data"] for c in content if c["type"] == "image")
-    score = 3 + int(hashlib.sha256(blob.encode()).hexdigest(), 16) % 7
-    schema = body["tools"][0]["input_schema"]
-    out = {}
-    for k in schema["required"]:
-        p = schema["properties"][k]
-        out[k] = ("a place" if p["type"] == "string" else int(score >= 5) if "enum" in p else score / 10
-                  if p["type"] == "number" else score)
-    return tool_answer(out)
 
 
 def world(root: Path) -> Path:
