@@ -11,6 +11,7 @@ from dagster import instance_for_test
 
 from bench_assets.benchmarks import BENCHMARKS
 from bench_assets.core.generators import discover_generators
+from bench_assets.core.metric_spec import detail_of
 from bench_assets.core.runner import evaluate
 from bench_assets.mbench import dataset as D
 from bench_assets.mbench import geometry as G
@@ -123,29 +124,31 @@ def test_a_malformed_case_file_does_not_remove_the_leaderboard(offline_run):
     meta = res.asset_materializations_for_node("mbench_leaderboard")[0].metadata
     assert meta["invalid_cases"].value == 1 and "zz_bad" in meta["invalid_case_errors"].value
     board = resources["store"].query("SELECT * FROM mbench_leaderboard")
-    assert set(board.generator) == set(GENERATORS) and board["m_score"].notna().any()
+    assert set(board.generator) == set(GENERATORS) and board["value"].notna().any()
 
 
 def test_leaderboard_all_ids_and_validity(offline_run):
     stats, resources, errors, _, _ = offline_run
     assert not errors and not stats.failed, stats.failed
     board = resources["store"].query("SELECT * FROM mbench_leaderboard")
-    assert set(board["mode"]) == {"A", "T"}
-    t_rows = board[board["mode"] == "T"]
+    board = pd.concat([board, detail_of(board)[["trigger_coverage", "reliability"]]], axis=1)
+    assert set(board["slice"]) == {"A", "T"}
+    t_rows = board[board["slice"] == "T"]
     public = {f"m_score.{k}" for k in M.ALL_METRICS}          # the paper's public ids
-    subs = board[board.metric_id.isin(public) & (board["mode"] == "A")]
-    assert set(subs.metric_id) == public == set(t_rows.metric_id) - {f"m_score.{d}" for d in M.DIMENSIONS}
+    subs = board[board.metric_id.isin(public) & (board["slice"] == "A")]
+    additions = {s.id for s in MB.metrics if s.addition}
+    assert set(subs.metric_id) == public == set(t_rows.metric_id) - {f"m_score.{d}" for d in M.DIMENSIONS} - additions
     assert set(subs.generator) == set(GENERATORS)
     assert board[board.value.isna()]["reason"].notna().all()
-    m = subs.pivot(index="metric_id", columns="generator", values="m_score")
+    m = subs.pivot(index="metric_id", columns="generator", values="value")
     r = subs.pivot(index="metric_id", columns="generator", values="reliability")
     # A cases are triggered by their actions: coverage 1, so M = harmonic mean of 1 and the reliability
     geo = t_rows[(t_rows.metric_id == "m_score.geometry") & (t_rows.generator == "mbench_consistent")].iloc[0]
-    assert pd.isna(geo["coverage"])  # the T object case needs the judge for its trigger: unknown, not 0
+    assert pd.isna(geo["trigger_coverage"]) and pd.isna(geo["value"])  # the T trigger needs the judge: unknown, not 0
     assert "trigger needs the judge" in geo["reason"]
     a_geo = subs[(subs.metric_id == "m_score.geometry")].set_index("generator")
-    assert (a_geo["coverage"] == 1.0).all()  # A cases: triggered by their actions
-    assert a_geo.loc["mbench_consistent", "m_score"] > a_geo.loc["mbench_changing", "m_score"]
+    assert (a_geo["trigger_coverage"] == 1.0).all()  # A cases: triggered by their actions
+    assert a_geo.loc["mbench_consistent", "value"] > a_geo.loc["mbench_changing", "value"]
     scores = resources["store"].query("SELECT * FROM mbench_scores")
     v = scores.pivot_table(index=["case_id", "metric_id"], columns="generator", values="value", aggfunc="first")
     for metric in ("geometry", "texture"):
@@ -201,12 +204,15 @@ def test_trigger_and_self_evolution_through_the_judge(tmp_path, monkeypatch):
         judge = Judge(mode="live", base_url=srv.base_url, cache_dir=str(tmp_path / "cache"), backoff_s=0.01)
         stats, resources, _ = _run(instance, data, tmp_path / "store", judge=judge)
         assert not stats.failed, stats.failed
-        board = resources["store"].query("SELECT * FROM mbench_leaderboard WHERE mode = 'T'").set_index("metric_id")
+        board = resources["store"].query("SELECT * FROM mbench_leaderboard WHERE slice = 'T'")
+        board = pd.concat([board, detail_of(board)], axis=1).set_index("metric_id")
         assert board.loc["m_score.state_evolution", "reliability"] == pytest.approx(0.75)          # (4 - 1) / 4
         assert board.loc["m_score.evolution_correctness", "reliability"] == pytest.approx(0.75)    # g * s = 0.75 * 1
-        assert board.loc["m_score.state_evolution", "m_score"] == pytest.approx(M.m_score(1.0, 0.75))
-        assert board.loc["m_score.geometry", "coverage"] == 1.0   # the T object case is triggered by the judge
-        assert board.loc["m_score.epipolar", "coverage"] == 1.0   # the trucking T case (t_env01) too
+        assert board.loc["m_score.state_evolution", "value"] == pytest.approx(M.m_score(1.0, 0.75))
+        assert board.loc["m_score.geometry", "trigger_coverage"] == 1.0   # the T object case is triggered by the judge
+        assert board.loc["m_score.epipolar", "trigger_coverage"] == 1.0   # the trucking T case (t_env01) too
+        # the answers came from a judge that is not the paper's: the T cells say so
+        assert "judge: " in board.loc["m_score.state_evolution", "substitute"]
         assert len(srv.requests) == 4   # three triggers (t_obj01, t_cau01, t_env01) and one self-evolution question
 
 

@@ -1,9 +1,8 @@
 """MBench wiring: partitions (generator x case), resources, metadata. Math in metrics.py / geometry.py, per-case
-model work in pipeline.py."""
+model work in pipeline.py, the board's maths in board.py, the metric specs in metric_specs.py."""
 
 import json
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
@@ -11,16 +10,21 @@ import pandas as pd
 from dagster import AssetExecutionContext, Failure, MetadataValue, Output, asset
 
 from bench_assets.core.automation import board_condition
+from bench_assets.core.board_text import board_markdown
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.manifest import build_manifest, protocol_digest
 from bench_assets.core.media import DecodeError, VideoSource
+from bench_assets.core.metric_spec import substitute_label
 from bench_assets.core.partitions import BenchmarkPartitions
-from bench_assets.mbench import dataset as D
+from bench_assets.core.slots import load_slot
+from bench_assets.mbench import dataset
 from bench_assets.mbench import frames as FR
-from bench_assets.mbench import geometry as G
-from bench_assets.mbench import judging as J
-from bench_assets.mbench import metrics as M
+from bench_assets.mbench import geometry
+from bench_assets.mbench import judging
+from bench_assets.mbench import metrics
 from bench_assets.mbench import pipeline as PL
+from bench_assets.mbench import board
+from bench_assets.mbench.metric_specs import IDENTITY_FIRST_APPEARANCE, judge_substitute, label_text, slots_used
 from bench_resources.device import Device
 from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry
@@ -35,17 +39,18 @@ SLOTS = ("pose", "image_embedder", "face", "person_detector", "open_vocab_detect
          "clip_b32")
 TRACK_COLUMNS = ["kind", "frame", "box", "reason", "track", "embedding", "person_box", "threshold", "mask",
                  "mask_source"]
-CONSTANTS = {"visual_odometry": G.VO_DEFAULT.as_dict(), "revisit_pair": G.PAIR_DEFAULT.as_dict(),
+CONSTANTS = {"visual_odometry": geometry.VO_DEFAULT.as_dict(), "revisit_pair": geometry.PAIR_DEFAULT.as_dict(),
              "identity_frames": PL.IDENTITY_FRAMES,
              "identity_thresholds": {k: {"max_cosine_distance": v, "source": src}
-                                     for k, (v, src) in M.IDENTITY_THRESHOLDS.items()},
-             "identity_calibration": M.SFACE_CALIBRATION,
-             "lighting_alpha": M.LIGHTING_ALPHA, "lighting_tau": M.LIGHTING_TAU, "trigger_frames": PL.TRIGGER_FRAMES,
+                                     for k, (v, src) in metrics.IDENTITY_THRESHOLDS.items()},
+             "identity_calibration": metrics.SFACE_CALIBRATION,
+             "lighting_alpha": metrics.LIGHTING_ALPHA, "lighting_tau": metrics.LIGHTING_TAU,
+             "trigger_frames": PL.TRIGGER_FRAMES,
              "text_frames_per_segment": PL.TEXT_FRAMES_PER_SEGMENT,
-             "revisit_T": {"translation": G.REVISIT_T_TRANSLATION, "angle_deg": G.REVISIT_T_ANGLE_DEG,
-                           "top": G.REVISIT_T_TOP},
-             "revisit_A": {"max_pairs": G.REVISIT_A_MAX, "angle_deg": G.REVISIT_A_ANGLE_DEG,
-                           "min_gap_fraction": G.REVISIT_MIN_GAP_FRACTION},
+             "revisit_T": {"translation": geometry.REVISIT_T_TRANSLATION, "angle_deg": geometry.REVISIT_T_ANGLE_DEG,
+                           "top": geometry.REVISIT_T_TOP},
+             "revisit_A": {"max_pairs": geometry.REVISIT_A_MAX, "angle_deg": geometry.REVISIT_A_ANGLE_DEG,
+                           "min_gap_fraction": geometry.REVISIT_MIN_GAP_FRACTION},
              "geometry_min_object_matches": PL.MIN_OBJECT_MATCHES,
              "object_mask": "object_segmenter slot (SAM 2 video propagation prompted on the first frame with the "
                             "case's box / the first-frame detection) when available; else (offline substitute) the "
@@ -59,10 +64,6 @@ CONSTANTS = {"visual_odometry": G.VO_DEFAULT.as_dict(), "revisit_pair": G.PAIR_D
              "a_mode_box": "the case's box in init-frame pixels, rescaled to the output's resolution"}
 
 
-def _slot(models: ModelRegistry, device: Device, name: str):
-    return models.slot_or_reason(name, device)
-
-
 def slot_manifest(models: ModelRegistry) -> dict[str, Any]:
     return models.manifest(SLOTS)
 
@@ -72,13 +73,13 @@ def _protocol(models: ModelRegistry, judge: Optional[Judge] = None) -> str:
                             "judge": judge.fingerprint() if judge is not None else None})
 
 
-def _case(df: pd.DataFrame) -> D.Case:
-    return D.parse_case(json.loads(df["case_json"].iloc[0]), "table")
+def _case(df: pd.DataFrame) -> dataset.Case:
+    return dataset.parse_case(json.loads(df["case_json"].iloc[0]), "table")
 
 
 def _video(paths: BenchPaths, generator: str, case_id: str) -> VideoSource:
     """The case's output video, probed (nothing decoded yet): each step states its frames, then decodes once."""
-    path = D.output_video(paths.generator_dir(generator), case_id)
+    path = dataset.output_video(paths.generator_dir(generator), case_id)
     if path.is_dir():
         raise Failure(f"generator {generator!r}, case {case_id}: {path} is a directory, not a video")
     if not path.is_file():
@@ -96,7 +97,7 @@ def _decoding(generator: str, case_id: str):
         raise Failure(f"generator {generator!r}, case {case_id}: {e}") from None
 
 
-def _init_size(paths: BenchPaths, case: D.Case) -> Optional[tuple[int, int]]:
+def _init_size(paths: BenchPaths, case: dataset.Case) -> Optional[tuple[int, int]]:
     """(width, height) of the case's init frame: the pixel space of its ground-truth box."""
     if not case.init_frame:
         return None
@@ -112,8 +113,8 @@ def _init_size(paths: BenchPaths, case: D.Case) -> Optional[tuple[int, int]]:
 def mbench_case(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.DataFrame]:
     """One validated case (canonical format, T or A mode)."""
     try:
-        case = D.load_case(paths.benchmark_dir(BENCH) / "cases" / f"{context.partition_key}.json")
-    except D.CaseError as e:
+        case = dataset.load_case(paths.benchmark_dir(BENCH) / "cases" / f"{context.partition_key}.json")
+    except dataset.CaseError as e:
         raise Failure(description=str(e)) from None
     df = pd.DataFrame([{"case_id": case.case_id, "subset": case.subset, "mode": case.mode,
                         "case_json": json.dumps(case.to_json(), sort_keys=True)}])
@@ -128,7 +129,7 @@ def mbench_poses(context: AssetExecutionContext, paths: BenchPaths, mbench_case:
     generator, case_id = P.split(context.partition_key)
     case = _case(mbench_case)
     src = _video(paths, generator, case_id)
-    pose, why = _slot(models, device, "pose")
+    pose, why = load_slot(models, device, "pose")
     if pose is None:  # pose-dependent sub-dimensions become None with this reason; identity still scores
         df = pd.DataFrame([{"kind": "unavailable", "frame": None, "R": None, "C": None, "step_failed": None,
                             "i": None, "j": None, "reason": why}])
@@ -136,7 +137,7 @@ def mbench_poses(context: AssetExecutionContext, paths: BenchPaths, mbench_case:
         return Output(df, metadata={"frames": 0, "pairs": 0, "pairing": MetadataValue.text(why)})
     # every frame, walked once in chunks: the trajectory keeps each frame's features, never the frames
     frames = FR.VideoFrames(src, walk=True, name="mbench_poses")
-    K = G.intrinsics(src.size[0], src.size[1])
+    K = geometry.intrinsics(src.size[0], src.size[1])
     with _decoding(generator, case_id):
         est = pose.estimate(frames, K)
         frames.finish()   # a slot that stops after the last frame leaves the pass to be closed (and checked) here
@@ -145,10 +146,10 @@ def mbench_poses(context: AssetExecutionContext, paths: BenchPaths, mbench_case:
         raise Failure(f"generator {generator!r}, case {case_id}: the pose slot placed {len(Rs)} of "
                       f"{len(frames)} frames")
     if case.mode == "A":
-        pairs, how = G.revisit_pairs_action(Rs, C)
+        pairs, how = geometry.revisit_pairs_action(Rs, C)
     else:
         seg = PL.segment_of_frames(len(frames), len(case.segments))
-        pairs, how = G.revisit_pairs_text(Rs, C, seg, len(case.segments)), "pose-return ranking, top 5"
+        pairs, how = geometry.revisit_pairs_text(Rs, C, seg, len(case.segments)), "pose-return ranking, top 5"
     rows = [{"kind": "frame", "frame": k, "R": np.asarray(Rs[k]).reshape(-1).tolist(), "C": np.asarray(C[k]).tolist(),
              "step_failed": bool(failed[k - 1]) if k > 0 else False, "i": None, "j": None}
             for k in range(len(frames))]
@@ -194,7 +195,7 @@ def mbench_trigger(context: AssetExecutionContext, paths: BenchPaths, mbench_cas
             with _decoding(generator, case_id):
                 src.run()
             frames = req.frames
-            res = judge.ask_many([J.trigger_request(case.subset, case.segments, case.target, list(frames))])[0]
+            res = judge.ask_many([judging.trigger_request(case.subset, case.segments, case.target, list(frames))])[0]
             row["cache_key"] = res.cache_key
             if res.status == "ok":
                 row.update(triggered=bool(res.answer["triggered"]), confidence=float(res.answer["confidence"]),
@@ -227,32 +228,33 @@ def _value_row(generator, case, metric, value, reason=None, detail=None, n_eval=
 POSE_METRICS = ("geometry", "texture", "epipolar", "reprojection", "lighting", "action_instruction")
 
 
-def case_metrics(case: D.Case) -> set:
+def case_metrics(case: dataset.Case) -> set:
     """The sub-dimensions that apply to a case."""
-    return set(M.SUBSET_METRICS[case.subset]) | ({"text_instruction"} if case.mode == "T" else {"action_instruction"})
+    return set(metrics.SUBSET_METRICS[case.subset]) | ({"text_instruction"} if case.mode == "T"
+                                                       else {"action_instruction"})
 
 
-def score_plan(case: D.Case, n_frames: int, Rs, C, pairs, models: ModelRegistry, device: Device,
+def score_plan(case: dataset.Case, n_frames: int, Rs, C, pairs, models: ModelRegistry, device: Device,
                judge: Optional[Judge], tracks: pd.DataFrame):
     """(frames to gather, reductions) that ``case_scores`` reads: the frames every applicable sub-dimension needs,
     stated before the decode pass (frames.py says which frames each one needs)."""
     applies = case_metrics(case) - (set(POSE_METRICS) if Rs is None else set())
     wanted = {"image_embedder": {"texture", "appearance"}, "style_vgg": {"style"}, "clip_b32": {"text_instruction"}}
-    slots = {name: _slot(models, device, name)[0] for name, ms in wanted.items() if ms & applies}
+    slots = {name: load_slot(models, device, name)[0] for name, ms in wanted.items() if ms & applies}
     judge_ok = bool({"state_evolution", "evolution_correctness"} & applies) and judge is not None \
         and judge.available()[0]
     tracks = tracks if len(tracks) else pd.DataFrame(columns=TRACK_COLUMNS)
     return FR.score_plan(case, n_frames, C, pairs, tracks, applies, slots, judge_ok)
 
 
-def case_scores(generator: str, case: D.Case, frames, Rs, C, pairs, models: ModelRegistry,
+def case_scores(generator: str, case: dataset.Case, frames, Rs, C, pairs, models: ModelRegistry,
                 device: Device, judge: Judge, tracks: pd.DataFrame, pose_reason: Optional[str] = None,
                 reduced: Optional[FR.ScoreInputs] = None) -> list[dict]:
     """Every sub-dimension that applies to this case, on [0,1] (None with a reason when it cannot be computed).
     ``frames``: a list of frames, or the step's ``FR.VideoFrames`` with ``reduced`` from the same pass (the
     per-frame features, CIELAB means, Gram distances and texture embeddings planned by ``score_plan``)."""
     h, w = FR.frame_hw(frames)
-    K = G.intrinsics(w, h)
+    K = geometry.intrinsics(w, h)
     rows = []
     if reduced is None:   # frames in memory: the same reductions, run over them
         _, reduced = score_plan(case, len(frames), Rs, C, pairs, models, device, judge, tracks)
@@ -279,7 +281,7 @@ def case_scores(generator: str, case: D.Case, frames, Rs, C, pairs, models: Mode
             for i, j in pairs:
                 if boxes[i] is None:
                     continue
-                R_rel, _ = G.relative(Rs[i], C[i], Rs[j], C[j])
+                R_rel, _ = geometry.relative(Rs[i], C[i], Rs[j], C[j])
                 v, how = PL.geometry_pair(frames[i], frames[j], boxes[i], R_rel, K, mask=masks.get(i))
                 if v is not None:
                     vals.append(v)
@@ -288,12 +290,12 @@ def case_scores(generator: str, case: D.Case, frames, Rs, C, pairs, models: Mode
                                    None if vals else "no revisit pair with the target in view",
                                    {"pairs": details, "mask_source": mask_source},
                                    n_eval=len(vals), n_skipped=len(pairs) - len(vals)))
-            embedder, why = _slot(models, device, "image_embedder")
+            embedder, why = load_slot(models, device, "image_embedder")
             if embedder is None:
                 rows.append(_value_row(generator, case, "texture", None, why, evaluator=True))
             else:   # every masked crop, embedded chunk by chunk during the pass (frames.TextureEmbeddings)
                 emb = reduced.texture.embeddings()
-                v = M.centroid_consistency(emb) if emb is not None else None
+                v = metrics.centroid_consistency(emb) if emb is not None else None
                 rows.append(_value_row(generator, case, "texture", v, None if v is not None else "fewer than 2 crops",
                                        {"crops": reduced.texture.crops, "mask_source": mask_source}))
     if {"identity", "appearance"} & applies:
@@ -301,21 +303,23 @@ def case_scores(generator: str, case: D.Case, frames, Rs, C, pairs, models: Mode
         gone = tracks[tracks["kind"] == "face_unavailable"]
         if len(gone):
             rows += [_value_row(generator, case, m, None, str(gone["reason"].iloc[0]), evaluator=True)
-                     for m in ("identity", "appearance")]
+                     for m in ("identity", IDENTITY_FIRST_APPEARANCE, "appearance")]
         else:
             by_track = [[np.asarray(e, np.float32) for e in g["embedding"]] for _, g in faces.groupby("track")]
-            tv, n = M.tracks_consistency(by_track)
+            tv, n = metrics.tracks_consistency(by_track)
             thr = float(faces["threshold"].iloc[0]) if len(faces) else None
             per_frame = [[np.asarray(e, np.float32) for e in g["embedding"]] for _, g in faces.sort_values("frame")
                          .groupby("frame", sort=True)]
-            drift = M.first_appearance_drift(per_frame, thr) if thr is not None else {"kept_fraction": None}
-            v = M.identity_score(tv, drift)
-            rows.append(_value_row(generator, case, "identity", v, None if v is not None else
-                                   "no face track with >= 2 detections",
-                                   {"tracks": len(by_track), "scored": n, "faces": len(faces), "track_consistency": tv,
-                                    "first_appearance": drift, "max_cosine_distance": thr},
-                                   n_eval=n, n_skipped=len(by_track) - n if len(by_track) else 1))
-            embedder, ewhy = _slot(models, device, "image_embedder")
+            drift = metrics.first_appearance_drift(per_frame, thr) if thr is not None else {"kept_fraction": None}
+            why = None if tv is not None else "no face track with >= 2 detections"
+            d = {"tracks": len(by_track), "scored": n, "faces": len(faces), "track_consistency": tv,
+                 "first_appearance": drift, "max_cosine_distance": thr}
+            skipped = len(by_track) - n if len(by_track) else 1
+            # the paper's identity is the tracks' centroid consistency; the drift-scaled variant is our addition
+            rows.append(_value_row(generator, case, "identity", tv, why, d, n_eval=n, n_skipped=skipped))
+            rows.append(_value_row(generator, case, IDENTITY_FIRST_APPEARANCE, metrics.identity_score(tv, drift),
+                                   why, d, n_eval=n, n_skipped=skipped))
+            embedder, ewhy = load_slot(models, device, "image_embedder")
             no_person = tracks[tracks["kind"] == "person_unavailable"]
             if len(no_person) or embedder is None:
                 rows.append(_value_row(generator, case, "appearance", None,
@@ -327,23 +331,23 @@ def case_scores(generator: str, case: D.Case, frames, Rs, C, pairs, models: Mode
                                          for r in g.itertuples() if isinstance(r.person_box, str)) if c is not None]
                     if len(crops) >= 2:
                         body.append(list(embedder.embed(crops)))
-                v, n = M.tracks_consistency(body)
+                v, n = metrics.tracks_consistency(body)
                 rows.append(_value_row(generator, case, "appearance", v, None if v is not None else
                                        "no track with >= 2 full-body crops", {"scored": n}, n_eval=n))
     if {"epipolar", "reprojection", "lighting"} & applies:
         feats = reduced.features    # ORB features of the pair and helper frames, computed during the pass
-        errs = [G.revisit_pair(feats, i, j, Rs, C, K) for i, j in pairs]
+        errs = [geometry.revisit_pair(feats, i, j, Rs, C, K) for i, j in pairs]
         for m, key in (("epipolar", "epipolar_px"), ("reprojection", "reprojection_px")):
-            agg = M.spatial_score(errs, key)
+            agg = metrics.spatial_score(errs, key)
             why = None if agg["value"] is not None else ("; ".join(agg["reasons"]) or "no revisit pair")
             rows.append(_value_row(generator, case, m, agg["value"], why,
                                    {"pairs": errs, "forgotten": agg["forgotten"]},
                                    n_eval=agg["n_eval"], n_skipped=agg["n_skipped"] + (0 if pairs else 1)))
         rows.append(_value_row(generator, case, "lighting",
-                               M.lighting_from_stats([(reduced.lab[i], reduced.lab[j]) for i, j in pairs]),
+                               metrics.lighting_from_stats([(reduced.lab[i], reduced.lab[j]) for i, j in pairs]),
                                None if pairs else "no revisit pair", n_eval=len(pairs)))
     if "style" in applies:
-        vgg, why = _slot(models, device, "style_vgg")
+        vgg, why = load_slot(models, device, "style_vgg")
         rows.append(_value_row(generator, case, "style", reduced.style.score() if vgg else None,
                                why if vgg is None else None, evaluator=vgg is None))
     if {"state_evolution", "evolution_correctness"} & applies:
@@ -353,18 +357,18 @@ def case_scores(generator: str, case: D.Case, frames, Rs, C, pairs, models: Mode
                      for m in ("state_evolution", "evolution_correctness")]
         else:
             sel = PL.even(len(frames), PL.TRIGGER_FRAMES)   # gathered by the plan
-            res = judge.ask_many([J.evolution_request(case.causal_event, [frames[k] for k in sel])])[0]
+            res = judge.ask_many([judging.evolution_request(case.causal_event, [frames[k] for k in sel])])[0]
             if res.status != "ok":
                 rows += [_value_row(generator, case, m, None, f"judge {res.status}: {res.reason}", evaluator=True)
                          for m in ("state_evolution", "evolution_correctness")]
             else:
-                g = M.judge_unit(res.answer["state_evolution"])
-                s = M.judge_unit(res.answer["evolution_correctness"])
+                g = metrics.judge_unit(res.answer["state_evolution"])
+                s = metrics.judge_unit(res.answer["evolution_correctness"])
                 d = {"answer": res.answer, "cache_key": res.cache_key}
                 rows += [_value_row(generator, case, "state_evolution", g, detail=d),
                          _value_row(generator, case, "evolution_correctness", g * s, detail=d)]
     if "text_instruction" in applies:
-        clip_model, why = _slot(models, device, "clip_b32")
+        clip_model, why = load_slot(models, device, "clip_b32")
         if clip_model is None:
             rows.append(_value_row(generator, case, "text_instruction", None, why, evaluator=True))
         else:
@@ -372,12 +376,13 @@ def case_scores(generator: str, case: D.Case, frames, Rs, C, pairs, models: Mode
             for s, pick in zip(case.segments, FR.text_frames_per_segment(len(frames), len(case.segments))):
                 if pick:
                     per.append(float(clip_model.similarity([frames[i] for i in pick], [s.get("text", "")]).mean()))
-            rows.append(_value_row(generator, case, "text_instruction", float(np.clip(np.mean(per), 0, 1)) if per else None,
+            rows.append(_value_row(generator, case, "text_instruction",
+                                   float(np.clip(np.mean(per), 0, 1)) if per else None,
                                    None if per else "no frame per segment", {"per_segment": per}, n_eval=len(per),
                                    n_skipped=len(case.segments) - len(per)))
     if "action_instruction" in applies:
         acts = case.frame_actions()
-        tw = [G.twist(Rs[k], C[k], Rs[k + 1], C[k + 1]) for k in range(len(Rs) - 1)]
+        tw = [geometry.twist(Rs[k], C[k], Rs[k + 1], C[k + 1]) for k in range(len(Rs) - 1)]
         if len(acts) > len(tw):
             # the generator's video is shorter than the schedule: an error of this output, not a truncation
             rows.append(_value_row(generator, case, "action_instruction", None,
@@ -385,7 +390,7 @@ def case_scores(generator: str, case: D.Case, frames, Rs, C, pairs, models: Mode
                                    f"{len(acts)} frame transitions but the video has {len(tw)}",
                                    {"schedule": len(acts), "transitions": len(tw)}, n_failed=1, n_skipped=0))
         else:
-            v = M.action_alignment(tw[:len(acts)], acts)
+            v = metrics.action_alignment(tw[:len(acts)], acts)
             rows.append(_value_row(generator, case, "action_instruction", v,
                                    None if v is not None else "no moving phase",
                                    {"transitions": len(acts), "extra_video_transitions": len(tw) - len(acts)},
@@ -400,7 +405,7 @@ def scale_box(bbox_cxcywh, init_size: Optional[tuple[int, int]], out_size: tuple
     return ((cx - bw / 2) * sx, (cy - bh / 2) * sy, (cx + bw / 2) * sx, (cy + bh / 2) * sy)
 
 
-def _init_box(case: D.Case, frame0: np.ndarray, models: ModelRegistry, device: Device,
+def _init_box(case: dataset.Case, frame0: np.ndarray, models: ModelRegistry, device: Device,
               init_size: Optional[tuple[int, int]] = None):
     """(box, how): A: the case's box rescaled from the init frame to the output; T: the first-frame detection of
     "name + attributes" (open-vocabulary slot)."""
@@ -409,7 +414,7 @@ def _init_box(case: D.Case, frame0: np.ndarray, models: ModelRegistry, device: D
         how = ("the case's ground-truth box" + (f", rescaled from {init_size[0]}x{init_size[1]} to {w}x{h}"
                                                 if init_size and tuple(init_size) != (w, h) else ""))
         return scale_box(case.target["bbox"], init_size, (w, h)), how
-    det, why = _slot(models, device, "open_vocab_detector")
+    det, why = load_slot(models, device, "open_vocab_detector")
     if det is None:
         return None, why
     if not case.target.get("name"):
@@ -420,22 +425,22 @@ def _init_box(case: D.Case, frame0: np.ndarray, models: ModelRegistry, device: D
     return tuple(float(v) for v in d.xyxy[int(np.argmax(d.confidence))]), "first-frame open-vocabulary detection"
 
 
-def track_rows(case: D.Case, frames: list[np.ndarray], Rs, models: ModelRegistry, device: Device, C=None,
+def track_rows(case: dataset.Case, frames: list[np.ndarray], Rs, models: ModelRegistry, device: Device, C=None,
                init_size: Optional[tuple[int, int]] = None) -> list[dict]:
     """Object box per frame (the case box / first-frame detection carried by the full pose) and face detections
     with their track id, embedding and enclosing person box, for the subsets that use them. ``frames``: a list, or
     the step's ``FR.VideoFrames`` planned by ``track_plan``."""
     h, w = FR.frame_hw(frames)
-    K = G.intrinsics(w, h)
-    metrics = set(M.SUBSET_METRICS[case.subset])
+    K = geometry.intrinsics(w, h)
+    subs = set(metrics.SUBSET_METRICS[case.subset])
     rows: list[dict] = []
-    if {"geometry", "texture"} & metrics:
+    if {"geometry", "texture"} & subs:
         if Rs is None:
             rows.append({"kind": "object_unavailable", "reason": "the box is propagated along the trajectory, and the "
                                                                  "pose slot is unavailable"})
         else:
             init_box, how = _init_box(case, frames[0], models, device, init_size)
-            segmenter, swhy = _slot(models, device, "object_segmenter") if init_box is not None else (None, None)
+            segmenter, swhy = load_slot(models, device, "object_segmenter") if init_box is not None else (None, None)
             if init_box is None:
                 rows.append({"kind": "object_unavailable", "reason": how})
             elif segmenter is not None:
@@ -452,22 +457,22 @@ def track_rows(case: D.Case, frames: list[np.ndarray], Rs, models: ModelRegistry
                     rows.append({"kind": "object", "frame": k, "box": json.dumps(b) if b else None,
                                  "mask": None, "mask_source": "pose_box",
                                  "reason": f"{how}; {dhow}; box carried by the pose (offline substitute: {swhy})"})
-    if {"identity", "appearance"} & metrics:
-        face, why = _slot(models, device, "face")
+    if {"identity", "appearance"} & subs:
+        face, why = load_slot(models, device, "face")
         if face is None:
             rows.append({"kind": "face_unavailable", "reason": why})
             return rows
-        thr, source = M.identity_threshold(models.status("face").checkpoint)
+        thr, source = metrics.identity_threshold(models.status("face").checkpoint)
         if thr is None:
             rows.append({"kind": "face_unavailable", "reason": source})
             return rows
         idx = PL.even(len(frames), PL.IDENTITY_FRAMES)
         obs = PL.face_observations(face, frames, idx)
-        person, pwhy = _slot(models, device, "person_detector")
+        person, pwhy = load_slot(models, device, "person_detector")
         if person is None:
             rows.append({"kind": "person_unavailable", "reason": pwhy})
         bodies = {f: person.detect([frames[idx[f]]])[0] for f, o in enumerate(obs) if o} if person else {}
-        for t_id, t in enumerate(M.face_tracks([[e for e, _ in o] for o in obs], max_distance=thr)):
+        for t_id, t in enumerate(metrics.face_tracks([[e for e, _ in o] for o in obs], max_distance=thr)):
             for f, d in t:
                 emb, fbox = obs[f][d]
                 pb = bodies.get(f)
@@ -478,19 +483,21 @@ def track_rows(case: D.Case, frames: list[np.ndarray], Rs, models: ModelRegistry
     return rows
 
 
-def track_plan(case: D.Case, n_frames: int, Rs, C, models: ModelRegistry, device: Device) -> tuple[set[int], bool]:
+def track_plan(case: dataset.Case, n_frames: int, Rs, C, models: ModelRegistry,
+               device: Device) -> tuple[set[int], bool]:
     """(frames to gather, walk every frame) for ``track_rows``: frame 0 for the init box; with the object_segmenter
     slot every frame in order (propagation), else the frames ``box_depth`` triangulates with; the identity frames."""
-    metrics = set(M.SUBSET_METRICS[case.subset])
+    subs = set(metrics.SUBSET_METRICS[case.subset])
     gather, walk = set(), False
-    if {"geometry", "texture"} & metrics and Rs is not None:
+    if {"geometry", "texture"} & subs and Rs is not None:
         gather.add(0)
-        if _slot(models, device, "object_segmenter")[0] is not None:
+        if load_slot(models, device, "object_segmenter")[0] is not None:
             walk = True
         elif C is not None:
-            gather |= set(G.helper_candidates(0, n_frames + 10 * G.PAIR_DEFAULT.helper_window, C, n_frames))
-    if {"identity", "appearance"} & metrics and _slot(models, device, "face")[0] is not None \
-            and M.identity_threshold(models.status("face").checkpoint)[0] is not None:
+            gather |= set(geometry.helper_candidates(0, n_frames + 10 * geometry.PAIR_DEFAULT.helper_window, C,
+                                                     n_frames))
+    if {"identity", "appearance"} & subs and load_slot(models, device, "face")[0] is not None \
+            and metrics.identity_threshold(models.status("face").checkpoint)[0] is not None:
         gather |= set(PL.even(n_frames, PL.IDENTITY_FRAMES))
     return gather, walk
 
@@ -519,7 +526,30 @@ def mbench_tracks(context: AssetExecutionContext, paths: BenchPaths, mbench_case
                                 "faces": len(faces), "face_tracks": int(faces["track"].nunique()) if len(faces) else 0})
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="4", pool="gpu", op_tags=GPU_OP_TAGS)
+def substitutes(df: pd.DataFrame, models: ModelRegistry, judge: Optional[Judge]) -> list[Optional[str]]:
+    """Per score row, the models that decided it and are not the paper's (None when all are): the slots it actually
+    used (metric_specs.slots_used: mode, mask source), the pose-carried box standing in for SAM 2, and the judges
+    (the T trigger: every T row's coverage; self-evolution: its score) when they are not the paper's."""
+    segmenter = models.status("object_segmenter").available
+    model = getattr(judge, "model", None) if judge is not None else None
+    cache: dict = {}
+    out = []
+    for r in df.itertuples():
+        detail = json.loads(r.detail) if isinstance(r.detail, str) and r.detail else {}
+        slots, extra = slots_used(r.metric_id, r.mode, detail.get("mask_source"), segmenter)
+        for slot in slots:   # one slot at a time: a checkpoint name may hold '; ' (the labels' separator)
+            if slot not in cache:
+                cache[slot] = label_text(substitute_label((slot,), models))
+        parts = [*(cache[slot] for slot in slots), *extra]
+        if r.metric_id in ("state_evolution", "evolution_correctness") and "answer" in detail:
+            parts.append(judge_substitute("self_evolution", model))
+        if r.mode == "T" and r.triggered is not None and not pd.isna(r.triggered):
+            parts.append(judge_substitute("trigger", model))
+        out.append("; ".join(p for p in parts if p) or None)
+    return out
+
+
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="5", pool="gpu", op_tags=GPU_OP_TAGS)
 def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
                   mbench_poses: pd.DataFrame, mbench_tracks: pd.DataFrame, mbench_trigger: pd.DataFrame,
                   models: ModelRegistry, device: Device, judge: Judge) -> Output[pd.DataFrame]:
@@ -546,6 +576,7 @@ def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case
     df["trigger_reason"] = trig["reason"]
     df["source_sha256"] = src.sha256
     df["protocol"] = _protocol(models, judge)
+    df["substitute"] = substitutes(df, models, judge)
     ev = df[df["n_failed_evaluator"] > 0]
     meta = {r.metric_id: (round(r.value, 4) if pd.notna(r.value) else "None") for r in df.itertuples()}
     meta["evaluator_failures"] = int(len(ev))
@@ -553,110 +584,55 @@ def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case
     return Output(df, metadata=meta)
 
 
-def leaderboard_table(scores: pd.DataFrame, cases: pd.DataFrame, generators: list[str]) -> pd.DataFrame:
-    """Per generator, mode (MBench-A and MBench-T are separate leaderboards in the paper) and sub-dimension:
-    coverage C_k over the cases k applies to, reliability S_k over triggered cases with a value,
-    M_k = harmonic mean x 100; dimension M-Scores = mean of their sub-dimension M-Scores."""
-    rows = []
-    for g in generators:
-        sg = scores[scores["generator"] == g]
-        for mode in D.MODES:
-            mode_cases = cases[cases["mode"] == mode]
-            for k in M.ALL_METRICS:
-                if k == "text_instruction":
-                    applicable = mode_cases if mode == "T" else mode_cases.iloc[0:0]
-                elif k == "action_instruction":
-                    applicable = mode_cases if mode == "A" else mode_cases.iloc[0:0]
-                else:
-                    applicable = mode_cases[mode_cases["subset"].isin(
-                        [s for s, ms in M.SUBSET_METRICS.items() if k in ms])]
-                rows.append(_board_row(g, mode, k, sg, applicable))
-    board = pd.DataFrame(rows)
-    dims = []
-    for (g, mode), b in board.groupby(["generator", "mode"]):
-        b = b.set_index("metric_id")
-        for dim, ks in M.DIMENSIONS.items():
-            ks = [k for k in ks if b.loc[k, "cases"]]  # sub-dimensions this mode has cases for
-            vals = [b.loc[k, "m_score"] for k in ks if pd.notna(b.loc[k, "m_score"])]
-            dims.append({"generator": g, "mode": mode, "metric_id": f"m_score.{dim}", "cases": None,
-                         "triggered": None, "scored": len(vals), "coverage": None, "reliability": None,
-                         "n_eval": len(vals), "n_failed": 0, "n_skipped": len(ks) - len(vals),
-                         "m_score": float(np.mean(vals)) if vals else None,
-                         "reason": None if vals and len(vals) == len(ks) else
-                         f"mean over {len(vals)} of {len(ks)} sub-dimensions with an M-Score"})
-    board["metric_id"] = "m_score." + board["metric_id"]   # the paper's public ids (m_score.geometry, ...)
-    board = pd.concat([board, pd.DataFrame(dims)], ignore_index=True)
-    board["value"] = board["m_score"]
-    return board
-
-
 def read_cases(ids: list[str], load) -> tuple[pd.DataFrame, list[str]]:
-    """(case_id, subset, mode) of every case that parses, and one error per case that does not: a malformed case
-    file must not take the leaderboard of the other cases with it."""
+    """(case_id, subset, mode, moves, translates) of every case that parses, and one error per case that does not:
+    a malformed case file must not take the leaderboard of the other cases with it. ``moves`` / ``translates``: an
+    A case's schedule asks for camera motion / for translation (board.applicable_cases reads them)."""
     rows, errors = [], []
     for i in ids:
         try:
             c = load(i)
-            rows.append({"case_id": c.case_id, "subset": c.subset, "mode": c.mode})
-        except (D.CaseError, OSError, ValueError) as e:
+            rows.append({"case_id": c.case_id, "subset": c.subset, "mode": c.mode,
+                         **board.case_motion(c.mode, c.frame_actions() if c.mode == "A" else [])})
+        except (dataset.CaseError, OSError, ValueError) as e:
             errors.append(str(e))
-    return pd.DataFrame(rows, columns=["case_id", "subset", "mode"]), errors
+    return pd.DataFrame(rows, columns=["case_id", "subset", "mode", "moves", "translates"]), errors
 
 
-def _board_row(g: str, mode: str, k: str, sg: pd.DataFrame, applicable: pd.DataFrame) -> dict:
-    mine = sg[(sg["metric_id"] == k) & sg["case_id"].isin(applicable["case_id"])]
-    unknown = mine[mine["triggered"].isna()]
-    triggered = mine[mine["triggered"] == True]  # noqa: E712
-    with_value = triggered[triggered["value"].notna()]
-    total = len(applicable)
-    reasons = sorted(set(mine.loc[mine["value"].isna(), "reason"].dropna().astype(str))
-                     | set(unknown["trigger_reason"].dropna().astype(str)))
-    missing = sorted(set(applicable["case_id"]) - set(mine["case_id"]))
-    if missing:
-        reasons.append(f"cases not evaluated: {missing}")
-    row = {"generator": g, "mode": mode, "metric_id": k, "cases": total, "triggered": len(triggered),
-           "scored": len(with_value), "coverage": None, "reliability": None, "m_score": None,
-           "n_eval": len(with_value), "n_failed": len(missing),
-           "n_skipped": len(unknown) + int(triggered["value"].isna().sum()),
-           "reason": "; ".join(reasons)[:800] or None}
-    if total == 0:
-        row["reason"] = f"no MBench-{mode} case of this kind in the dataset"
-    elif len(unknown) or missing:
-        pass  # coverage unknown: the trigger (or the case) could not be evaluated
-    elif len(triggered) and with_value.empty:
-        pass  # triggered, but the metric could not be computed (model unavailable): not a zero
-    else:
-        cov = len(triggered) / total
-        rel = float(with_value["value"].clip(0, 1).mean()) if len(with_value) else None
-        row.update(coverage=cov, reliability=rel, m_score=M.m_score(cov, rel))
-    return row
-
-
-@asset(group_name=GROUP, code_version="3", deps=[mbench_scores, mbench_case],
+@asset(group_name=GROUP, code_version="4", deps=[mbench_scores, mbench_case],
        automation_condition=board_condition("mbench_scores"))
 def mbench_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths, models: ModelRegistry,
                        judge: Judge) -> Output[pd.DataFrame]:
-    """All 12 sub-dimensions per generator: coverage, reliability and M-Score (value or None with reason), and the
-    dimension M-Scores."""
+    """The common board (core/metric_spec.py): per generator and mode (slice A / T) the trigger-conditioned M-Score
+    of the 12 sub-dimensions, our identity_first_appearance addition and the three dimension M-Scores (board.py).
+    ``coverage`` = cases scored / cases the sub-dimension applies to; the paper's trigger coverage C_k, the
+    reliability S_k and the case counts are in ``detail``."""
     from bench_assets.core.site import report_metadata  # the report site's page for this benchmark
     tables = set(store.asset_tables())
     if "mbench_scores" not in tables:
         raise ValueError("no MBench score partition has been materialised yet")
-    scores = store.query("SELECT generator, case_id, subset, mode, metric_id, value, reason, triggered, "
-                         "trigger_reason, protocol FROM mbench_scores")
+    scores = store.query("SELECT * FROM mbench_scores")
     root = paths.benchmark_dir(BENCH) / "cases"
-    cases, case_errors = read_cases(D.discover_cases(root), lambda i: D.load_case(root / f"{i}.json"))
+    cases, case_errors = read_cases(dataset.discover_cases(root), lambda i: dataset.load_case(root / f"{i}.json"))
     scores = scores[scores["case_id"].isin(cases["case_id"])]
-    board = leaderboard_table(scores, cases, sorted(scores["generator"].unique()))
+    generators = sorted(scores["generator"].unique())
+    missing = {g: missing_outputs(paths, g, cases["case_id"]) for g in generators}
+    table = board.leaderboard(scores, cases, generators, missing)
     manifest = build_manifest(benchmark=BENCH, protocol=PROTOCOL, models=slot_manifest(models),
                               judge=judge.fingerprint(), constants=CONSTANTS)
-    table = board[board["mode"] == "A"].pivot(index="metric_id", columns="generator", values="m_score")
-    return Output(board, metadata={"table": MetadataValue.md(table.round(2).to_markdown()),
+    return Output(table, metadata={"table": MetadataValue.md(board_markdown(table, {"slice": "A"}, digits=2)),
+                                   "table_T": MetadataValue.md(board_markdown(table, {"slice": "T"}, digits=2)),
                                    "manifest": MetadataValue.json(manifest),
                                    "protocol_digest": protocol_digest(manifest),
                                    "invalid_cases": len(case_errors),
                                    "invalid_case_errors": MetadataValue.text("\n".join(case_errors)[:2000] or "none")}
                                   | report_metadata(store, BENCH))
+
+
+def missing_outputs(paths: BenchPaths, generator: str, case_ids) -> set:
+    """The cases whose output video the generator did not deliver (counted against it, never left out)."""
+    folder = paths.generator_dir(generator)
+    return {c for c in case_ids if not dataset.output_video(folder, c).exists()}
 
 
 ASSETS = [mbench_case, mbench_poses, mbench_tracks, mbench_trigger, mbench_scores, mbench_leaderboard]

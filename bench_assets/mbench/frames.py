@@ -28,8 +28,8 @@ from typing import Callable, Iterable, Optional, Sequence
 import numpy as np
 
 from bench_assets.core.media import DEFAULT_CHUNK, VideoSource
-from bench_assets.mbench import geometry as G
-from bench_assets.mbench import metrics as M
+from bench_assets.mbench import geometry
+from bench_assets.mbench import metrics
 from bench_assets.mbench import pipeline as PL
 
 
@@ -157,7 +157,7 @@ class StyleDistances:
             self._last = grams[-1]
 
     def score(self) -> Optional[float]:
-        return M.style_from_distances(self.distances) if self.frames >= 2 else None
+        return metrics.style_from_distances(self.distances) if self.frames >= 2 else None
 
 
 class TextureEmbeddings:
@@ -211,7 +211,7 @@ def spatial_feature_indices(pairs: Sequence[tuple[int, int]], C, n: int) -> set[
     need: set[int] = set()
     for i, j in pairs:
         need |= {int(i), int(j)}
-        need |= set(G.helper_candidates(i, j, C, n))
+        need |= set(geometry.helper_candidates(i, j, C, n))
     return need
 
 
@@ -242,8 +242,8 @@ def score_plan(case, n: int, C, pairs: Sequence[tuple[int, int]], tracks, applie
         faces = tracks[tracks["kind"] == "face"]
         gather |= {int(r.frame) for r in faces.itertuples() if isinstance(r.person_box, str)}
     if {"epipolar", "reprojection", "lighting"} & applies:
-        red.features = PerFrame(G.features, spatial_feature_indices(pairs, C, n), "ORB features")
-        red.lab = PerFrame(M.lab_stats, {k for p in pairs for k in p}, "CIELAB means")
+        red.features = PerFrame(geometry.features, spatial_feature_indices(pairs, C, n), "ORB features")
+        red.lab = PerFrame(metrics.lab_stats, {k for p in pairs for k in p}, "CIELAB means")
         # sparse frames reduced one at a time: a chunk buffer would hold native frames for nothing
         red.walkers += [(red.features.indices, 1, red.features.push), (red.lab.indices, 1, red.lab.push)]
     if "style" in applies and slots.get("style_vgg") is not None:

@@ -65,10 +65,10 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--step", type=float, default=0.2, help="seconds between sampled frames")
     a = ap.parse_args(argv)
-    from bench_assets.core import footage as F
+    from bench_assets.core import footage
     from bench_resources.models import ModelRegistry
     reg = ModelRegistry(profile="offline")
-    mega = F.footage_path("Megamind.avi") if F.available("Megamind.avi") else None
+    mega = footage.footage_path("Megamind.avi") if footage.available("Megamind.avi") else None
     srcs, same_as = FC.footage_sources(str(mega) if mega else None, sidecar=True)
     faces = FC.collect_faces(reg.slot("face"), srcs, step_s=a.step)
     doc = FC.calibration_doc(faces, srcs, same_as, GROUP, "MBench identity: SFace cosine threshold between single "

@@ -15,7 +15,7 @@ from typing import Optional
 import cv2
 import numpy as np
 
-from bench_assets.mbench import geometry as G
+from bench_assets.mbench import geometry
 
 VARIANTS = ("same", "changed", "ignoring")
 SIZE = (256, 160)
@@ -28,13 +28,13 @@ ACTIONS = [{"phase": "exit", "action": "right", "frames": EXIT}, {"phase": "wait
            {"phase": "reenter", "action": "left", "frames": EXIT}]
 
 
-def photo_plane(photo: np.ndarray, mirrored: bool = False) -> G.Plane:
+def photo_plane(photo: np.ndarray, mirrored: bool = False) -> geometry.Plane:
     h, w = photo.shape[:2]
     tex = cv2.resize(photo, (1024, int(round(1024 * h / w))), interpolation=cv2.INTER_AREA)
     if mirrored:
         tex = np.ascontiguousarray(tex[:, ::-1])
     height = WIDTH * h / w
-    return G.Plane(tex, (-WIDTH / 2, -height / 2, DEPTH), (WIDTH, 0, 0), (0, height, 0))
+    return geometry.Plane(tex, (-WIDTH / 2, -height / 2, DEPTH), (WIDTH, 0, 0), (0, height, 0))
 
 
 def poses(variant: str) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -43,10 +43,10 @@ def poses(variant: str) -> list[tuple[np.ndarray, np.ndarray]]:
     if variant == "ignoring":
         steps = [2] * (2 * EXIT + WAIT)
     out, k = [], 0
-    out.append((G.yaw(0), np.zeros(3)))
+    out.append((geometry.yaw(0), np.zeros(3)))
     for s in steps:
         k += s
-        out.append((G.yaw(STEP_DEG * k), np.array([STEP_M * k, 0.0, 0.0])))
+        out.append((geometry.yaw(STEP_DEG * k), np.array([STEP_M * k, 0.0, 0.0])))
     return out
 
 
@@ -55,11 +55,11 @@ def build(photo: np.ndarray, variant: str, size: tuple[int, int] = SIZE
     """(frames, true poses, K) of one variant over ``photo`` (RGB uint8)."""
     if variant not in VARIANTS:
         raise ValueError(f"variant {variant!r} is not one of {VARIANTS}")
-    K = G.intrinsics(*size)
+    K = geometry.intrinsics(*size)
     P = poses(variant)
     turn = EXIT + WAIT
     same, mirrored = [photo_plane(photo)], [photo_plane(photo, mirrored=True)]
-    frames = [G.render(mirrored if variant == "changed" and k > turn else same, R, C, K, size)
+    frames = [geometry.render(mirrored if variant == "changed" and k > turn else same, R, C, K, size)
               for k, (R, C) in enumerate(P)]
     return frames, P, K
 
@@ -71,26 +71,27 @@ def target_box(photo: np.ndarray, size: tuple[int, int] = SIZE, frac: float = 0.
 
 
 def true_relative(P, i: int, j: int) -> tuple[np.ndarray, np.ndarray]:
-    return G.relative(P[i][0], P[i][1], P[j][0], P[j][1])
+    return geometry.relative(P[i][0], P[i][1], P[j][0], P[j][1])
 
 
 def scores(frames, K, box: Optional[tuple] = None) -> dict:
     """The spatial and geometry scores MBench gives a video of this revisit (estimated trajectory, A-mode pairs)."""
-    from bench_assets.mbench import metrics as M
+    from bench_assets.mbench import metrics
     from bench_assets.mbench import pipeline as PL
-    tr = G.trajectory(frames, K)
-    pairs, how = G.revisit_pairs_action(tr.Rs, tr.C)
+    tr = geometry.trajectory(frames, K)
+    pairs, how = geometry.revisit_pairs_action(tr.Rs, tr.C)
     feats = PL.LazyFeatures(frames)
-    errs = [G.revisit_pair(feats, i, j, tr.Rs, tr.C, K) for i, j in pairs]
+    errs = [geometry.revisit_pair(feats, i, j, tr.Rs, tr.C, K) for i, j in pairs]
     out = {"pairs": pairs, "pairing": how, "trajectory": tr,
-           "epipolar": M.spatial_score(errs, "epipolar_px"), "reprojection": M.spatial_score(errs, "reprojection_px")}
+           "epipolar": metrics.spatial_score(errs, "epipolar_px"),
+           "reprojection": metrics.spatial_score(errs, "reprojection_px")}
     if box is not None:
         boxes = PL.propagate_box(box, tr.Rs, K, (frames[0].shape[1], frames[0].shape[0]))
         vals = []
         for i, j in pairs:
             if boxes[i] is None:
                 continue
-            R_rel, _ = G.relative(tr.Rs[i], tr.C[i], tr.Rs[j], tr.C[j])
+            R_rel, _ = geometry.relative(tr.Rs[i], tr.C[i], tr.Rs[j], tr.C[j])
             v, _ = PL.geometry_pair(frames[i], frames[j], boxes[i], R_rel, K)
             if v is not None:
                 vals.append(v)

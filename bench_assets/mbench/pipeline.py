@@ -18,8 +18,8 @@ from typing import Optional, Sequence
 import cv2
 import numpy as np
 
-from bench_assets.mbench import geometry as G
-from bench_assets.mbench import metrics as M
+from bench_assets.mbench import geometry
+from bench_assets.mbench import metrics
 
 IDENTITY_FRAMES = 32
 TRIGGER_FRAMES = 8
@@ -42,9 +42,9 @@ class LazyFeatures:
     def __init__(self, frames: Sequence[np.ndarray]):
         self.frames, self._f = frames, {}
 
-    def __getitem__(self, k: int) -> G.Features:
+    def __getitem__(self, k: int) -> geometry.Features:
         if k not in self._f:
-            self._f[k] = G.features(self.frames[k])
+            self._f[k] = geometry.features(self.frames[k])
         return self._f[k]
 
     def __len__(self) -> int:
@@ -54,8 +54,8 @@ class LazyFeatures:
 def box_depth(feats, Rs, C, K, box) -> tuple[Optional[float], str]:
     """Median depth (in frame 0's camera, trajectory units) of points triangulated inside the first frame's box."""
     n = len(Rs)
-    pts, how = G._helper_points(feats, 0, n + 10 * G.PAIR_DEFAULT.helper_window, Rs, C, K, G.PAIR_DEFAULT,
-                                G.VO_DEFAULT)
+    pts, how = geometry._helper_points(feats, 0, n + 10 * geometry.PAIR_DEFAULT.helper_window, Rs, C, K,
+                                       geometry.PAIR_DEFAULT, geometry.VO_DEFAULT)
     x1, y1, x2, y2 = box
     inside = [X for a, X in pts.items() if x1 <= feats[0].pts[a][0] < x2 and y1 <= feats[0].pts[a][1] < y2]
     if len(inside) < 3:
@@ -148,7 +148,7 @@ def geometry_pair(ref: np.ndarray, ret: np.ndarray, box, R_rel: np.ndarray, K: n
     """SSIM over the object (the reference frame's mask, else its box) of the reference frame against the return
     frame warped into its view: a homography fitted to matches inside the object, or the trajectory's rotation
     homography when it has too few matches."""
-    pa, pb = G.match_points(ref, ret)
+    pa, pb = geometry.match_points(ref, ret)
     x1, y1, x2, y2 = box
     inside = (pa[:, 0] >= x1) & (pa[:, 0] < x2) & (pa[:, 1] >= y1) & (pa[:, 1] < y2) if len(pa) else np.zeros(0, bool)
     if mask is not None and len(pa):
@@ -168,7 +168,7 @@ def geometry_pair(ref: np.ndarray, ret: np.ndarray, box, R_rel: np.ndarray, K: n
     else:
         region = np.zeros((h, w), np.uint8)
         region[int(y1):int(y2), int(x1):int(x2)] = 1
-    return M.masked_ssim(ref, warped, region), how
+    return metrics.masked_ssim(ref, warped, region), how
 
 
 def face_observations(face_model, frames: Sequence[np.ndarray], indices: Sequence[int]) -> list[list[tuple]]:

@@ -21,26 +21,32 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from bench_assets.core import footage as F
-from bench_assets.core import validity as V
+from bench_assets.core import footage
+from bench_assets.core import validity as core_validity
 from bench_assets.mbench import photo_revisit as PR
+from bench_assets.mbench.metric_specs import IDENTITY_FIRST_APPEARANCE
 
 BENCH = "mbench"
 REFERENCE = "reference"
 GENERATORS = {REFERENCE: "same", "p_changed": "changed", "p_ignoring": "ignoring"}
 MEMORY = ("geometry", "epipolar", "reprojection")
 CASES = [
-    V.Case("changed_world", "the photograph is mirrored while the camera is away (the dialogue: the man where the "
-           "woman should be)", "p_changed", [V.Expect(m, -1, 0.10) for m in MEMORY] + [V.Expect("identity", -1, 0.10)]),
-    V.Case("camera_ignores_actions", "the camera keeps moving away and never returns", "p_ignoring",
-           [V.Expect(m, -1, 0.10) for m in MEMORY] + [V.Expect("action_instruction", -1, 0.2)]),
+    # the paper's identity (centroid consistency per face track) sees two clean tracks when one person replaces
+    # another, so its row may report the miss; our identity_first_appearance addition is built to see it
+    core_validity.Case(
+        "changed_world", "the photograph is mirrored while the camera is away (the dialogue: the man where the woman "
+        "should be)", "p_changed", [core_validity.Expect(m, -1, 0.10) for m in MEMORY]
+        + [core_validity.Expect("identity", -1, 0.10), core_validity.Expect(IDENTITY_FIRST_APPEARANCE, -1, 0.10)]),
+    core_validity.Case(
+        "camera_ignores_actions", "the camera keeps moving away and never returns", "p_ignoring",
+        [core_validity.Expect(m, -1, 0.10) for m in MEMORY] + [core_validity.Expect("action_instruction", -1, 0.2)]),
 ]
 
 
 def photos() -> dict[str, np.ndarray]:
     """Real photographs: two from opencv-doc (footage cache), one shipped in scikit-learn's wheel."""
     import sklearn
-    out = {n.split(".")[0]: np.asarray(Image.open(F.footage_path(n)).convert("RGB"))
+    out = {n.split(".")[0]: np.asarray(Image.open(footage.footage_path(n)).convert("RGB"))
            for n in ("messi5.jpg", "basketball1.png")}
     out["china"] = np.asarray(Image.open(Path(os.path.dirname(sklearn.__file__)) / "datasets" / "images"
                                          / "china.jpg").convert("RGB"))
@@ -54,11 +60,11 @@ def dialogue_videos() -> dict[str, np.ndarray]:
     """The Megamind dialogue at its hand-checked cuts (data/footage/Megamind.yaml: woman 1-98 and 154-200, man
     98-154): ``same`` = woman, woman; ``changed`` = woman, man."""
     from bench_assets.core.media import VideoSource
-    cuts = F.ground_truth("Megamind.avi")["cuts"]          # [1, 98, 154, 200]
+    cuts = footage.ground_truth("Megamind.avi")["cuts"]          # [1, 98, 154, 200]
     woman1 = list(range(cuts[0], cuts[1], DIALOGUE_STEP))
     man = list(range(cuts[1] + 1, cuts[2], DIALOGUE_STEP))
     woman2 = list(range(cuts[2] + 1, cuts[3], DIALOGUE_STEP))
-    src = VideoSource(F.footage_path("Megamind.avi"))
+    src = VideoSource(footage.footage_path("Megamind.avi"))
     req = src.take(sorted(set(woman1 + man + woman2)))
     src.run()
     fr = dict(zip(req.indices, req.frames))
@@ -83,12 +89,12 @@ def case_json(case_id: str, subset: str, box_xyxy) -> dict:
             "causal_event": "", "segments": [], "actions": PR.ACTIONS, "target": target}
 
 
-def build_suite(work_dir: Path) -> V.Suite:
+def build_suite(work_dir: Path) -> core_validity.Suite:
     data, gens = Path(work_dir) / "data", Path(work_dir) / "generators"
     (data / BENCH / "cases").mkdir(parents=True, exist_ok=True)
     (data / BENCH / "frames").mkdir(parents=True, exist_ok=True)
     for g in GENERATORS:
-        V.write_generator_yaml(gens / g, g, BENCH, f"validity generator {g}")
+        core_validity.write_generator_yaml(gens / g, g, BENCH, f"validity generator {g}")
     for name, photo in photos().items():
         videos = {g: np.stack(PR.build(photo, variant)[0]) for g, variant in GENERATORS.items()}
         box = PR.target_box(photo)
@@ -98,16 +104,16 @@ def build_suite(work_dir: Path) -> V.Suite:
             cv2.imwrite(str(data / BENCH / "frames" / f"{cid}.png"), cv2.cvtColor(videos[REFERENCE][0],
                                                                                   cv2.COLOR_RGB2BGR))
             for g, frames in videos.items():
-                V.write_video(frames, gens / g / f"{cid}.mp4", 10.0)
+                core_validity.write_video(frames, gens / g / f"{cid}.mp4", 10.0)
     dialogue = dialogue_videos()
     cid = "v_megamind_hum"
     n = min(len(v) for v in dialogue.values())   # the schedule fits the shorter video
     (data / BENCH / "cases" / f"{cid}.json").write_text(json.dumps(dialogue_case_json(cid, n), indent=2))
     cv2.imwrite(str(data / BENCH / "frames" / f"{cid}.png"), cv2.cvtColor(dialogue["same"][0], cv2.COLOR_RGB2BGR))
     for g, variant in GENERATORS.items():
-        V.write_video(dialogue["changed" if variant == "changed" else "same"], gens / g / f"{cid}.mp4", 8.0)
-    return V.Suite(BENCH, data, gens, REFERENCE, CASES, unit_values=unit_values)
+        core_validity.write_video(dialogue["changed" if variant == "changed" else "same"], gens / g / f"{cid}.mp4", 8.0)
+    return core_validity.Suite(BENCH, data, gens, REFERENCE, CASES, unit_values=unit_values)
 
 
 def unit_values(store) -> pd.DataFrame:
-    return V.table_unit_values(store, ("mbench_scores",), ("case_id",))
+    return core_validity.table_unit_values(store, ("mbench_scores",), ("case_id",))
