@@ -38,6 +38,11 @@ def test_lookup_exact_then_pattern_and_duplicates_refused():
         MetricSpec("o", "f", "higher", "d", kind="aggregate")
     with pytest.raises(ValueError, match="direction"):
         MetricSpec("o", "f", "up", "d")
+    # per-unit rows may carry another id than the board (MBench: the case score behind the M-Score)
+    unit = MetricSpecs("u", [MetricSpec("m_score.identity", "entity", "higher", "d", unit_id="identity"),
+                             MetricSpec("style", "env", "higher", "d")])
+    assert unit.for_unit("identity").id == "m_score.identity" and unit.for_unit("style").id == "style"
+    assert unit.for_unit("m_score.identity") is None and unit.get("identity") is None
 
 
 def _rows():
@@ -127,3 +132,20 @@ def test_every_spec_slot_is_a_registry_slot():
         for s in b.metrics:
             unknown = [x for x in s.slots if x not in SLOTS]
             assert not unknown, f"{name}/{s.id}: unknown slots {unknown}"
+
+
+def test_every_validity_expectation_names_a_declared_metric(tmp_path):
+    """Each benchmark's real-footage suite (built, not run): every expectation resolves to a MetricSpec through its
+    unit id, and every case a spec names as its validity check exists in the suite."""
+    from bench_assets.core import footage
+    from bench_assets.core import validity
+    from bench_assets.definitions import validity_suites
+
+    footage.require_footage("carphone_pristine.mp4", "bikes.mp4", "Megamind.avi", "vtest.avi")
+    for name, build in validity_suites().items():
+        suite = build(tmp_path / name)
+        specs = BENCHMARKS[name].metrics
+        validity.check_expectations(suite, specs)   # raises UndeclaredMetric naming the case and metric
+        cases = {c.case_id for c in suite.cases}
+        named = {c for s in specs for c in s.validity}
+        assert named <= cases, f"{name}: specs name validity cases the suite lacks: {sorted(named - cases)}"

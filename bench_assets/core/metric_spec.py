@@ -40,6 +40,8 @@ class MetricSpec:
     ``pattern``: a regular expression instead of one id, for metric families whose ids are generated
     (``accuracy.EE.mcq``, ...); ``id`` is then the family's name as listed.
     ``validity``: names of the validity cases that concern it (core/validity.py reads them for its rows).
+    ``unit_id``: the id its per-unit rows carry in the metric tables when the board's id differs (MBench's case
+    score ``identity`` behind the board's ``m_score.identity``); validity expectations name unit ids.
     """
     id: str
     family: str
@@ -56,6 +58,7 @@ class MetricSpec:
     kind: Kind = "metric"
     pattern: Optional[str] = None
     validity: tuple[str, ...] = ()
+    unit_id: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.paper_id == "same":
@@ -75,6 +78,10 @@ class MetricSpec:
 
     def matches(self, metric_id: str) -> bool:
         return metric_id == self.id or (self.pattern is not None and re.fullmatch(self.pattern, metric_id) is not None)
+
+    def matches_unit(self, metric_id: str) -> bool:
+        """Whether per-unit rows with this id are this metric's (its unit id, else its board id)."""
+        return metric_id == self.unit_id if self.unit_id else self.matches(metric_id)
 
     def as_row(self) -> dict[str, Any]:
         row = asdict(self)
@@ -108,6 +115,11 @@ class MetricSpecs:
         if s is not None and s.pattern is None:
             return s
         return next((s for s in self.specs if s.pattern and s.matches(metric_id)), s)
+
+    def for_unit(self, metric_id: str) -> Optional[MetricSpec]:
+        """The spec whose per-unit rows (metric tables, validity units) carry ``metric_id``."""
+        return next((s for s in self.specs if s.unit_id == metric_id), None) or \
+            next((s for s in self.specs if not s.unit_id and s.matches(metric_id)), None)
 
     def __getitem__(self, metric_id: str) -> MetricSpec:
         s = self.get(metric_id)

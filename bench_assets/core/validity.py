@@ -265,7 +265,7 @@ def check_expectations(suite: Suite, specs: MetricSpecs) -> None:
     """Raise ``UndeclaredMetric`` naming every (case, metric) whose metric has no spec: a verdict on an id nobody
     declared could not say whether it concerns the paper's metric or an addition."""
     missing = list(dict.fromkeys((case.case_id, exp.metric_id) for case in suite.cases for exp in case.expectations
-                                 if specs is None or specs.get(exp.metric_id) is None))
+                                 if specs is None or specs.for_unit(exp.metric_id) is None))
     if missing:
         listed = "; ".join(f"case {c!r} expects metric {m!r}" for c, m in missing)
         raise UndeclaredMetric(f"{suite.benchmark} validity: no MetricSpec for what these cases expect: {listed} "
@@ -280,7 +280,7 @@ def validity_rows(suite: Suite, values: pd.DataFrame, specs: MetricSpecs) -> pd.
     rows = []
     for case in suite.cases:
         for exp in case.expectations:
-            spec = specs[exp.metric_id]
+            spec = specs.for_unit(exp.metric_id)
             base = {"benchmark": suite.benchmark, "case": case.case_id, "perturbation": case.perturbation,
                     "metric_id": exp.metric_id + (f" [{exp.units}]" if exp.units else ""),
                     "paper_id": spec.paper_id, "addition": spec.addition,
@@ -311,7 +311,7 @@ def validity_rows(suite: Suite, values: pd.DataFrame, specs: MetricSpecs) -> pd.
     for spec in specs or ():
         for case_id in spec.validity:
             case = present.get(case_id)
-            if case is None or any(spec.matches(exp.metric_id) for exp in case.expectations):
+            if case is None or any(spec.matches_unit(exp.metric_id) for exp in case.expectations):
                 continue
             rows.append({**{c: None for c in VALIDITY_COLUMNS}, "benchmark": suite.benchmark, "case": case_id,
                          "perturbation": case.perturbation, "metric_id": spec.id, "paper_id": spec.paper_id,

@@ -73,4 +73,10 @@ METRICS = MetricSpecs("narrativetrack", [
     MetricSpec("measured.avg", MEASURED, "higher", "micro-average over every measured question",
                paper_id=ADDITION, aggregation="micro-average over the measured questions; " + CELL_AGGREGATION,
                **PERCENT),
+    # not on the board: the validity suite's check of the QA's foundation (validity.py)
+    MetricSpec("identity_pair_agreement", "pipeline quality (diagnostic)", "higher",
+               "share of hand-labelled appearance pairs (same person / different people) on which the pipeline's "
+               "identities agree with the labels; 1.0 is the ground truth", paper_id=ADDITION, scale=(0.0, 1.0),
+               aggregation="pairs agreeing / labelled pairs, per clip", coverage_policy="none",
+               slots=("person_detector", "reid", "face"), kind="diagnostic", validity=("identities",)),
 ])
