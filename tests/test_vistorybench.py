@@ -266,17 +266,23 @@ def test_bad_story_fails_alone_and_zero_based_outputs_are_counted(tmp_path):
         stats, resources, _ = _run(instance, data, tmp_path / "store")
         failed = {(pk, msg) for _, pk, msg in stats.failed}
         assert any(pk == "02" and "shot 1 lists 'Ghost' (en)" in msg for pk, msg in failed), failed
-        scores = resources["store"].query("SELECT item, metric_id, value, n_failed, reason FROM vistorybench_scores "
+        scores = resources["store"].query("SELECT item, metric_id, value, n_eval, n_failed, reason FROM vistorybench_scores "
                                           "WHERE level = 'item' AND metric_id = 'cids_self'").set_index("item")
         assert pd.isna(scores.loc["01", "value"]) and "1-based" in scores.loc["01", "reason"]
         assert pd.notna(scores.loc["08", "value"])
         board = resources["store"].query("SELECT * FROM vistorybench_leaderboard WHERE slice = 'full' "
                                          "AND metric_id = 'cids_self'")
-        assert detail_of(board)["stories_scored"].iloc[0] == 1 and board["n_eval"].iloc[0] == 1
+        assert detail_of(board)["stories_scored"].iloc[0] == 1
+        assert board["n_eval"].iloc[0] == scores.loc["08", "n_eval"] > 0     # counts are instances (characters)
         assert "stories not evaluated: ['02']" in board["reason"].iloc[0]
-        # 01's misaligned outputs are the generator's failure; 02's story.json failed validation (nobody's)
-        assert (board["n_failed"].iloc[0], board["n_skipped"].iloc[0], board["n_items"].iloc[0]) == (1, 1, 3)
-        assert board["coverage"].iloc[0] == pytest.approx(1 / 3)
+        # 01's misaligned outputs are the generator's failure (each of its 3 characters, and a 0 story in value);
+        # 02's story.json failed validation (nobody's: one skip)
+        assert detail_of(board)["stories_misaligned"].iloc[0] == ["01"]
+        assert (board["n_failed"].iloc[0], board["n_skipped"].iloc[0], board["n_items"].iloc[0]) == (3, 1, 3)
+        n = board["n_eval"].iloc[0]
+        assert board["coverage"].iloc[0] == pytest.approx(n / (n + 3 + 1))
+        assert board["value"].iloc[0] == pytest.approx(scores.loc["08", "value"] / 2)
+        assert board["raw_mean"].iloc[0] == pytest.approx(scores.loc["08", "value"])
 
 
 def _plain_background(body: dict) -> float:
@@ -467,16 +473,22 @@ def test_decompression_bomb_is_one_clear_error_and_the_rest_scores(tmp_path, mon
         assert out.loc[2, "status"] == "unreadable" and "decompression-bomb limit" in out.loc[2, "error"]
         assert (out.drop(index=2)["status"] == "ok").all()
         board = store.query("SELECT * FROM vistorybench_leaderboard WHERE slice = 'full'").set_index("metric_id")
-        assert board.loc["cids_self", "n_eval"] == 2 and pd.notna(board.loc["inception_score", "value"])
+        assert json.loads(board.loc["cids_self", "detail"])["stories_scored"] == 2
+        assert pd.notna(board.loc["inception_score", "value"])
         # the unreadable shot is not read by the Inception Score: coverage = images read / shots
         assert board.loc["inception_score", "n_failed"] == 1 and board.loc["inception_score", "coverage"] < 1
-        # 0-4 sub-scores on the leaderboard; the failed aspect is None with its reason and does not lower the total
-        assert board.loc["alignment.scene", "value"] == 4.0 and board.loc["alignment.character_action", "value"] == 2.0
+        # 0-4 sub-scores on the leaderboard; the failed aspect is None with its reason and does not lower the total;
+        # the unreadable shot is the generator's: a 0 question in value, left out of the paper's raw mean
+        assert board.loc["alignment.scene", "raw_mean"] == 4.0
+        assert board.loc["alignment.character_action", "raw_mean"] == 2.0
+        assert board.loc["alignment.scene", "value"] == pytest.approx((4 * 5 / 6 + 4) / 2)
+        assert board.loc["alignment.scene", "n_failed"] == 1
         assert pd.isna(board.loc["alignment.camera", "value"])
         assert "judge failed: HTTP 500 after 1 retries" in board.loc["alignment.camera", "reason"]
         sub = store.query("SELECT metric_id, value FROM vistorybench_alignment WHERE level = 'item'")
         single = sub[sub.metric_id == "alignment.single_character_action"]["value"].mean()
-        assert board.loc["alignment", "value"] == pytest.approx((4 + 2 + single) / 3 * 25)
+        assert board.loc["alignment", "raw_mean"] == pytest.approx((4 + 2 + single) / 3 * 25)
+        assert board.loc["alignment", "value"] < board.loc["alignment", "raw_mean"]
         items = store.query("SELECT item, n_failed, n_failed_evaluator FROM vistorybench_alignment "
                             "WHERE level = 'item' AND metric_id = 'alignment.camera'")
         assert (items["n_failed"] > 0).all() and (items["n_failed"] == items["n_failed_evaluator"]).all()

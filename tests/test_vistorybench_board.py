@@ -137,10 +137,12 @@ def test_coverage_counts_and_reasons_per_story():
     stories = STORIES.assign(loaded=[True, False, True])
     board = B.leaderboard(recs, stories, pd.DataFrame(), {}).set_index(["slice", "metric_id"])
     cell = board.loc[("full", "cids_cross")]
-    assert (cell["value"], cell["n_items"], cell["n_eval"]) == (50.0, 3, 1)
-    assert cell["coverage"] == pytest.approx(1 / 3)
-    # 08: the evaluator's (face slot); 02: story.json did not load (a skip, nobody's)
-    assert (cell["n_failed_evaluator"], cell["n_skipped"], cell["n_failed"]) == (1, 1, 0)
+    # counts are instances (01's 3 characters), n_items the slice's stories
+    assert (cell["value"], cell["n_items"], cell["n_eval"]) == (50.0, 3, 3)
+    assert json.loads(cell["detail"])["stories_scored"] == 1
+    # 08: the evaluator's (face slot, its 2 instances); 02: story.json did not load (one skip, nobody's)
+    assert (cell["n_failed_evaluator"], cell["n_skipped"], cell["n_failed"]) == (2, 1, 0)
+    assert cell["coverage"] == pytest.approx(3 / 6)
     assert "slot 'face' unavailable" in cell["reason"] and "stories not evaluated: ['02']" in cell["reason"]
     assert cell["substitute"] == "character_detector: ssd"
     # a metric with no row for a story the generator delivered: not computed (the evaluator's), never a 0
@@ -149,8 +151,10 @@ def test_coverage_counts_and_reasons_per_story():
     # a story the generator did not deliver counts against it
     missing = B.leaderboard(recs, STORIES, pd.DataFrame(), {}, delivered={"a": {"01"}})
     cell = missing.set_index(["slice", "metric_id"]).loc[("full", "cids_cross")]
-    assert (cell["n_failed"], cell["n_failed_evaluator"]) == (1, 1)   # 02 not delivered; 08's None row: evaluator
+    assert (cell["n_failed"], cell["n_failed_evaluator"]) == (1, 2)   # 02 not delivered; 08's None row: evaluator
     assert json.loads(cell["detail"])["stories_not_delivered"] == ["02"]
+    # the story not delivered is a 0 in the ranking value; raw_mean is the paper's mean over the scored stories
+    assert (cell["value"], cell["raw_mean"]) == (25.0, 50.0)
     lite = board.loc[("lite", "cids_cross")]
     assert pd.isna(lite["value"]) and lite["n_items"] == 1 and lite["coverage"] == 0
 
@@ -162,7 +166,9 @@ def test_inception_cell_counts_shots_not_delivered_and_carries_its_substitute():
                         for s, v, n in (("full", 4.2, 15), ("lite", 3.0, 6))])
     board = B.leaderboard(_records({"a": {"occm": 1.0}}), STORIES, inc, {}).set_index(["slice", "metric_id"])
     full = board.loc[("full", "inception_score")]
-    assert (full["value"], full["n_items"], full["n_eval"], full["n_failed"]) == (4.2, 17, 15, 2)
+    assert (full["raw_mean"], full["n_items"], full["n_eval"], full["n_failed"]) == (4.2, 17, 15, 2)
+    # the two shots not delivered: each a KL of 0 in the ranking value, exp(sum KL / 17) = 4.2 ** (15 / 17)
+    assert full["value"] == pytest.approx(4.2 ** (15 / 17)) and full["value"] < 4.2
     assert full["coverage"] == pytest.approx(15 / 17) and full["substitute"] == "inception: effnet"
     assert board.loc[("lite", "inception_score"), "coverage"] == 1.0
 

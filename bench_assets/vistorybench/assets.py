@@ -634,13 +634,15 @@ def vistorybench_inception_score(context: AssetExecutionContext, store: Store, m
     return Output(df, metadata={"generators": int(outputs["generator"].nunique()) if len(outputs) else 0})
 
 
-@asset(group_name=GROUP, code_version="4",
+@asset(group_name=GROUP, code_version="5",
        deps=[vistorybench_scores, vistorybench_alignment, vistorybench_inception_score, vistorybench_story],
        automation_condition=board_condition("vistorybench_scores", "vistorybench_alignment"))
 def vistorybench_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths, models: ModelRegistry,
                              judge: Judge) -> Output[pd.DataFrame]:
-    """Every metric for every generator, full set and Lite (slice): mean over stories (value or None with reason),
-    coverage = stories scored / stories, the substitute models behind each cell, and the rank (detail.mean_rank:
+    """Every metric for every generator, full set and Lite (slice): mean over stories (value or None with reason;
+    shots not delivered count as failures and zeros in value, raw_mean is the paper's mean over delivered shots:
+    board.py), coverage = instances evaluated / instances, the substitute models behind each cell, and the rank
+    (detail.mean_rank:
     mean rank over the eight quality columns; the copy-paste baseline is shown as a baseline, not ranked)."""
     from bench_assets.core.site import report_metadata  # the report site's page for this benchmark
     tables = set(store.asset_tables())
@@ -658,16 +660,22 @@ def vistorybench_leaderboard(context: AssetExecutionContext, store: Store, paths
                             "loaded": [i in shots for i in ids], "n_shots": [shots.get(i) for i in ids]})
     inception = store.query(f"SELECT {cols} FROM vistorybench_inception_score") \
         if "vistorybench_inception_score" in tables else pd.DataFrame(columns=list(board.RECORD_COLUMNS))
-    outputs = store.query("SELECT DISTINCT generator, story_id FROM vistorybench_outputs") \
-        if "vistorybench_outputs" in tables else pd.DataFrame(columns=["generator", "story_id"])
+    # the outputs index says which shots each generator delivered; the stories say what each shot would have fed
+    outputs = store.query("SELECT generator, story_id, shot, status, language, error FROM vistorybench_outputs") \
+        if "vistorybench_outputs" in tables else pd.DataFrame(columns=["generator", "story_id", "shot", "status",
+                                                                       "language", "error"])
     delivered = {g: set(part["story_id"]) for g, part in outputs.groupby("generator")}
+    story_defs = {r.story_id: dataset.story_from_json(json.loads(r.story_json)) for r in
+                  store.query("SELECT story_id, story_json FROM vistorybench_story").itertuples()}
+    characters = store.query(f"SELECT {cols}, entity_id FROM vistorybench_scores WHERE level = 'character'") \
+        if "vistorybench_scores" in tables else None
     cards = {}
     for g in set(records["generator"]) | set(inception["generator"]):
         try:
             cards[g] = read_generator(paths.generator_dir(g)).card
         except (GeneratorError, FileNotFoundError):
             cards[g] = {}
-    table = board.leaderboard(records, stories, inception, cards, delivered)
+    table = board.leaderboard(records, stories, inception, cards, delivered, outputs, story_defs, characters)
     manifest = vistorybench_manifest(models, judge)
     return Output(table, metadata={"generators": MetadataValue.json(sorted(table["generator"].unique().tolist())),
                                    "table": MetadataValue.md(board_markdown(table, {"slice": "full"})),

@@ -70,7 +70,9 @@ def item_columns(reader) -> dict[str, dict]:
 PAGE = BenchmarkPage(
     name="vistorybench", title="ViStoryBench",
     about="Story visualisation against character references: mean over stories (0-100 for the starred columns, "
-          "raw for IS and aesthetics); coverage = stories scored / stories the metric should have read.",
+          "raw for IS and aesthetics); raw mean = the paper's mean over what was delivered; value (ranked) counts "
+          "every instance an undelivered shot would have given as a 0; coverage = instances evaluated / instances "
+          "the metric should have read.",
     leaderboard="vistorybench_leaderboard",
     headline=("cids_cross", "cids_self", "occm", "alignment"),
     metric_tables=METRIC_TABLES, item_label="story", item_column="story_id", slice_label="split",
