@@ -549,7 +549,7 @@ def substitutes(df: pd.DataFrame, models: ModelRegistry, judge: Optional[Judge])
     return out
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="5", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="6", pool="gpu", op_tags=GPU_OP_TAGS)
 def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
                   mbench_poses: pd.DataFrame, mbench_tracks: pd.DataFrame, mbench_trigger: pd.DataFrame,
                   models: ModelRegistry, device: Device, judge: Judge) -> Output[pd.DataFrame]:

@@ -7,6 +7,7 @@ import cv2
 import numpy as np
 from skimage.metrics import structural_similarity
 
+from bench_assets.core.kernels import l2_normalise
 from bench_assets.mbench import identity_calibration as IC
 
 SUBSET_METRICS = {
@@ -66,9 +67,8 @@ def centroid_consistency(embeddings: np.ndarray) -> Optional[float]:
     """Mean cosine of L2-normalised embeddings to their (normalised) centroid."""
     if len(embeddings) < 2:
         return None
-    e = embeddings / np.linalg.norm(embeddings, axis=1, keepdims=True)
-    c = e.mean(0)
-    c = c / np.linalg.norm(c)
+    e = l2_normalise(embeddings)
+    c = l2_normalise(e.mean(0))
     return float(np.clip(e @ c, -1, 1).mean())
 
 

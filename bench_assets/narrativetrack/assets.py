@@ -16,6 +16,7 @@ from dagster import AssetExecutionContext, Failure, MetadataValue, Output, asset
 from bench_assets.core.automation import board_condition
 from bench_assets.core.board_text import board_markdown
 from bench_assets.core.deploy import GPU_OP_TAGS
+from bench_assets.core.kernels import l2_normalise
 from bench_assets.core.manifest import build_manifest, protocol_digest
 from bench_assets.core.media import DecodeError, VideoSource, even_indices
 from bench_assets.core.metric_spec import board_frame
@@ -216,7 +217,7 @@ def narrativetrack_detections(context: AssetExecutionContext, narrativetrack_vid
     return Output(df, metadata={"boxes": len(df), "frames": len(frames)})
 
 
-@asset(partitions_def=P.items, group_name=GROUP, code_version="1")
+@asset(partitions_def=P.items, group_name=GROUP, code_version="2")
 def narrativetrack_tracklets(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
                              narrativetrack_frames: pd.DataFrame,
                              narrativetrack_detections: pd.DataFrame) -> Output[pd.DataFrame]:
@@ -318,7 +319,7 @@ def _verify(judge: Judge, frames, dets, ids, tracklet_ids, faces_df) -> tuple[di
     return pipeline.tracklet_verdicts(crop_votes, {i: tracklet_ids[i] for i in crop_votes}, len(models)), log
 
 
-@asset(partitions_def=P.items, group_name=GROUP, code_version="2")
+@asset(partitions_def=P.items, group_name=GROUP, code_version="3")
 def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
                               narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
                               narrativetrack_tracklets: pd.DataFrame, narrativetrack_reid: pd.DataFrame,
@@ -437,7 +438,7 @@ def _even(n: int, k: int) -> list[int]:
     return sorted(set(int(round(x)) for x in np.linspace(0, n - 1, min(k, n))))
 
 
-@asset(partitions_def=P.items, group_name=GROUP, code_version="1")
+@asset(partitions_def=P.items, group_name=GROUP, code_version="2")
 def narrativetrack_entity_registry(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
                                    narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
                                    narrativetrack_identities: pd.DataFrame, narrativetrack_reid: pd.DataFrame,
@@ -455,7 +456,7 @@ def narrativetrack_entity_registry(context: AssetExecutionContext, narrativetrac
     emb = narrativetrack_reid.set_index("det")["embedding"]
     ctx = narrativetrack_context
     seg_of = {e: [dict(r._asdict()) for r in g.sort_values("segment").itertuples()] for e, g in ctx.groupby("entity")}
-    centroid = {e: pipeline._unit(np.mean([np.asarray(emb[b["det"]], float) for b in boxes], axis=0))
+    centroid = {e: l2_normalise(np.mean([np.asarray(emb[b["det"]], float) for b in boxes], axis=0))
                 for e, boxes in by_entity.items()}
     ok, why = judge.available()
     # one attribute source per video: the judge's where it answered any segment, else the heuristic; segments of
@@ -613,7 +614,7 @@ def measured_inputs(frames: pd.DataFrame, dets: pd.DataFrame, tracklets: pd.Data
     return fr, rows
 
 
-@asset(partitions_def=P.items, group_name=GROUP, code_version="2")
+@asset(partitions_def=P.items, group_name=GROUP, code_version="3")
 def narrativetrack_qa(context: AssetExecutionContext, paths: BenchPaths, narrativetrack_video: pd.DataFrame,
                       narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
                       narrativetrack_tracklets: pd.DataFrame, narrativetrack_faces: pd.DataFrame,

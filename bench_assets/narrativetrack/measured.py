@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Optional, Sequence
 
+from bench_assets.core import kernels
 from bench_assets.narrativetrack import constants
 from bench_assets.narrativetrack import pipeline
 
@@ -110,12 +111,12 @@ def near_miss(dets: Sequence[dict], entity: int, merge: float) -> Optional[float
         fb = d["face_box"]
         if fb is None or fb[3] - fb[1] < constants.FACE_MIN_HEIGHT:
             continue
-        by.setdefault(d["identity"], []).append(pipeline._unit(d["face_emb"]))
+        by.setdefault(d["identity"], []).append(kernels.l2_normalise(d["face_emb"]))
     mine = [v for i in anchor_ids if i in by for v in by[i]]
     if not mine:
         return None
-    m = pipeline._unit(sum(mine))
-    worst = max((float(m @ pipeline._unit(sum(vs))) for i, vs in by.items() if i not in anchor_ids), default=-1.0)
+    m = kernels.l2_normalise(sum(mine))
+    worst = max((float(m @ kernels.l2_normalise(sum(vs))) for i, vs in by.items() if i not in anchor_ids), default=-1.0)
     return round(worst, 3) if worst >= merge - NEAR_MISS_MARGIN else None
 
 

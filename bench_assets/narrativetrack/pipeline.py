@@ -13,7 +13,7 @@ import cv2
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from bench_assets.core.kernels import iou_matrix
+from bench_assets.core.kernels import iou_matrix, l2_normalise
 from bench_assets.narrativetrack import constants
 from bench_assets.narrativetrack import states
 
@@ -46,7 +46,7 @@ def shot_ids(frames: Sequence[np.ndarray], threshold: float = constants.CUT_CHAN
 def split_tracklets(track_ids: Sequence[int], samples: Sequence[int], emb: Sequence, cos: float) -> list[int]:
     """A tracker follows boxes, not people: where consecutive boxes of one track disagree in appearance (ReID cosine
     < ``cos``) the track is cut into two tracklets (someone left and someone else came in at the same place)."""
-    return split_on(track_ids, samples, emb, cos, lambda a, b: float(_unit(a) @ _unit(b)))
+    return split_on(track_ids, samples, emb, cos, lambda a, b: float(l2_normalise(a) @ l2_normalise(b)))
 
 
 def link_threshold(track_ids: Sequence[int], samples: Sequence[int], emb: Sequence,
@@ -87,7 +87,7 @@ def link_threshold(track_ids: Sequence[int], samples: Sequence[int], emb: Sequen
 
 
 def cosine(a, b) -> float:
-    return float(_unit(a) @ _unit(b))
+    return float(l2_normalise(a) @ l2_normalise(b))
 
 
 def bhattacharyya(a, b) -> float:
@@ -157,7 +157,7 @@ def stitch_tracklets(track_ids: Sequence[int], samples: Sequence[int], boxes: Se
             dist = float(np.hypot(*((ba[:2] + ba[2:]) / 2 - (bb[:2] + bb[2:]) / 2)))
             if dist > speed * gap * sample_s * (ha + hb) / 2:
                 continue
-            cos = float(_unit(emb[last]) @ _unit(emb[first]))
+            cos = float(l2_normalise(emb[last]) @ l2_normalise(emb[first]))
             col = (bhattacharyya(colour[last], colour[first]) if colour is not None and colour[last] is not None
                    and colour[first] is not None else None)
             if cos >= threshold and (col is None or col >= colour_threshold):
@@ -357,11 +357,6 @@ def track_boxes(frame_boxes: Sequence[tuple[np.ndarray, np.ndarray]], shots: Seq
 
 # ----------------------------------------------------------------------------------------------- clustering
 
-def _unit(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, float)
-    return x / max(float(np.linalg.norm(x)), 1e-12)
-
-
 def cluster_tracklets(embeddings: dict[int, np.ndarray], frames: dict[int, set], threshold: float,
                       colours: Optional[dict[int, np.ndarray]] = None, colour_threshold: float = 0.0) -> dict[int, int]:
     """Average-linkage agglomerative clustering of tracklets by cosine of their mean ReID embeddings; two clusters
@@ -371,7 +366,7 @@ def cluster_tracklets(embeddings: dict[int, np.ndarray], frames: dict[int, set],
     tids = sorted(embeddings)
     if not tids:
         return {}
-    E = np.stack([_unit(embeddings[t]) for t in tids])
+    E = np.stack([l2_normalise(embeddings[t]) for t in tids])
     S = E @ E.T
     C = None
     if colours is not None and all(t in colours for t in tids):
@@ -418,8 +413,8 @@ def face_refine(labels: dict[int, int], face_emb: dict[int, np.ndarray], frames:
         if len(with_face) < 3:
             continue
         for t in with_face:
-            rest = _unit(np.mean([face_emb[u] for u in with_face if u != t], axis=0))
-            cos = float(_unit(face_emb[t]) @ rest)
+            rest = l2_normalise(np.mean([face_emb[u] for u in with_face if u != t], axis=0))
+            cos = float(l2_normalise(face_emb[t]) @ rest)
             if cos < split:
                 labels[t] = nxt
                 log.append({"op": "split", "tracklet": t, "from": c, "to": nxt, "face_cosine": round(cos, 3)})
@@ -428,7 +423,7 @@ def face_refine(labels: dict[int, int], face_emb: dict[int, np.ndarray], frames:
         by = defaultdict(list)
         for t, c in labels.items():
             by[c].append(t)
-        faces = {c: _unit(np.mean([face_emb[t] for t in ts if t in face_emb], axis=0))
+        faces = {c: l2_normalise(np.mean([face_emb[t] for t in ts if t in face_emb], axis=0))
                  for c, ts in by.items() if any(t in face_emb for t in ts)}
         span = {c: set().union(*(frames[t] for t in ts)) for c, ts in by.items()}
         best, pair = -np.inf, None
