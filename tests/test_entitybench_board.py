@@ -165,7 +165,7 @@ def test_an_entity_with_an_undelivered_shot_counts_all_its_appearances_as_failur
     cs_face_identity's leave-one-out centroid the complete delivery scores (.71 + .71 + 0) / 3 = .47; deleting
     shot 3 and counting only it as a zero would give (1 + 1 + 0) / 3 = .67, above the complete delivery. Counted
     in full, the cut delivery's c1 is 0 of 3 failed instances and c2 (shots 1-2, untouched) keeps its values."""
-    from bench_assets.entitybench import assets as A
+    from bench_assets.entitybench import consistency as CS
     from bench_assets.entitybench import dataset as D
     from bench_assets.entitybench import judged as J
     ep = D.parse_episode({"episode_id": "e0001", "entities": [
@@ -192,13 +192,13 @@ def test_an_entity_with_an_undelivered_shot_counts_all_its_appearances_as_failur
         return np.array([vec[c] for c in crops], float)
 
     def cs_face(lost):
-        rows, _ = A.cross_shot_rows("g", ep, grounding(lost), embed, None, Store(), {}, {})
+        rows, _ = CS.cross_shot_rows("g", ep, grounding(lost), embed, None, Store(), {}, {})
         return next(r for r in rows if r["level"] == "item" and r["metric_id"] == "cs_face")
 
     full, cut = cs_face(set()), cs_face({3})
     assert (full["n_eval"], full["n_failed"]) == (5, 0)
     assert (cut["n_eval"], cut["n_failed"]) == (2, 3)  # c2's 2 admitted are scored; c1's 2 + 1 undelivered fail
-    c1 = [r for r in A.cross_shot_rows("g", ep, grounding({3}), embed, None, Store(), {}, {})[0]
+    c1 = [r for r in CS.cross_shot_rows("g", ep, grounding({3}), embed, None, Store(), {}, {})[0]
           if r["metric_id"] == "cs_face" and r.get("entity_id") == "c1"]
     assert len(c1) == 3 and all(r["value"] is None and r["n_failed"] == 1 for r in c1)
     recs = pd.DataFrame([full | {"generator": "full", "protocol": "p"}, cut | {"generator": "cut", "protocol": "p"}])

@@ -84,7 +84,7 @@ def test_tables_6_to_8_quantities():
 
 def test_dataset_table_aggregates_tiers():
     import pandas as pd
-    from bench_assets.entitybench.assets import dataset_table
+    from bench_assets.entitybench.dataset_stats import dataset_table
     a = D.episode_statistics(D.parse_episode(episode()))
     b = D.episode_statistics(D.parse_episode(episode(episode_id="e8")))
     t = dataset_table(pd.DataFrame([a, b])).set_index("tier")
@@ -99,7 +99,7 @@ def test_pooled_statistics_of_tables_3_7_10():
     rate, median per-entity max gap, max characters per shot, >= 3 characters, 0/1/2 characters per shot;
     'mean per-entity max gap' pooled over entities (old: a mean of episode means)."""
     import pandas as pd
-    from bench_assets.entitybench.assets import dataset_table
+    from bench_assets.entitybench.dataset_stats import dataset_table
     a = D.episode_statistics(D.parse_episode(episode()))
     # e8: c1 at 1 and 5 only (gap 3), o1 and l1 never recur
     b = D.episode_statistics(D.parse_episode(episode(episode_id="e8", shots=[

@@ -9,13 +9,15 @@ import pandas as pd
 import pytest
 
 from bench_assets.core.metric_spec import board_frame
-from bench_assets.entitybench import assets as A
+from bench_assets.entitybench import consistency as CS
 from bench_assets.entitybench import board as B
 from bench_assets.entitybench import audit as AU
 from bench_assets.entitybench import counts as C
 from bench_assets.entitybench import dataset as D
 from bench_assets.entitybench import judged as JD
 from bench_assets.entitybench import metrics as M
+from bench_assets.entitybench import pillar1 as PL
+from bench_assets.entitybench import wiring as W
 from bench_assets.entitybench.metric_specs import METRICS
 from bench_resources.judge import JudgeResult
 
@@ -136,7 +138,7 @@ def test_pillar1_uses_every_consecutive_native_frame_not_16_samples():
     assert abs(expected - sampled) > 0.01  # the two definitions really differ on this clip
     values = {}
     for chunk in (7, 32, 80):
-        rows = A.pillar1_rows("g", ep, lambda k: A.ArrayStream(frames, 24.0, chunk=chunk), {}, slots)
+        rows = PL.pillar1_rows("g", ep, lambda k: PL.ArrayStream(frames, 24.0, chunk=chunk), {}, slots)
         values[chunk] = {r["metric_id"]: r["value"] for r in rows if r["level"] == "item"}
     for chunk in values:
         assert values[chunk]["temporal_flickering"] == pytest.approx(expected, abs=1e-6)
@@ -190,7 +192,7 @@ def test_location_llm_metrics_pass_the_fidelity_gate():
     rows = JD.llm_location_rows("g", ep, g, clips, embed, None, ask_many, fidelity=fid)
     assert len(asked) == 1
     assert item(rows, "llm_scene_accuracy")["n_eval"] == 1
-    _, gated = A.cross_shot_rows("g", ep, g, None, "none", None, clips, fid)
+    _, gated = CS.cross_shot_rows("g", ep, g, None, "none", None, clips, fid)
     assert gated == 1
     # two of three gated out: fewer than 2 admitted shots is the generator's skip
     fid[(3, "l1")] = 0.1
@@ -223,13 +225,13 @@ def test_presence_unavailable_is_the_evaluators_and_coverage_is_fixed_at_1():
     = .5. New: 1.0, with one evaluator failure beside it; presence is never multiplied by coverage."""
     ep = episode(n_shots=2, entities=(("c1", "character"),))
     g = grounding([(1, "c1", "character", "present"), (2, "c1", "character", "unavailable")])
-    rows = A.presence_rows("g", ep, g)
+    rows = CS.presence_rows("g", ep, g)
     rec = item(rows, "intra_character_presence")
     assert (rec["value"], rec["n_eval"], rec["n_skipped"], rec[C.EVAL]) == (1.0, 1, 0, 1)
     # a missing shot is the generator's failure: counted, and even on a fixed-coverage family it is a zero
     # (issue 27: old value 1.0 = the raw mean, so the generator that delivered less tied the one that delivered all)
     g2 = grounding([(1, "c1", "character", "present"), (2, "c1", "character", JD.SHOT_ERROR)])
-    rec2 = item(A.presence_rows("g", ep, g2), "intra_character_presence")
+    rec2 = item(CS.presence_rows("g", ep, g2), "intra_character_presence")
     assert (rec2["n_eval"], rec2["n_failed"]) == (1, 1)
     recs = pd.DataFrame([rec | {"protocol": "p"}, rec2 | {"generator": "h", "protocol": "p"}])
     b = board_of(recs)
@@ -264,8 +266,8 @@ def test_protocol_digests_name_the_grounding_models_and_thresholds():
     from bench_resources.models import ModelRegistry
     offline = ModelRegistry(profile="offline")
     alt = ModelRegistry(profile="offline", checkpoints={"open_vocab_detector": "yolo_world"})
-    assert A._protocol(offline, A.GROUNDING_SLOTS) != A._protocol(alt, A.GROUNDING_SLOTS)
-    assert "offline_weak_conf_threshold" in A.CONSTANTS and "fidelity_gate_tau" in A.CONSTANTS
+    assert W.protocol(offline, W.GROUNDING_SLOTS) != W.protocol(alt, W.GROUNDING_SLOTS)
+    assert "offline_weak_conf_threshold" in W.CONSTANTS and "fidelity_gate_tau" in W.CONSTANTS
 
 
 def test_meta_gate_diagnostic_is_not_a_leaderboard_row():

@@ -7,7 +7,7 @@ import pytest
 
 from bench_assets.core.footage import require_footage
 from bench_assets.core.media import decode_video
-from bench_assets.entitybench import assets as A
+from bench_assets.entitybench import consistency as CS
 from bench_assets.entitybench import dataset as D
 
 
@@ -31,7 +31,7 @@ def _grounding(boxes):
 
 
 def _score(clips, boxes, face):
-    rows = A.face_identity_rows("g", _episode(len(clips)), _grounding(boxes), {}, clips, face, None, "YuNet+SFace")
+    rows = CS.face_identity_rows("g", _episode(len(clips)), _grounding(boxes), {}, clips, face, None, "YuNet+SFace")
     rec = next(r for r in rows if r["level"] == "item")
     return rec, [r for r in rows if r["level"] == "appearance"]
 
@@ -64,6 +64,6 @@ def test_no_face_is_a_counted_skip_and_no_model_is_the_evaluators():
 
     rec, rows = _score(blank, box, NoFace())
     assert rec["value"] is None and rec["n_skipped"] == 2 and "no face" in rec["reason"]
-    rows = A.face_identity_rows("g", _episode(2), _grounding(box), {}, blank, None, "slot 'face' missing", "-")
+    rows = CS.face_identity_rows("g", _episode(2), _grounding(box), {}, blank, None, "slot 'face' missing", "-")
     rec = next(r for r in rows if r["level"] == "item")
     assert rec["value"] is None and rec["n_failed_evaluator"] == 2 and rec["n_skipped"] == 0

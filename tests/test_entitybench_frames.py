@@ -67,11 +67,11 @@ def test_one_pass_converts_only_the_sampled_frames_and_the_cache_serves_the_rest
 
 
 def test_pillar1_walk_fills_the_cache_in_its_own_pass(shot, conversions, monkeypatch):
-    from bench_assets.entitybench import assets as A
+    from bench_assets.entitybench import pillar1 as PL
     cache = FR.ShotFrameCache()
-    monkeypatch.setattr(A, "SHOTS", cache)
+    monkeypatch.setattr(PL, "SHOTS", cache)
     c0, n0 = media.counters(), conversions["n"]
-    stream = A.ShotStream(str(shot), chunk=8)
+    stream = PL.ShotStream(str(shot), chunk=8)
     walked = sum(len(f) for f in stream.chunks())
     assert walked == N
     s = cache.get(str(shot))  # grounding, action, presence, LLM: served from the walk
@@ -118,7 +118,8 @@ def test_an_episode_larger_than_the_cache_does_not_thrash(tmp_path):
 
 
 def test_pillar1_runs_first_among_the_generator_steps():
-    from bench_assets.entitybench import assets as A
-    tags = A.entitybench_pillar1.op.tags
+    from bench_assets.entitybench.input_assets import entitybench_grounding
+    from bench_assets.entitybench.metric_assets import entitybench_pillar1
+    tags = entitybench_pillar1.op.tags
     assert int(tags["dagster/priority"]) > 0
-    assert "dagster/priority" not in A.entitybench_grounding.op.tags
+    assert "dagster/priority" not in entitybench_grounding.op.tags

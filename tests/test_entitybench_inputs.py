@@ -6,7 +6,8 @@ import cv2
 import numpy as np
 import pytest
 
-from bench_assets.entitybench import assets as A
+from bench_assets.entitybench import outputs as OUT
+from bench_assets.entitybench import pillar1 as PL
 from bench_assets.entitybench import counts as C
 from bench_assets.entitybench import dataset as D
 
@@ -42,7 +43,7 @@ def test_bad_shots_each_get_one_clear_error_and_neighbours_score(tmp_path):
     frames[0].save(folder / "shot_05.gif", save_all=True, append_images=frames[1:], duration=125, loop=0)
     write_mp4(folder / "shot_06.mp4", seed=1)
     ep = ep_with(6)
-    rows = {r["shot"]: r for r in A.output_rows(ep, folder, "g")}
+    rows = {r["shot"]: r for r in OUT.output_rows(ep, folder, "g")}
     assert rows[1]["error"] is None and rows[6]["error"] is None
     assert "shot 2" in rows[2]["error"] and "2x2" in rows[2]["error"] and "minimum" in rows[2]["error"]
     assert "shot 3" in rows[3]["error"] and "still image" in rows[3]["error"]
@@ -52,7 +53,7 @@ def test_bad_shots_each_get_one_clear_error_and_neighbours_score(tmp_path):
     paths = {k: r["path"] for k, r in rows.items() if not r["error"]}
     slots = {"image_embedder": (None, "no embedder"), "flow": (None, "no flow"), "aesthetic": (None, "none"),
              "musiq": (None, "none")}
-    out = A.pillar1_rows("g", ep, lambda k: A.ShotStream(paths[k]), errors, slots)
+    out = PL.pillar1_rows("g", ep, lambda k: PL.ShotStream(paths[k]), errors, slots)
     shot_vals = {r["shot"]: r for r in out if r["level"] == "shot" and r["metric_id"] == "temporal_flickering"}
     assert all(shot_vals[k]["value"] is not None for k in (1, 5, 6))
     assert all(shot_vals[k]["value"] is None and shot_vals[k]["n_failed"] == 1 for k in (2, 3, 4))

@@ -5,7 +5,7 @@ Grounding (5 even frames; cs_face_identity reads the grounded frame, one of them
 frames) each read a few frames of a shot. Their union is known from the frame count alone, so one pass of
 ``core.media.VideoSource`` converts only those (15 of 81 frames for a typical shot) and a byte-bounded
 per-process cache hands them to every asset of the run. Pillar 1 walks every frame of the shot anyway: its
-pass adds this request to the same decode and fills the cache (``ShotStream`` in assets.py), so when it runs
+pass adds this request to the same decode and fills the cache (``ShotStream`` in pillar1.py), so when it runs
 first (it has the higher step priority) every shot is decoded exactly once per run.
 """
 from __future__ import annotations

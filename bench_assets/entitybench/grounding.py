@@ -1,0 +1,126 @@
+"""EntityBench grounding: the canonical crop per (shot, entity) from detections on the sampled frames, and the
+per-frame entity boxes the action judge draws. Pure (no Dagster): models and the crop store come in as
+arguments."""
+
+from collections import defaultdict
+from typing import Optional
+
+import numpy as np
+
+from bench_assets.core import grounding as core_grounding
+from bench_assets.entitybench import dataset, judged
+from bench_assets.entitybench.constants import GROUNDING_FRAMES, OFFLINE_WEAK_CONF
+
+
+def detect(detector, frames: list[np.ndarray], query: str, kind: str) -> tuple[list, Optional[str]]:
+    dets = detector.detect(frames, query, kind=kind)
+    reason = getattr(detector, "last_reason", None)
+    if reason and all(len(d) == 0 for d in dets):
+        return dets, reason
+    return dets, None
+
+
+def candidates(fidx, frames, dets, description: str, clip_model) -> tuple[list, list]:
+    """Every detection on the sampled frames as a scored candidate, with its 224x224 padded crop."""
+    cands, crops = [], []
+    for fi, frame, d in zip(fidx, frames, dets):
+        labels = d.data.get("label") if hasattr(d, "data") else None
+        for j in range(len(d)):
+            box = d.xyxy[j]
+            try:
+                crop = core_grounding.crop_box(frame, box)
+            except ValueError:
+                continue
+            crops.append(crop)
+            cands.append(core_grounding.Candidate(int(fi), tuple(float(v) for v in box), float(d.confidence[j]),
+                                                  str(labels[j]) if labels is not None else None, None,
+                                                  core_grounding.a_sharp(crop),
+                                                  core_grounding.a_area(box, frame.shape)))
+    if cands and clip_model is not None:
+        sims = np.asarray(clip_model.similarity(crops, [description])).reshape(-1)
+        cands = [core_grounding.Candidate(c.frame_index, c.box, c.confidence, c.label, float(s), c.a_sharp, c.a_area)
+                 for c, s in zip(cands, sims)]
+    return cands, crops
+
+
+def grounding_rows(generator: str, episode_id: str, ep: dataset.Episode, clips: dict, errors: dict, detector,
+                   det_reason: Optional[str], clip_model, put_png) -> list[dict]:
+    """One row per (shot, scheduled entity): the best candidate over GROUNDING_FRAMES frames, its status, and its
+    crop stored by ``put_png``; a missing shot is the generator's failure, a missing detector the evaluator's."""
+    reg = ep.registry
+    closed = bool(getattr(detector, "closed_vocabulary", False))
+    rows = []
+    for shot in ep.shots:
+        base = {"generator": generator, "episode_id": episode_id, "shot": shot.index}
+        clip = clips.get(shot.index)
+        if clip is not None:
+            fidx, frames = clip.even(GROUNDING_FRAMES)
+        found: dict[str, tuple[list, list]] = {}
+        for eid in shot.entities:
+            ent = reg[eid]
+            row = {**base, "entity_id": eid, "entity_type": ent.type, "frame_index": None,
+                   "x1": None, "y1": None, "x2": None, "y2": None, "confidence": None, "label": None,
+                   "a_clip": None, "a_sharp": None, "a_area": None, "a": None, "status": "unavailable",
+                   "ambiguous": False, "crop_id": None, "source_sha256": clip.sha256 if clip is not None else None,
+                   "reason": None}
+            rows.append(row)
+            if clip is None:  # the generator's failure, not the evaluator's 'unavailable'
+                row["status"] = judged.SHOT_ERROR
+                row["reason"] = errors.get(shot.index, "shot missing")
+                continue
+            if detector is None:
+                row["reason"] = det_reason
+                continue
+            dets, why = detect(detector, list(frames), ent.description, ent.type)
+            if why:
+                row["reason"] = why
+                continue
+            found[eid] = candidates(fidx, frames, dets, ent.description, clip_model)
+        shot_rows = {r["entity_id"]: r for r in rows if r["shot"] == shot.index}
+        groups: dict[str, list[str]] = defaultdict(list)
+        for eid, (cands, _) in found.items():
+            groups[(cands[0].label if closed and cands else eid) or eid].append(eid)
+        for members in groups.values():
+            if len(members) == 1:
+                cands, crops = found[members[0]]
+                picks, ambiguous = {members[0]: core_grounding.best_index(cands)}, False
+            else:  # closed vocabulary: k same-class entities, distinct boxes, arbitrary mapping
+                cands, crops = found[members[0]]
+                picks = dict(zip(members, core_grounding.assign_shared_class(cands, len(members))))
+                ambiguous = True
+            for eid in members:
+                row, i = shot_rows[eid], picks[eid]
+                best = cands[i] if i is not None else None
+                row["status"] = core_grounding.decide_status(best, clip_model is not None, OFFLINE_WEAK_CONF)
+                row["ambiguous"] = ambiguous
+                if ambiguous:
+                    row["reason"] = (f"closed-vocabulary detector: {len(members)} scheduled entities share class "
+                                     f"{cands[0].label!r}; boxes assigned by score, identity unknown")
+                if best is not None:
+                    row.update(frame_index=best.frame_index, x1=best.box[0], y1=best.box[1], x2=best.box[2],
+                               y2=best.box[3], confidence=best.confidence, label=best.label, a_clip=best.a_clip,
+                               a_sharp=best.a_sharp, a_area=best.a_area, a=best.score,
+                               crop_id=put_png(crops[i]))
+    return rows
+
+
+def action_detector(detector, reg):
+    """frames, entity ids -> per frame {entity: box}: the highest-confidence box of each scheduled entity;
+    entities a closed-vocabulary detector cannot tell apart get distinct boxes by score."""
+    def boxes(frames, entity_ids):
+        out = [dict() for _ in frames]
+        by_label: dict[str, list[str]] = defaultdict(list)
+        dets = {}
+        for e in entity_ids:
+            d, why = detect(detector, frames, reg[e].description, reg[e].type)
+            dets[e] = d
+            label = getattr(detector, "last_label", None) if getattr(detector, "closed_vocabulary", False) else e
+            by_label[label or e].append(e)
+        for members in by_label.values():
+            for t in range(len(frames)):
+                d = dets[members[0]][t]
+                order = list(np.argsort(-d.confidence)) if len(d) else []
+                for e, j in zip(members, order):
+                    out[t][e] = tuple(float(v) for v in d.xyxy[j])
+        return out
+    return boxes

@@ -1,0 +1,147 @@
+"""EntityBench metric assets, one per metric family and (generator x episode) partition: Pillar 1, presence and
+embedding consistency, fidelity, action and LLM consistency. Rows are built in pillar1.py / consistency.py /
+judged.py, the maths in metrics.py."""
+
+import json
+
+import pandas as pd
+from dagster import AssetExecutionContext, MetadataValue, Output, asset
+
+from bench_assets.core.deploy import GPU_OP_TAGS
+from bench_assets.core.partitions import ENTITYBENCH as P
+from bench_assets.core.records import MetricRecord
+from bench_assets.core.slots import load_slot
+from bench_assets.core.tables import record_row
+from bench_assets.entitybench import consistency, counts, dataset, grounding, judged, outputs, pillar1
+from bench_assets.entitybench import wiring as W
+from bench_assets.entitybench.constants import BENCH
+from bench_resources.device import Device
+from bench_resources.judge import Judge
+from bench_resources.models import ModelRegistry
+from bench_resources.store import Store
+
+# Pillar 1 runs first among a run's steps: its pass fills frames.SHOTS, so the sampling assets decode nothing more.
+PILLAR1_OP_TAGS = {**GPU_OP_TAGS, "dagster/priority": "1"}
+
+
+# ----------------------------------------------------------------------------- Pillar 1
+
+@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="5", pool="gpu",
+       op_tags=PILLAR1_OP_TAGS)
+def entitybench_pillar1(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
+                        entitybench_episode: pd.DataFrame, models: ModelRegistry,
+                        device: Device) -> Output[pd.DataFrame]:
+    """Pillar 1 (intra-shot quality, 6 metrics) on every consecutive native frame, streamed; never gated."""
+    generator, _ = W.split(context)
+    ep = dataset.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
+    paths, errors = outputs.shot_paths(entitybench_outputs)
+    slots = {name: load_slot(models, device, name) for name in pillar1.PILLAR1_SLOTS}
+    df = counts.frame(pillar1.pillar1_rows(generator, ep, lambda k: pillar1.ShotStream(paths[k]), errors, slots))
+    df["protocol"] = W.protocol(models, pillar1.PILLAR1_SLOTS)
+    W.label_substitutes(df, models)
+    items = df[df.level == "item"]
+    return Output(df, metadata={**{r.metric_id: (float(r.value) if pd.notna(r.value) else "None")
+                                   for r in items.itertuples()},
+                                **W.evaluator_metadata(df),
+                                "models": MetadataValue.json(W.slot_manifest(models, pillar1.PILLAR1_SLOTS))})
+
+
+# ----------------------------------------------------------------------------- Pillar 2 presence, Pillar 3 DINOv2
+
+@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="6", pool="gpu", op_tags=GPU_OP_TAGS)
+def entitybench_presence_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
+                                     entitybench_outputs: pd.DataFrame, entitybench_episode: pd.DataFrame,
+                                     entitybench_fidelity: pd.DataFrame, models: ModelRegistry, device: Device,
+                                     store: Store) -> Output[pd.DataFrame]:
+    """Pillar 2 presence (3), Pillar 3 embedding consistency (cs_face, cs_object, cs_transition_boundary) and,
+    beside cs_face, the face-identity consistency cs_face_identity (an addition, labelled as such)."""
+    generator, _ = W.split(context)
+    ep, clips, _ = outputs.episode_and_clips(entitybench_outputs, entitybench_episode)
+    embedder, why = load_slot(models, device, "image_embedder")
+    face, face_why = load_slot(models, device, "face")
+    fid = judged.fidelity_overall(entitybench_fidelity)
+    rows = consistency.presence_rows(generator, ep, entitybench_grounding)
+    cs_rows, gated_out = consistency.cross_shot_rows(generator, ep, entitybench_grounding,
+                                                     embedder.embed if embedder is not None else None, why, store,
+                                                     clips, fid, models.status("image_embedder").checkpoint)
+    rows += cs_rows
+    rows += consistency.face_identity_rows(generator, ep, entitybench_grounding, fid, clips, face, face_why,
+                                           models.status("face").checkpoint)
+    n_present = int((entitybench_grounding["status"] == "present").sum())
+    was_judged = entitybench_fidelity["value"].notna().any() if len(entitybench_fidelity) else False
+    # a diagnostic beside the metrics (kept off the leaderboard): gated-out appearances of every entity type
+    rows.append(record_row(MetricRecord("_meta_cross_shot_gate", float(gated_out) if n_present else None,
+                                        n_present, 0, 0,
+                                        None if was_judged or not n_present else
+                                        "fidelity not judged: every present crop passed the gate (logged)"
+                                        if n_present else "no present crop"),
+                           benchmark=BENCH, generator=generator, item=ep.episode_id))
+    df = counts.frame(rows)
+    df["protocol"] = W.protocol(models, ["image_embedder", "face", *W.GROUNDING_SLOTS])
+    W.label_substitutes(df, models)
+    items = df[df.level == "item"]
+    return Output(df, metadata={**{r.metric_id: (float(r.value) if pd.notna(r.value) else "None")
+                                   for r in items.itertuples()},
+                                "gated_out": gated_out, **W.evaluator_metadata(df),
+                                "models": MetadataValue.json(W.slot_manifest(models, ["image_embedder", "face"]))})
+
+
+# ----------------------------------------------------------------------------- judged metrics
+
+def _ask(judge: Judge):
+    return judge.ask_many
+
+
+@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="3")
+def entitybench_fidelity(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
+                         entitybench_episode: pd.DataFrame, judge: Judge, store: Store,
+                         models: ModelRegistry) -> Output[pd.DataFrame]:
+    """Pillar 2 fidelity (15): the judge scores each present/weak canonical crop against its description."""
+    generator, _ = W.split(context)
+    ep = dataset.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
+    df = counts.frame(judged.fidelity_rows(generator, ep, entitybench_grounding, store.get_png, judge.ask_many))
+    df["protocol"] = W.protocol(models, W.GROUNDING_SLOTS, judge)
+    W.label_substitutes(df, models)
+    return Output(df, metadata=W.item_metadata(df) | W.evaluator_metadata(df)
+                  | {"judge": MetadataValue.json(judge.fingerprint())})
+
+
+@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="4", pool="gpu", op_tags=GPU_OP_TAGS)
+def entitybench_action(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
+                       entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
+                       judge: Judge) -> Output[pd.DataFrame]:
+    """Pillar 2 action (6): a 2x3 grid of 6 frames with labelled boxes, judged against the action text."""
+    generator, _ = W.split(context)
+    ep, clips, errors = outputs.episode_and_clips(entitybench_outputs, entitybench_episode)
+    detector, why = load_slot(models, device, "open_vocab_detector")
+    detect = grounding.action_detector(detector, ep.registry) if detector is not None else None
+    ok, judge_why = judge.available()
+    df = counts.frame(judged.action_rows(generator, ep, clips, errors, detect, why, judge.ask_many,
+                                         judge_reason=None if ok else judge_why))
+    df["protocol"] = W.protocol(models, ["open_vocab_detector", "text_embedder"], judge)
+    W.label_substitutes(df, models)
+    return Output(df, metadata=W.item_metadata(df) | W.evaluator_metadata(df))
+
+
+@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="4", pool="gpu", op_tags=GPU_OP_TAGS)
+def entitybench_llm_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
+                                entitybench_fidelity: pd.DataFrame, entitybench_outputs: pd.DataFrame,
+                                entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
+                                judge: Judge, store: Store) -> Output[pd.DataFrame]:
+    """Pillar 3 LLM (12 + 6): pairwise identity against the centroid anchor; locations on full frames."""
+    generator, _ = W.split(context)
+    ep, clips, _ = outputs.episode_and_clips(entitybench_outputs, entitybench_episode)
+    embedder, why = load_slot(models, device, "image_embedder")
+    embed = embedder.embed if embedder is not None else None
+    fid = judged.fidelity_overall(entitybench_fidelity)
+    ok, judge_why = judge.available()
+    jr = None if ok else judge_why   # nothing to ask: skip the anchors' embeddings too
+    rows = judged.llm_entity_rows(generator, ep, entitybench_grounding, fid, embed, why, store.get_png, judge.ask_many,
+                                  judge_reason=jr)
+    rows += judged.llm_location_rows(generator, ep, entitybench_grounding, clips, embed, why, judge.ask_many,
+                                     judge_reason=jr, fidelity=fid)
+    df = counts.frame(rows)
+    df["protocol"] = W.protocol(models, ["image_embedder", *W.GROUNDING_SLOTS], judge)
+    W.label_substitutes(df, models)
+    return Output(df, metadata=W.item_metadata(df) | W.evaluator_metadata(df))
+

@@ -1,0 +1,57 @@
+"""EntityBench wiring shared by the asset modules (input_assets.py, metric_assets.py, aggregate_assets.py;
+assets.py only assembles them): partition keys, the protocol digest, substitute labels and step metadata."""
+
+from typing import Any, Optional
+
+import pandas as pd
+from dagster import AssetExecutionContext, MetadataValue
+
+from bench_assets.core.manifest import protocol_digest
+from bench_assets.core.partitions import ENTITYBENCH as P
+from bench_assets.entitybench import constants, counts, dataset
+from bench_assets.entitybench.constants import BENCH, CONSTANTS, PROTOCOL
+from bench_resources.judge import Judge
+from bench_resources.models import ModelRegistry
+from bench_resources.paths import BenchPaths
+
+METRIC_GROUP = "entitybench"
+
+
+def split(context: AssetExecutionContext) -> tuple[str, str]:
+    return P.split(context.partition_key)
+
+
+def load_episode(paths: BenchPaths, episode_id: str) -> dataset.Episode:
+    return dataset.load_episode(paths.benchmark_dir(BENCH) / "episodes" / f"{episode_id}.json")
+
+
+GROUNDING_SLOTS = ["open_vocab_detector", "clip_b32", "text_embedder"]
+
+
+def protocol(models: ModelRegistry, names: list[str], judge: Optional[Judge] = None) -> str:
+    """Digest of what decides a number's meaning here: checkpoints, fingerprints, every constant and threshold,
+    the protocol id, and the judge where one answers. Families fed by grounding crops pass GROUNDING_SLOTS, so
+    crops from the offline detector and from GroundingDINO are never marked comparable."""
+    return protocol_digest({"protocol": PROTOCOL, "models": slot_manifest(models, names), "constants": CONSTANTS,
+                            **({"judge": judge.fingerprint()} if judge is not None else {})})
+
+
+def label_substitutes(df: pd.DataFrame, models: ModelRegistry) -> None:
+    """Per row, the substitutes that produced a value under a metric id: the slots its spec names whose
+    checkpoint is not the paper's (e.g. EfficientNet-Lite0 for DINOv2), and CLIP missing for grounded metrics."""
+    constants.label_substitutes(df, models)
+
+
+def evaluator_metadata(df: pd.DataFrame) -> dict:
+    n, why = counts.evaluator_summary(df)
+    return {"evaluator_failures": n, "evaluator_failure_reasons": MetadataValue.text(why or "none")}
+
+
+def slot_manifest(models: ModelRegistry, names: list[str]) -> dict[str, Any]:
+    return models.manifest(names)
+
+
+def item_metadata(df: pd.DataFrame) -> dict:
+    items = df[df.level == "item"]
+    return {r.metric_id: (float(r.value) if pd.notna(r.value) else "None") for r in items.itertuples()}
+
