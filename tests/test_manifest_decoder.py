@@ -49,7 +49,7 @@ def res(tmp_path_factory):
 def test_every_benchmark_manifest_names_the_decoder(res):
     from bench_assets.entitybench.manifest import entitybench_manifest
     from bench_assets.locot2v import assets as LA
-    from bench_assets.narrativetrack import assets as NA
+    from bench_assets.narrativetrack import manifest as NA
     from bench_assets.vistorybench.assets import vistorybench_manifest
     models, judge = res["models"], res["judge"]
     for m in (entitybench_manifest(models, judge), LA.manifest(models, judge, res["paths"]),

@@ -17,6 +17,7 @@ from dagster import instance_for_test, materialize
 
 from bench_assets.core.metric_spec import check_board
 from bench_assets.core.partitions import ENTITYBENCH
+from bench_assets.narrativetrack import answering as AN
 from bench_assets.narrativetrack import assets as A
 from bench_assets.narrativetrack import board as NB
 from bench_assets.narrativetrack import constants as K
@@ -25,6 +26,7 @@ from bench_assets.bridges import narrativetrack_episodes as E
 from bench_assets.narrativetrack import pipeline as PL
 from bench_assets.narrativetrack import qa as Q
 from bench_assets.narrativetrack import scoring as SC
+from bench_assets.narrativetrack import tables as T
 from bench_assets.narrativetrack.metric_specs import METRICS
 from bench_resources.config import build_resources
 from bench_resources.judge import Judge
@@ -395,7 +397,7 @@ def test_qa_covers_every_cell_deterministic_and_balanced(world):
         assert yn["yes"] == yn["no"], (vid, yn)
     # deterministic: regenerating from the registry gives the same questions and answers
     for vid in VIDEOS:
-        ents = A.registry_records(reg[reg.video_id == vid])
+        ents = T.registry_records(reg[reg.video_id == vid])
         style = reg[reg.video_id == vid].attribute_style.iloc[0]
         again = Q.balance(Q.apply_filters(Q.generate(vid, ents, D.load_pool(DATA / "narrativetrack"), K.QA_SEED,
                                                      style))[0], K.QA_SEED, vid)
@@ -407,7 +409,7 @@ def test_qa_covers_every_cell_deterministic_and_balanced(world):
     # synthetic distractors never name an attribute present in the clip
     syn = kept[(kept.distractor == "synthetic") & (kept.format == "mc") & (kept.dimension == "OC")]
     for r in syn.itertuples():
-        present = {PL.norm_text(s["outfit"]) for e in A.registry_records(reg[reg.video_id == r.video_id])
+        present = {PL.norm_text(s["outfit"]) for e in T.registry_records(reg[reg.video_id == r.video_id])
                    for s in e["segments"]}
         opts = json.loads(r.options)
         wrong = [v for k, v in opts.items() if k in "abc" and k != r.answer]
@@ -445,7 +447,7 @@ def test_answerer_through_http_server_strict_and_lenient(world, monkeypatch, tmp
     qa = resources["store"].query("SELECT * FROM narrativetrack_qa WHERE kept AND video_id = 'nt002'")
     by_text = {}
     for r in qa.itertuples():
-        opts = A.options_of(r.options)
+        opts = AN.options_of(r.options)
         by_text[Q.prompt_text({"question": r.question, "format": r.format, "options": opts})] = (r.format, r.answer,
                                                                                                opts)
 

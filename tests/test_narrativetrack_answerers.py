@@ -12,6 +12,7 @@ import pytest
 from dagster import instance_for_test, materialize
 
 from bench_assets.core.media import VideoSource, even_indices
+from bench_assets.narrativetrack import answering as AN
 from bench_assets.narrativetrack import assets as A
 from bench_assets.narrativetrack import dataset as D
 from bench_resources.config import build_resources
@@ -144,8 +145,8 @@ def test_unreachable_openai_answerer_fails_counted_not_scored(tmp_path):
                                            "distractor": "none", "question": "Q?", "options": None, "answer": "yes",
                                            "kept": True}])
     judge = Judge(mode="live", cache_dir=str(tmp_path / "jc"), max_retries=0, timeout_s=2, deadline_s=5)
-    rows = A.answer_rows(judge, answerer, qas, [np.zeros((40, 40, 3), np.uint8)] * 2)
+    rows = AN.answer_rows(judge, answerer, qas, [np.zeros((40, 40, 3), np.uint8)] * 2)
     assert rows[0]["status"] == "failed" and rows[0]["strict"] is None and rows[0]["backend"] == "openai"
     from bench_assets.narrativetrack import metrics as M
-    out = M.accuracy_table(A.answer_frame(rows))[0]
+    out = M.accuracy_table(AN.answer_frame(rows))[0]
     assert out["value"] is None and out["n_failed"] == 1 and out["value_failed_wrong"] == 0.0

@@ -21,6 +21,7 @@ import pytest
 from dagster import instance_for_test, materialize
 
 from bench_assets.core import footage as F
+from bench_assets.narrativetrack import answering as AN
 from bench_assets.narrativetrack import assets as A
 from bench_resources.config import build_resources
 from bench_resources.judge import Judge
@@ -120,7 +121,7 @@ def test_offline_questions_are_the_hand_checked_ones(store, vid):
         r = got[k]
         assert r.question == w["question"], k
         assert r.answer == w["answer"], k
-        assert A.options_of(r.options) == w["options"], k
+        assert AN.options_of(r.options) == w["options"], k
         src = json.loads(r.attribute_sources)
         assert src.get("anchor", {}).get("source") and src.get("identity"), k
     # both answers occur: the set is not one constant answer

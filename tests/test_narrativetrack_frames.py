@@ -4,7 +4,7 @@ import cv2
 import numpy as np
 
 from bench_assets.core import media
-from bench_assets.narrativetrack import assets as A
+from bench_assets.narrativetrack import frame_cache as A
 
 
 def _video(path, n=60, size=(64, 48)):

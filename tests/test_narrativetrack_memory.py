@@ -10,7 +10,7 @@ import numpy as np
 import supervision as sv
 
 from bench_assets.core import media
-from bench_assets.narrativetrack import assets as A
+from bench_assets.narrativetrack import frame_cache as A
 from bench_assets.narrativetrack import framestore as FS
 from bench_assets.narrativetrack import pipeline as PL
 from bench_assets.narrativetrack import stages as S

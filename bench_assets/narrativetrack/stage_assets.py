@@ -1,0 +1,184 @@
+"""The per-video pipeline stages as assets partitioned by video: video, frames, detections, tracklets, ReID, faces,
+identities (model work in stages.py, the maths in pipeline.py)."""
+
+import time
+
+import numpy as np
+import pandas as pd
+from dagster import AssetExecutionContext, Failure, MetadataValue, Output, asset
+
+from bench_assets.core.deploy import GPU_OP_TAGS
+from bench_assets.core.media import even_indices
+from bench_assets.core.slots import load_slot
+from bench_assets.narrativetrack import constants
+from bench_assets.narrativetrack import dataset
+from bench_assets.narrativetrack import pipeline
+from bench_assets.narrativetrack import stages
+from bench_assets.narrativetrack.frame_cache import frame_view, open_video, sampled_frames, video_row
+from bench_assets.narrativetrack.judged import verify_identities
+from bench_assets.narrativetrack.manifest import FACE_MERGE, protocol
+from bench_assets.narrativetrack.tables import as_list, as_strings, det_records
+from bench_assets.narrativetrack.wiring import GROUP, P, data_dir
+from bench_resources.device import Device
+from bench_resources.judge import Judge
+from bench_resources.models import ModelRegistry
+from bench_resources.paths import BenchPaths
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1", kinds={"json"})
+def narrativetrack_video(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.DataFrame]:
+    """One validated video of the index: path, sha256, native fps, size, duration, sampling rate."""
+    vid = context.partition_key
+    try:
+        v = dataset.load_video(data_dir(paths), vid)
+    except dataset.DatasetError as e:
+        raise Failure(description=str(e)) from None
+    src = open_video({"video_id": vid, "path": v.path})  # probed, nothing decoded
+    fps = src.fps if src.fps > 0 else 25.0
+    row = {"video_id": vid, "path": v.path, "sha256": src.sha256, "native_fps": fps, "n_frames": src.n_frames,
+           "width": src.size[0], "height": src.size[1], "duration": src.n_frames / fps,
+           "sample_fps": v.sample_fps}
+    return Output(pd.DataFrame([row]), metadata={"duration_s": round(row["duration"], 2), "fps": fps})
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1")
+def narrativetrack_frames(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame) -> Output[pd.DataFrame]:
+    """Frames at the sampling rate (t_j = j / f) and the shot each belongs to (cut detection)."""
+    video = video_row(narrativetrack_video)
+    idx = pipeline.sample_indices(int(video["n_frames"]), float(video["native_fps"]), float(video["sample_fps"]))
+    # the default answerer's evenly spaced frames come from the same pass (issue 16: one decode per video)
+    shots = pipeline.shot_ids(frame_view(video, idx,
+                                         also=even_indices(int(video["n_frames"]), constants.ANSWER_FRAMES)))
+    df = pd.DataFrame({"sample": range(len(idx)), "frame_index": idx,
+                       "t": [i / float(video["native_fps"]) for i in idx], "shot": shots})
+    df["video_id"] = video["video_id"]
+    return Output(df, metadata={"frames": len(df), "shots": int(max(shots, default=-1) + 1)})
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
+def narrativetrack_detections(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
+                              narrativetrack_frames: pd.DataFrame, models: ModelRegistry,
+                              device: Device) -> Output[pd.DataFrame]:
+    """Person boxes per sampled frame (person_detector; a configured second detector merged at IoU 0.5 keeping the
+    higher score); one detector's duplicate boxes for one person suppressed."""
+    video = video_row(narrativetrack_video)
+    vid = video["video_id"]
+    frames, _, idx = sampled_frames(video, narrativetrack_frames)
+    det, _ = load_slot(models, device, "person_detector", needed_by=f"video {vid}")
+    second = None
+    if constants.SECOND_DETECTOR:
+        second, _ = load_slot(models, device, constants.SECOND_DETECTOR, needed_by=f"video {vid}")
+    t0 = time.perf_counter()
+    rows = stages.detect(frames, det, second)
+    df = pd.DataFrame(rows, columns=["sample", "box", "score", "detector"])
+    df.insert(0, "det", range(len(df)))
+    df["frame_index"] = [idx[s] for s in df["sample"]]
+    df["video_id"], df["seconds"] = vid, time.perf_counter() - t0
+    return Output(df, metadata={"boxes": len(df), "frames": len(frames)})
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="2")
+def narrativetrack_tracklets(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
+                             narrativetrack_frames: pd.DataFrame,
+                             narrativetrack_detections: pd.DataFrame) -> Output[pd.DataFrame]:
+    """ByteTrack tracklet id per box (reset at shot cuts; lost-track buffer in seconds)."""
+    video = video_row(narrativetrack_video)
+    t0 = time.perf_counter()
+    dets = det_records(narrativetrack_detections)
+    shots = [int(s) for s in narrativetrack_frames.sort_values("sample")["shot"]]
+    ids = stages.tracklets(dets, len(shots), shots, float(video["sample_fps"]))
+    df = narrativetrack_detections.sort_values("det")[["det", "sample", "frame_index"]].copy()
+    df["track_id"] = ids
+    df["video_id"], df["seconds"] = video["video_id"], time.perf_counter() - t0
+    return Output(df, metadata={"tracks": int(len(set(i for i in ids if i >= 0)))})
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
+def narrativetrack_reid(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
+                        narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
+                        models: ModelRegistry, device: Device) -> Output[pd.DataFrame]:
+    """A ReID embedding per box (reid slot: OSNet-x1.0 in the paper profile; offline: image embedder + colour
+    statistics, named in the manifest)."""
+    video = video_row(narrativetrack_video)
+    frames, _, _ = sampled_frames(video, narrativetrack_frames)
+    reid, _ = load_slot(models, device, "reid", needed_by=f"video {video['video_id']}")
+    t0 = time.perf_counter()
+    emb = stages.reid_embeddings(frames, det_records(narrativetrack_detections), reid)
+    df = pd.DataFrame({"det": sorted(narrativetrack_detections["det"]), "embedding": emb})
+    df["video_id"], df["seconds"] = video["video_id"], time.perf_counter() - t0
+    df["reid_model"] = models.status("reid").checkpoint
+    return Output(df, metadata={"boxes": len(df), "model": models.status("reid").checkpoint})
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
+def narrativetrack_faces(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
+                         narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
+                         narrativetrack_tracklets: pd.DataFrame, models: ModelRegistry,
+                         device: Device) -> Output[pd.DataFrame]:
+    """The face (face slot) inside person boxes where one is visible (up to 8 evenly spaced boxes per track): box,
+    score, identity embedding."""
+    video = video_row(narrativetrack_video)
+    dets = sorted(narrativetrack_detections["det"])
+    face, why = load_slot(models, device, "face")
+    t0 = time.perf_counter()
+    if face is None:
+        rows = [{"face_box": None, "face_score": None, "face_embedding": None}] * len(dets)
+    else:
+        frames, _, _ = sampled_frames(video, narrativetrack_frames)
+        tr = narrativetrack_tracklets.sort_values("det")
+        only = stages.face_subset([int(t) for t in tr["track_id"]], [int(x) for x in tr["sample"]])
+        rows = stages.face_embeddings(frames, det_records(narrativetrack_detections), face, only)
+    df = pd.DataFrame(rows, columns=["face_box", "face_score", "face_embedding"])
+    df.insert(0, "det", dets)
+    df["video_id"], df["seconds"], df["reason"] = video["video_id"], time.perf_counter() - t0, why
+    as_strings(df, "reason")
+    return Output(df, metadata={"faces": int(df["face_embedding"].notna().sum()),
+                                "face_slot": MetadataValue.text(why or "available")})
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="3")
+def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
+                              narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
+                              narrativetrack_tracklets: pd.DataFrame, narrativetrack_reid: pd.DataFrame,
+                              narrativetrack_faces: pd.DataFrame, models: ModelRegistry,
+                              judge: Judge) -> Output[pd.DataFrame]:
+    """Identity per box: tracklets cut where appearance breaks, agglomerative clustering of tracklet ReID
+    embeddings (never merging tracklets that share a frame), face refinement, the 4 largest clusters as main
+    characters, then judge-based identity verification (majority vote) dropping false members."""
+    video = video_row(narrativetrack_video)
+    t0 = time.perf_counter()
+    dets = det_records(narrativetrack_detections)
+    tids = [int(t) for t in narrativetrack_tracklets.sort_values("det")["track_id"]]
+    emb = list(narrativetrack_reid.sort_values("det")["embedding"])
+    emb = [None if e is None or (isinstance(e, float) and np.isnan(e)) else list(e) for e in emb]
+    faces = narrativetrack_faces.sort_values("det")
+    face_rows = [{"face_embedding": as_list(f), "face_box": as_list(b)} for f, b in zip(faces["face_embedding"],
+                                                                                   faces["face_box"])]
+    threshold = constants.REID_THRESHOLD[models.profile]
+    frames, _, _ = sampled_frames(video, narrativetrack_frames)
+    shots = [int(s) for s in narrativetrack_frames.sort_values("sample")["shot"]]
+    ids, info = stages.identities(dets, tids, emb, face_rows, threshold, FACE_MERGE, shots=shots,
+                             sample_fps=float(video["sample_fps"]), colours=stages.torso_colours(frames, dets))
+    faces_df = faces.assign(face_box=[r["face_box"] for r in face_rows])
+    seconds = time.perf_counter() - t0  # the judge's latency is not the pipeline's speed
+    judged, vlog = verify_identities(judge, frames, dets, ids, info["tracklet_ids"], faces_df)
+    verified = []
+    for i, e in enumerate(ids):
+        v = judged.get(info["tracklet_ids"][i]) if e is not None else None
+        if v is False:
+            ids[i] = None
+        verified.append(v)
+    df = pd.DataFrame({"det": [d for d in sorted(narrativetrack_detections["det"])],
+                       "sample": [d["sample"] for d in dets], "tracklet": info["tracklet_ids"],
+                       "entity": pd.array(ids, dtype="Int64"), "verified": pd.array(verified, dtype="boolean"),
+                       # every identity, main character or not (the validity check compares people with it)
+                       "identity": pd.array([info["cluster_of"].get(i) for i in range(len(dets))], dtype="Int64")})
+    df["video_id"], df["seconds"] = video["video_id"], seconds
+    df["protocol"] = protocol(models, judge)
+    meta = {k: v for k, v in info.items() if k not in ("tracklet_ids", "face_log", "cluster_of", "link_calibration",
+                                                       "colour_calibration")}
+    meta["calibration"] = MetadataValue.json({"link": info["link_calibration"],
+                                              "colour": info["colour_calibration"]})
+    meta["voted_out_tracklets"] = sum(v is False for v in judged.values())
+    return Output(df, metadata={**meta, "face_decisions": MetadataValue.json(info["face_log"]),
+                                "verification": MetadataValue.json(vlog[:20])})
