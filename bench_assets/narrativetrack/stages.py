@@ -1,5 +1,5 @@
 """The pipeline's model-using stages as plain functions (models passed in), one per asset; each returns table rows.
-the asset modules (stage_assets.py, registry_assets.py) wire them; scripts and tests can call them directly."""
+The asset modules (stage_assets.py, registry_assets.py) wire them; scripts and tests can call them directly."""
 from __future__ import annotations
 
 import json
