@@ -112,7 +112,7 @@ def offline_run(tmp_path_factory):
 def test_a_malformed_case_file_does_not_remove_the_leaderboard(offline_run):
     """Issue 18: the leaderboard re-read every case file, so one bad file took every board with it."""
     from dagster import materialize
-    from bench_assets.mbench.assets import mbench_leaderboard
+    from bench_assets.mbench.aggregate_assets import mbench_leaderboard
     _, resources, _, data, instance = offline_run
     bad = data / "mbench" / "cases" / "zz_bad.json"
     bad.write_text("{not json")

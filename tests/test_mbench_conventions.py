@@ -9,11 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench_assets.mbench import assets as A
+from bench_assets.mbench import cases as MC
+from bench_assets.mbench import constants as MK
 from bench_assets.mbench import dataset as D
 from bench_assets.mbench import geometry as G
 from bench_assets.mbench import identity_calibration as IC
 from bench_assets.mbench import metrics as M
+from bench_assets.mbench import scoring as SC
+from bench_assets.mbench import tracking as TR
 from bench_resources.config import build_resources
 from bench_resources.paths import BenchPaths
 
@@ -28,7 +31,7 @@ def test_read_cases_isolates_a_malformed_file(tmp_path):
     raw = json.loads((CASES / "a_obj01.json").read_text())
     raw["case_id"], raw["mode"] = "badmode", "Q"
     (tmp_path / "badmode.json").write_text(json.dumps(raw))
-    cases, errors = A.read_cases(D.discover_cases(tmp_path), lambda i: D.load_case(tmp_path / f"{i}.json"))
+    cases, errors = MC.read_cases(D.discover_cases(tmp_path), lambda i: D.load_case(tmp_path / f"{i}.json"))
     assert sorted(cases.case_id) == ["a_env01", "a_obj01"]
     assert len(errors) == 2 and any("broken" in e and "not valid JSON" in e for e in errors)
     assert any("badmode" in e and "mode 'Q'" in e for e in errors)
@@ -36,8 +39,8 @@ def test_read_cases_isolates_a_malformed_file(tmp_path):
 
 def test_a_mode_box_is_rescaled_to_the_output_resolution():
     # a box given on a 512x320 init frame, output at 256x160: half the size, same relative place
-    assert A.scale_box([256, 160, 100, 60], (512, 320), (256, 160)) == pytest.approx((103, 65, 153, 95))
-    assert A.scale_box([50, 40, 20, 10], None, (256, 160)) == pytest.approx((40, 35, 60, 45))
+    assert TR.scale_box([256, 160, 100, 60], (512, 320), (256, 160)) == pytest.approx((103, 65, 153, 95))
+    assert TR.scale_box([50, 40, 20, 10], None, (256, 160)) == pytest.approx((40, 35, 60, 45))
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +54,8 @@ def test_schedule_longer_than_the_video_is_an_error_with_counts(resources):
     case = D.load_case(CASES / "a_env01.json")            # 28 scheduled transitions
     frames = [np.full((160, 256, 3), 100, np.uint8)] * 10  # a generator that stopped after 10 frames
     Rs, C = [np.eye(3)] * 10, np.zeros((10, 3))
-    rows = A.case_scores("short_gen", case, frames, Rs, C, [], resources["models"], resources["device"],
-                         resources["judge"], pd.DataFrame())
+    rows = SC.case_scores("short_gen", case, frames, Rs, C, [], resources["models"], resources["device"],
+                          resources["judge"], pd.DataFrame())
     by = {r["metric_id"]: r for r in rows}
     act = by["action_instruction"]
     assert act["value"] is None and "schedule has 28" in act["reason"] and "video has 9" in act["reason"]
@@ -63,7 +66,7 @@ def test_schedule_longer_than_the_video_is_an_error_with_counts(resources):
 
 
 def test_every_constant_is_in_the_manifest():
-    c = A.CONSTANTS
+    c = MK.CONSTANTS
     assert c["visual_odometry"]["min_matches"] == G.VO_DEFAULT.min_matches
     assert set(G.VO_DEFAULT.as_dict()) <= set(c["visual_odometry"])
     assert set(G.PAIR_DEFAULT.as_dict()) <= set(c["revisit_pair"])

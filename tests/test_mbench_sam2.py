@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 import torch
 
-from bench_assets.mbench import assets as A
 from bench_assets.mbench import dataset as D
 from bench_assets.mbench import pipeline as PL
+from bench_assets.mbench import scoring as SC
+from bench_assets.mbench import tracking as TR
 from bench_resources.device import Device
 from bench_resources.models import ModelRegistry
 from bench_resources.models.slots_mbench import CheckpointMismatch, VideoObjectSegmenter
@@ -167,13 +168,13 @@ def test_geometry_uses_the_segmenter_masks_instead_of_the_box():
     dev = Device(device="cpu")
     values, sources = {}, {}
     for name, seg in (("left", HalfSegmenter("left")), ("right", HalfSegmenter("right")), ("box", None)):
-        rows = A.track_rows(case, frames, Rs, Models(seg), dev, C=C)
+        rows = TR.track_rows(case, frames, Rs, Models(seg), dev, C=C)
         objects = [r for r in rows if r["kind"] == "object"]
         assert len(objects) == 12
         sources[name] = {r["mask_source"] for r in objects}
         tracks = pd.DataFrame(rows)
-        out = {r["metric_id"]: r for r in A.case_scores("g", case, frames, Rs, C, pairs, Models(seg), dev, None,
-                                                        tracks)}
+        out = {r["metric_id"]: r for r in SC.case_scores("g", case, frames, Rs, C, pairs, Models(seg), dev, None,
+                                                         tracks)}
         values[name] = out["geometry"]["value"]
         assert json.loads(out["geometry"]["detail"])["mask_source"] == sources[name].pop()
         if seg is not None:

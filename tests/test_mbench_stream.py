@@ -13,9 +13,11 @@ from bench_assets.benchmarks import BENCHMARKS
 from bench_assets.core import media
 from bench_assets.core.generators import discover_generators
 from bench_assets.core.runner import evaluate
-from bench_assets.mbench import assets as A
 from bench_assets.mbench import dataset as D
 from bench_assets.mbench import frames as FR
+from bench_assets.mbench import scoring as SC
+from bench_assets.mbench import tracking as TR
+from bench_assets.mbench import wiring as W
 from bench_resources.config import build_resources
 from bench_resources.paths import BenchPaths
 
@@ -89,8 +91,8 @@ def test_streamed_values_equal_the_whole_clip_computation(streamed):
         case = D.load_case(DATA / "mbench" / "cases" / f"{cid}.json")
         frames = list(media.decode_video(DATA / "generators" / GEN / f"{cid}.mp4").frames)
         poses = poses_all[poses_all.case_id == cid].drop(columns=["generator", "case_id", "source_sha256"])
-        Rs, C, pairs = A._trajectory(poses)
-        rows = A.track_rows(case, frames, Rs, res["models"], res["device"], C=C, init_size=A._init_size(paths, case))
+        Rs, C, pairs = TR.trajectory(poses)
+        rows = TR.track_rows(case, frames, Rs, res["models"], res["device"], C=C, init_size=W.init_size(paths, case))
         stored_t = tracks_all[tracks_all.case_id == cid]
         assert len(rows) == len(stored_t)
         for r, (_, s) in zip(rows, stored_t.iterrows()):
@@ -98,7 +100,7 @@ def test_streamed_values_equal_the_whole_clip_computation(streamed):
             if r.get("embedding") is not None:
                 assert np.allclose(r["embedding"], s["embedding"], atol=0, rtol=0)
         tracks = stored_t.drop(columns=["generator", "case_id", "source_sha256"])
-        ref = A.case_scores(GEN, case, frames, Rs, C, pairs or [], res["models"], res["device"], res["judge"], tracks)
+        ref = SC.case_scores(GEN, case, frames, Rs, C, pairs or [], res["models"], res["device"], res["judge"], tracks)
         got = scores[scores.case_id == cid].set_index("metric_id")
         assert set(got.index) == {r["metric_id"] for r in ref}
         for r in ref:

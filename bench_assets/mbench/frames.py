@@ -15,7 +15,7 @@ decoder-side resize would change values):
   the face frames, state / evolution the judge's 8 evenly spaced frames, text instruction 4 frames per caption
   segment -> gathered; action instruction the poses only (no frame).
 
-``VideoFrames`` gives the per-case code (``assets.case_scores`` / ``assets.track_rows``) the indexing it already used
+``VideoFrames`` gives the per-case code (``scoring.case_scores`` / ``tracking.track_rows``) the indexing it already used
 on a list of frames, for the indices planned; anything else fails with the index and the plan, so a metric that
 starts reading another frame is caught, not silently decoded twice. Per-chunk reductions batch models exactly as a
 call over the whole list would (chunks are multiples of the model's batch size), so values do not change.
@@ -197,7 +197,7 @@ class TextureEmbeddings:
 
 @dataclass
 class ScoreInputs:
-    """What ``assets.case_scores`` reads besides gathered frames, reduced during the pass."""
+    """What ``scoring.case_scores`` reads besides gathered frames, reduced during the pass."""
     features: Optional[PerFrame] = None
     lab: Optional[PerFrame] = None
     style: Optional[StyleDistances] = None
@@ -226,7 +226,7 @@ def object_rows(tracks) -> tuple[list, list]:
 
 def score_plan(case, n: int, C, pairs: Sequence[tuple[int, int]], tracks, applies: set, slots: dict,
                judge_ok: bool) -> tuple[set[int], ScoreInputs]:
-    """(frames to gather, reductions to run during the pass) for ``assets.case_scores``; ``slots`` maps slot names to
+    """(frames to gather, reductions to run during the pass) for ``scoring.case_scores``; ``slots`` maps slot names to
     the loaded model or None, ``applies`` the sub-dimensions that apply and can use the poses."""
     gather: set[int] = set()
     red = ScoreInputs()

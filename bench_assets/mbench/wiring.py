@@ -1,0 +1,66 @@
+"""MBench wiring shared by the asset modules (input_assets.py, metric_assets.py, aggregate_assets.py; assets.py
+only assembles them): partitions, the protocol digest, the case row, the output video and its init frame."""
+
+import json
+from contextlib import contextmanager
+from typing import Any, Optional
+
+import pandas as pd
+from dagster import Failure
+
+from bench_assets.core.manifest import protocol_digest
+from bench_assets.core.media import DecodeError, VideoSource
+from bench_assets.core.partitions import BenchmarkPartitions
+from bench_assets.mbench import dataset
+from bench_assets.mbench.constants import BENCH, CONSTANTS, PROTOCOL, SLOTS
+from bench_resources.judge import Judge
+from bench_resources.models import ModelRegistry
+from bench_resources.paths import BenchPaths
+
+P = BenchmarkPartitions(BENCH)
+GROUP = "mbench"
+
+
+def slot_manifest(models: ModelRegistry) -> dict[str, Any]:
+    return models.manifest(SLOTS)
+
+
+def protocol(models: ModelRegistry, judge: Optional[Judge] = None) -> str:
+    return protocol_digest({"protocol": PROTOCOL, "models": slot_manifest(models), "constants": CONSTANTS,
+                            "judge": judge.fingerprint() if judge is not None else None})
+
+
+def case_of(df: pd.DataFrame) -> dataset.Case:
+    return dataset.parse_case(json.loads(df["case_json"].iloc[0]), "table")
+
+
+def video(paths: BenchPaths, generator: str, case_id: str) -> VideoSource:
+    """The case's output video, probed (nothing decoded yet): each step states its frames, then decodes once."""
+    path = dataset.output_video(paths.generator_dir(generator), case_id)
+    if path.is_dir():
+        raise Failure(f"generator {generator!r}, case {case_id}: {path} is a directory, not a video")
+    if not path.is_file():
+        raise Failure(f"generator {generator!r}, case {case_id}: no output video {path}")
+    with decoding(generator, case_id):
+        return VideoSource(path)
+
+
+@contextmanager
+def decoding(generator: str, case_id: str):
+    """A video that fails while decoding (truncated, corrupt) is one clear error naming the item."""
+    try:
+        yield
+    except DecodeError as e:
+        raise Failure(f"generator {generator!r}, case {case_id}: {e}") from None
+
+
+def init_size(paths: BenchPaths, case: dataset.Case) -> Optional[tuple[int, int]]:
+    """(width, height) of the case's init frame: the pixel space of its ground-truth box."""
+    if not case.init_frame:
+        return None
+    p = paths.benchmark_dir(BENCH) / "frames" / case.init_frame
+    if not p.is_file():
+        raise Failure(f"case {case.case_id}: init frame {p} is missing (its box cannot be placed in the output)")
+    from PIL import Image
+    with Image.open(p) as im:
+        return im.size
