@@ -185,7 +185,7 @@ def cmd_validate(args) -> int:
 
 def cmd_human_alignment(args) -> int:
     """Kendall / Spearman / Pearson between a ratings table and the leaderboard's metric values."""
-    from bench_assets.vistorybench.assets import human_alignment_table, read_ratings
+    from bench_assets.vistorybench.human_alignment import human_alignment_table, read_ratings
     from bench_resources.config import build_resources
     board = _board(build_resources(), args.benchmark)
     headline = dict(_benchmarks()[args.benchmark].headline or {})

@@ -50,7 +50,7 @@ def test_every_benchmark_manifest_names_the_decoder(res):
     from bench_assets.entitybench.manifest import entitybench_manifest
     from bench_assets.locot2v import assets as LA
     from bench_assets.narrativetrack import manifest as NA
-    from bench_assets.vistorybench.assets import vistorybench_manifest
+    from bench_assets.vistorybench.manifest import vistorybench_manifest
     models, judge = res["models"], res["judge"]
     for m in (entitybench_manifest(models, judge), LA.manifest(models, judge, res["paths"]),
               NA.manifest(models, judge), vistorybench_manifest(models, judge)):
@@ -58,5 +58,5 @@ def test_every_benchmark_manifest_names_the_decoder(res):
     # MBench builds its manifest inline in its leaderboard asset, through the same function
     import inspect
 
-    from bench_assets.mbench import assets as MA
+    from bench_assets.mbench import aggregate_assets as MA
     assert "build_manifest(" in inspect.getsource(MA.mbench_leaderboard.op.compute_fn.decorated_fn)

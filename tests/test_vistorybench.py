@@ -534,7 +534,7 @@ def test_cids_without_a_detector_is_none_with_the_detectors_reason(tmp_path):
 def test_character_rows_zero_only_where_detection_ran():
     """Pure: a character scheduled only in a shot that was not searched is skipped; one searched and never matched
     counts 0 (protocol 1.3)."""
-    from bench_assets.vistorybench.assets import character_rows
+    from bench_assets.vistorybench.scores import character_rows
     story = dataset.load_story(DATA / "vistorybench" / "01")
     refs = pd.DataFrame([{"character": k, "ref_index": 0, "embedding": list(_unit(1, i, 0)), "reason": None,
                           "mirror_embedding": None} for i, k in enumerate(story.characters)])

@@ -1,0 +1,181 @@
+"""ViStoryBench input assets: each story (validated), its reference crops and vectors, each generator's shot
+index, and the character matches (detections, crop vectors, Hungarian assignment) every score reads. The helpers
+are in shots.py / characters.py, the wiring in wiring.py."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from dagster import AssetExecutionContext, Failure, MetadataValue, Output, asset
+
+from bench_assets.core.deploy import GPU_OP_TAGS
+from bench_assets.core.slots import load_slot
+from bench_assets.vistorybench import characters, dataset
+from bench_assets.vistorybench.constants import BENCH
+from bench_assets.vistorybench.manifest import slot_manifest
+from bench_assets.vistorybench.shots import ok_shots, reference_vectors, shot_image, story_of
+from bench_assets.vistorybench.wiring import GROUP, P, encoders, generator_language
+from bench_resources.device import Device
+from bench_resources.judge import summarize_reasons
+from bench_resources.models import ModelRegistry
+from bench_resources.paths import BenchPaths
+from bench_resources.store import Store
+
+
+# ----------------------------------------------------------------------------------------- dataset
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1", kinds={"json"})
+def vistorybench_story(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.DataFrame]:
+    """One story of the release (both languages), validated: characters, reference folders, shots."""
+    try:
+        story = dataset.load_story(paths.benchmark_dir(BENCH) / context.partition_key)
+    except dataset.StoryError as e:
+        raise Failure(description=str(e)) from None
+    tags = {k: c.tag for k, c in story.characters.items()}
+    df = pd.DataFrame([{"story_id": story.story_id, "lite": story.lite, "n_shots": len(story.shots),
+                        "n_characters": len(story.characters), "tags": json.dumps(tags, sort_keys=True),
+                        "n_references": sum(len(c.references) for c in story.characters.values()),
+                        "story_json": json.dumps(story.to_json(), ensure_ascii=False, sort_keys=True),
+                        "warnings": "; ".join(story.warnings)}])
+    return Output(df, metadata={"shots": len(story.shots), "characters": len(story.characters), "lite": story.lite,
+                                "tags": MetadataValue.json(tags)})
+
+
+@asset(partitions_def=P.items, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
+def vistorybench_references(context: AssetExecutionContext, vistorybench_story: pd.DataFrame, models: ModelRegistry,
+                            device: Device, store: Store) -> Output[pd.DataFrame]:
+    """Per reference image: the top-1 'character' box (whole image if none), its crop, the identity vector in the
+    character's space (face for realistic humans), the mirrored crop's vector, and the CSD style vector."""
+    story = story_of(vistorybench_story)
+    detector, det_reason = load_slot(models, device, "character_detector")
+    enc = encoders(models, device)
+    style, style_reason = load_slot(models, device, "style_csd")
+    rows = []
+    for key, ch in story.characters.items():
+        space = characters.space_of(ch.tag)
+        for i, ref in enumerate(ch.references):
+            image = dataset.read_image(ref)
+            box, conf = characters.top_box(detector, image) if detector is not None else (None, None)
+            crop = characters.crop_box(image, box) if box is not None else None
+            crop = image if crop is None else crop
+            vec, mirror = characters.embed(enc, space, [crop, np.ascontiguousarray(crop[:, ::-1])])
+            reason = enc.reason(space) if not enc.available(space) else (
+                "no face found on the reference" if vec is None else None)
+            rows.append({"story_id": story.story_id, "character": key, "tag": ch.tag, "space": space, "ref_index": i,
+                         "ref_path": ref, "ref_sha256": store.put_bytes(Path(ref).read_bytes(), Path(ref).suffix[1:].lower()),
+                         "box": json.dumps(box), "box_confidence": conf,
+                         "detector_reason": det_reason if detector is None else None,
+                         "crop_id": store.put_png(crop),
+                         "embedding": vec.tolist() if vec is not None else None,
+                         "mirror_embedding": mirror.tolist() if mirror is not None else None,
+                         "style": (style.embed([image])[0].tolist() if style is not None and i == 0 else None),
+                         "reason": reason})
+    df = pd.DataFrame(rows)
+    return Output(df, metadata={"references": len(df), "embedded": int(df["embedding"].notna().sum()),
+                                "style": style_reason or "CSD", "models": MetadataValue.json(slot_manifest(models))})
+
+
+# ----------------------------------------------------------------------------------------- outputs
+
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2")
+def vistorybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
+                         vistorybench_story: pd.DataFrame) -> Output[pd.DataFrame]:
+    """Index of one generator's shot images for one story, validated against the story's 1-based indices.
+    A misaligned set (0-based, beyond the story, duplicates) is one error row for the story; missing shots are
+    listed; nothing is shifted."""
+    generator, sid = P.split(context.partition_key)
+    story = story_of(vistorybench_story)
+    language = generator_language(paths, generator)
+    base = {"generator": generator, "story_id": sid, "language": language}
+    rows = []
+    try:
+        index = dataset.index_outputs(story, paths.generator_dir(generator) / sid, generator)
+    except dataset.OutputError as e:
+        context.log.error(str(e))
+        df = pd.DataFrame([{**base, "shot": None, "path": None, "sha256": None, "status": "story_error",
+                            "error": str(e)}])
+        return Output(df, metadata={"error": MetadataValue.text(str(e))})
+    if index.warning:
+        context.log.warning(index.warning)
+    for s in story.shots:
+        path = index.files.get(s.index)
+        row = {**base, "shot": s.index, "path": path, "sha256": None, "status": "ok", "error": None}
+        if path is None:
+            row.update(status="missing", error=index.warning or
+                       f"generator {generator!r}, story {sid}: shot {s.index} has no output")
+        else:
+            try:
+                shot_image(path)
+                row["sha256"] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            except dataset.ShotReadError as e:
+                row.update(status="unreadable", error=f"generator {generator!r}, story {sid}: {e}")
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    bad = df[df.status != "ok"]
+    for e in bad["error"]:
+        context.log.warning(e)
+    return Output(df, metadata={"shots": len(df), "ok": int((df.status == "ok").sum()),
+                                "missing": MetadataValue.json([int(x) for x in bad["shot"]]),
+                                "warning": MetadataValue.text(index.warning or "none"),
+                                "language": language})
+
+
+# ----------------------------------------------------------------------------------------- characters
+
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
+def vistorybench_matches(context: AssetExecutionContext, vistorybench_outputs: pd.DataFrame,
+                         vistorybench_story: pd.DataFrame, vistorybench_references: pd.DataFrame,
+                         models: ModelRegistry, device: Device, store: Store) -> Output[pd.DataFrame]:
+    """Per shot: every 'character' box (OCCM's D), each crop's vectors in both spaces, and the Hungarian assignment
+    of the on-stage characters to crops."""
+    generator, sid = P.split(context.partition_key)
+    story = story_of(vistorybench_story)
+    detector, det_reason = load_slot(models, device, "character_detector")
+    enc = encoders(models, device)
+    refs = reference_vectors(vistorybench_references)
+    tags = {k: c.tag for k, c in story.characters.items()}
+    rows = []
+    for r in ok_shots(vistorybench_outputs).itertuples():
+        shot = int(r.shot)
+        language = r.language
+        on_stage = list(story.on_stage(shot, language)) if language in story.shot(shot).appearing else []
+        base = {"generator": generator, "story_id": sid, "shot": shot, "source_sha256": r.sha256}
+        if detector is None:
+            rows.append({**base, "kind": "shot", "n_detections": None, "on_stage": json.dumps(on_stage),
+                         "reason": det_reason})
+            continue
+        image = shot_image(r.path)
+        dets = detector.detect([image], "character")[0]
+        rows.append({**base, "kind": "shot", "n_detections": len(dets), "on_stage": json.dumps(on_stage),
+                     "reason": None})
+        crops, boxes = [], []
+        for j in range(len(dets)):
+            crop = characters.crop_box(image, dets.xyxy[j])
+            if crop is not None:
+                crops.append(crop)
+                boxes.append((dets.xyxy[j], float(dets.confidence[j])))
+        needed = {characters.space_of(tags[c]) for c in on_stage}
+        vecs = {sp: characters.embed(enc, sp, crops) if sp in needed else [None] * len(crops)
+                for sp in characters.SPACES}
+        assignment = {j: (c, s) for c, j, s in characters.match_shot(on_stage, tags, refs, vecs)}
+        for j, (crop, (box, conf)) in enumerate(zip(crops, boxes)):
+            who, score = assignment.get(j, (None, None))
+            rows.append({**base, "kind": "crop", "crop_index": j, "box": json.dumps([float(v) for v in box]),
+                         "confidence": conf, "crop_id": store.put_png(crop),
+                         "face": vecs["face"][j].tolist() if vecs["face"][j] is not None else None,
+                         "features": vecs["features"][j].tolist() if vecs["features"][j] is not None else None,
+                         "matched": who, "match_score": score})
+    df = pd.DataFrame(rows)
+    for col in ("kind", "crop_index", "box", "confidence", "crop_id", "face", "features", "matched", "match_score",
+                "n_detections", "on_stage", "reason"):
+        if col not in df.columns:
+            df[col] = None
+    crops_df = df[df["kind"] == "crop"]
+    unsearched = df[(df["kind"] == "shot") & df["n_detections"].isna()] if len(df) else df
+    return Output(df, metadata={"shots": int((df["kind"] == "shot").sum()) if len(df) else 0,
+                                "crops": len(crops_df), "matched": int(crops_df["matched"].notna().sum()),
+                                "evaluator_failures": len(unsearched),
+                                "evaluator_failure_reasons": summarize_reasons(unsearched["reason"]
+                                                                               if len(unsearched) else [])})

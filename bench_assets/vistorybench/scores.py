@@ -1,0 +1,214 @@
+"""ViStoryBench score rows of one story: CIDS cross/self and copy-paste per character, OCCM, CSD cross/self,
+aesthetics, and the evaluator's share of the failures. Pure (no Dagster): the scores and alignment assets call
+these; the maths is in metrics.py."""
+
+import json
+from collections import defaultdict
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from bench_assets.core.records import MetricRecord, record_from_values
+from bench_assets.core.tables import instance_row, record_row
+from bench_assets.vistorybench import characters, dataset, metrics
+from bench_assets.vistorybench.constants import BENCH, STARRED_SCALE
+from bench_assets.vistorybench.shots import shot_image
+from bench_resources.judge import Judge, summarize_reasons
+
+SCORE_METRICS = ("cids_cross", "cids_self", "occm", "copy_paste", "copy_paste_paper", "csd_cross", "csd_self",
+                 "aesthetics")
+
+
+def character_rows(generator: str, story: dataset.Story, language: str, refs: pd.DataFrame, matches: pd.DataFrame,
+                   scored_shots: list[int], single_reference: bool) -> list[dict]:
+    """cids_cross, cids_self, copy_paste, copy_paste_paper per character and per story (x100)."""
+    keys = {"benchmark": BENCH, "generator": generator, "item": story.story_id}
+    crops = matches[matches["kind"] == "crop"]
+    scheduled = sorted({c for s in story.shots if s.index in scored_shots
+                        for c in s.appearing.get(language, ())})
+    detected, no_detection = detection_status(matches)
+    vals: dict[str, list] = defaultdict(list)
+    failed: dict[str, int] = defaultdict(int)
+    skipped: dict[str, int] = defaultdict(int)
+    reasons: dict[str, set] = defaultdict(set)
+    rows = []
+    for key in scheduled:
+        # "never matched -> 0" holds only where detection ran: a character whose shots were never searched
+        # (detector unavailable) is skipped with the detector's reason, not scored 0.
+        its_shots = [s.index for s in story.shots if s.index in scored_shots and key in s.appearing.get(language, ())]
+        if not any(i in detected for i in its_shots):
+            why = "; ".join(sorted({no_detection.get(i) or "shot not searched for characters" for i in its_shots}))
+            why = f"no character detection on its shots {its_shots}: {why}"
+            for mid in ("cids_cross", "cids_self", "copy_paste", "copy_paste_paper"):
+                skipped[mid] += 1
+                reasons[mid].add(why if len(why) < 200 else why[:200])
+            for mid in ("cids_cross", "cids_self"):
+                rows.append(instance_row(mid, None, "character", reason=why, entity_id=key, **keys)
+                            | {"n_skipped": 1, "n_failed": 0})
+            continue
+        tag = story.characters[key].tag
+        space = characters.space_of(tag)
+        r = refs[refs["character"] == key].sort_values("ref_index")
+        ref_vecs = [np.asarray(v, np.float32) if v is not None else None for v in r["embedding"]]
+        good_refs = [v for v in ref_vecs if v is not None]
+        mine = crops[crops["matched"] == key]
+        if not good_refs:
+            why = str(r["reason"].dropna().iloc[0]) if r["reason"].notna().any() else "no reference vector"
+            for mid in ("cids_cross", "cids_self"):
+                failed[mid] += 1
+                reasons[mid].add(f"{key}: {why}")
+                rows.append(instance_row(mid, None, "character", reason=why, entity_id=key, **keys)
+                            | {"n_skipped": 0, "n_failed": 1})
+            continue
+        R = np.stack(good_refs)
+        G = np.stack([np.asarray(v, np.float32) for v in mine[space]]) if len(mine) else np.zeros((0, R.shape[1]))
+        detail = {"matched_crops": len(mine), "references": len(good_refs), "space": space,
+                  "crop_ids": list(mine["crop_id"]), "shots": [int(s) for s in mine["shot"]]}
+        for mid, v in (("cids_cross", metrics.cids_cross(G, R)), ("cids_self", metrics.cids_self(G))):
+            vals[mid].append(v * STARRED_SCALE)
+            rows.append(instance_row(mid, v * STARRED_SCALE, "character", entity_id=key, detail=detail, **keys))
+        # per matched crop: its share of each character value, keyed to the crop and the shot image it came from
+        sims = G @ G.T
+        for j, c in enumerate(mine.itertuples()):
+            crop_keys = dict(shot=int(c.shot), entity_id=key, crop_id=c.crop_id, source_sha256=c.source_sha256, **keys)
+            rows.append(instance_row("cids_cross", float((R @ G[j]).mean()) * STARRED_SCALE, "crop",
+                                     detail={"match_score": c.match_score, "box": json.loads(c.box)}, **crop_keys))
+            if len(G) > 1:
+                rows.append(instance_row("cids_self", float(np.delete(sims[j], j).mean()) * STARRED_SCALE, "crop",
+                                         **crop_keys))
+        if not len(mine):
+            continue
+        # copy-paste against the first reference ("the reference used") and its mirror image
+        if ref_vecs[0] is not None and single_reference:
+            mirror = r["mirror_embedding"].iloc[0]
+            if mirror is not None:
+                p = [metrics.copy_paste_probability(g, ref_vecs[0], np.asarray(mirror, np.float32)) for g in G]
+                v = float(np.mean(p)) * STARRED_SCALE
+                vals["copy_paste"].append(v)
+                rows.append(instance_row("copy_paste", v, "character", entity_id=key,
+                                         detail={"per_crop": [round(x, 4) for x in p]}, **keys))
+            others = [x for x in ref_vecs[1:] if x is not None]
+            if others:
+                d = [metrics.copy_paste_paper(g, ref_vecs[0], np.stack(others)) for g in G]
+                v = float(np.mean(d)) * STARRED_SCALE
+                vals["copy_paste_paper"].append(v)
+                rows.append(instance_row("copy_paste_paper", v, "character", entity_id=key,
+                                         detail={"per_crop": [round(x, 4) for x in d]}, **keys))
+    for mid in ("cids_cross", "cids_self", "copy_paste", "copy_paste_paper"):
+        why = "; ".join(sorted(reasons[mid])) or None
+        if mid.startswith("copy_paste") and not vals[mid]:
+            why = ("generator declares multiple references (copy_paste applies to single-reference methods)"
+                   if not single_reference else why if skipped[mid] else
+                   "no matched character with a usable first reference" if mid == "copy_paste" else
+                   "no matched character with >= 2 references")
+        n_skipped = skipped[mid] if not mid.startswith("copy_paste") or single_reference else 0
+        rows.append(record_row(record_from_values(mid, vals[mid], n_failed=failed[mid], n_skipped=n_skipped,
+                                                  reason=why), **keys))
+    return rows
+
+
+def detection_status(matches: pd.DataFrame) -> tuple[set[int], dict[int, str]]:
+    """(shots where character detection ran, shot -> reason for the shots where it did not)."""
+    if not len(matches) or "kind" not in matches.columns:
+        return set(), {}
+    shots = matches[matches["kind"] == "shot"]
+    ran = shots["n_detections"].notna()
+    return ({int(x) for x in shots.loc[ran, "shot"]},
+            {int(r.shot): (str(r.reason) if isinstance(r.reason, str) else "detector did not run")
+             for r in shots[~ran].itertuples()})
+
+
+def occm_rows(generator: str, story: dataset.Story, matches: pd.DataFrame) -> list[dict]:
+    keys = {"benchmark": BENCH, "generator": generator, "item": story.story_id}
+    rows, vals, skipped, reasons = [], [], 0, set()
+    for s in matches[matches["kind"] == "shot"].itertuples():
+        expected = len(json.loads(s.on_stage))
+        if s.n_detections is None or pd.isna(s.n_detections):
+            skipped += 1
+            reasons.add(str(s.reason))
+            continue
+        v = metrics.occm(int(s.n_detections), expected)
+        if v is None:
+            continue  # no scheduled character: not an instance
+        vals.append(v)
+        rows.append(instance_row("occm", v, "shot", shot=int(s.shot), source_sha256=s.source_sha256,
+                                 detail={"detected": int(s.n_detections), "expected": expected}, **keys))
+    rows.append(record_row(record_from_values("occm", vals, n_skipped=skipped,
+                                              reason="; ".join(sorted(reasons)) or None), **keys))
+    return rows
+
+
+def style_rows(generator: str, story: dataset.Story, language: str, refs: pd.DataFrame, shots: pd.DataFrame,
+               style, style_reason: Optional[str]) -> list[dict]:
+    keys = {"benchmark": BENCH, "generator": generator, "item": story.story_id}
+    if style is None:
+        return [record_row(MetricRecord(m, None, 0, 0, len(shots), style_reason), **keys)
+                for m in ("csd_cross", "csd_self")]
+    first_ref = {r.character: np.asarray(r.style, np.float32) for r in refs.itertuples()
+                 if r.ref_index == 0 and r.style is not None}
+    shot_styles = style.embed([shot_image(p) for p in shots["path"]])
+    rows, cross = [], []
+    for (r, s) in zip(shots.itertuples(), shot_styles):
+        on = [c for c in story.on_stage(int(r.shot), language) if c in first_ref] \
+            if language in story.shot(int(r.shot)).appearing else []
+        v = metrics.style_cross(s, np.stack([first_ref[c] for c in on])) if on else None
+        if v is None:
+            continue  # nobody on stage: not an instance of csd_cross
+        cross.append(v * STARRED_SCALE)
+        rows.append(instance_row("csd_cross", v * STARRED_SCALE, "shot", shot=int(r.shot),
+                                 source_sha256=r.sha256, **keys))
+    rows.append(record_row(record_from_values("csd_cross", cross), **keys))
+    v = metrics.style_self(np.asarray(shot_styles))
+    rows.append(record_row(MetricRecord("csd_self", v * STARRED_SCALE if v is not None else None,
+                                        len(shot_styles) if v is not None else 0, 0,
+                                        0 if v is not None else len(shot_styles),
+                                        None if v is not None else "fewer than 2 shots"), **keys))
+    return rows
+
+
+def aesthetic_rows(generator: str, story: dataset.Story, shots: pd.DataFrame, model,
+                   reason: Optional[str]) -> list[dict]:
+    keys = {"benchmark": BENCH, "generator": generator, "item": story.story_id}
+    if model is None:
+        return [record_row(MetricRecord("aesthetics", None, 0, 0, len(shots), reason), **keys)]
+    scores = model.score([shot_image(p) for p in shots["path"]])
+    rows = [instance_row("aesthetics", float(v), "shot", shot=int(r.shot), source_sha256=r.sha256, **keys)
+            for r, v in zip(shots.itertuples(), scores)]
+    rows.append(record_row(record_from_values("aesthetics", [float(v) for v in scores]), **keys))
+    return rows
+
+
+def story_failed_rows(generator: str, sid: str, metric_ids, error: str) -> list[dict]:
+    keys = {"benchmark": BENCH, "generator": generator, "item": sid}
+    return [record_row(MetricRecord(m, None, 0, 1, 0, error), **keys) for m in metric_ids]
+
+
+def with_evaluator_counts(df: pd.DataFrame, evaluator_reasons: list[str], everything: bool = False) -> pd.DataFrame:
+    """Add ``n_failed_evaluator``: the part of a row's n_failed + n_skipped caused by the evaluator (a missing model
+    slot, the judge), kept apart from the generator's (missing or misaligned outputs). ``everything``: every
+    failure of the table is the evaluator's (judge rows), except story errors (the generator's outputs)."""
+    lost = (df["n_failed"].fillna(0) + df["n_skipped"].fillna(0)).astype("Int64")
+    reason = df["reason"].fillna("").astype(str)
+    if everything:
+        mine = pd.Series(True, index=df.index)
+    else:
+        mine = pd.Series(False, index=df.index)
+        for r in (r for r in evaluator_reasons if r):
+            mine |= reason.str.contains(r, regex=False)
+    out = df.copy()
+    out["n_failed_evaluator"] = lost.where(mine, 0).astype("Int64")
+    return out
+
+
+def evaluator_metadata(df: pd.DataFrame, judge: Optional[Judge] = None) -> dict[str, Any]:
+    """``evaluator_failures`` (int) and ``evaluator_failure_reasons`` over the item-level rows (the runner
+    re-evaluates partitions that had some when the evaluator's state changes), plus the judge's state digest."""
+    items = df[(df["level"] == "item") & (df["n_failed_evaluator"] > 0)] if len(df) else df
+    meta: dict[str, Any] = {
+        "evaluator_failures": int(items["n_failed_evaluator"].sum()) if len(items) else 0,
+        "evaluator_failure_reasons": summarize_reasons(
+            r for r, n in zip(items["reason"].astype(str), items["n_failed_evaluator"]) for _ in range(int(n)))}
+    if judge is not None:
+        meta["judge_state"] = judge.state_digest()
+    return meta

@@ -1,0 +1,34 @@
+"""ViStoryBench wiring shared by the asset modules (input_assets.py, metric_assets.py, aggregate_assets.py;
+assets.py only assembles them): the partitions (generator x story), the group, a generator's declared language
+and the identity encoders loaded from their slots."""
+
+from dagster import Failure
+
+from bench_assets.core.generators import GeneratorError, read_generator
+from bench_assets.core.partitions import BenchmarkPartitions
+from bench_assets.core.slots import load_slot
+from bench_assets.vistorybench import characters, dataset
+from bench_assets.vistorybench.constants import BENCH
+from bench_resources.device import Device
+from bench_resources.models import ModelRegistry
+from bench_resources.paths import BenchPaths
+
+P = BenchmarkPartitions(BENCH)
+GROUP = "vistorybench"
+
+
+def generator_language(paths: BenchPaths, generator: str) -> str:
+    try:
+        card = read_generator(paths.generator_dir(generator)).card
+    except (GeneratorError, FileNotFoundError) as e:
+        raise Failure(f"generator {generator!r}: {e}") from None
+    lang = card.get("language", "en")
+    if lang not in dataset.LANGUAGES:
+        raise Failure(f"generator {generator!r}: language {lang!r} is not one of {list(dataset.LANGUAGES)}")
+    return lang
+
+
+def encoders(models: ModelRegistry, device: Device) -> characters.Encoders:
+    face, face_reason = load_slot(models, device, "face")
+    feats, feats_reason = load_slot(models, device, "character_embedder")
+    return characters.Encoders(face, face_reason, feats, feats_reason)
