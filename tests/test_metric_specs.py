@@ -99,6 +99,9 @@ def test_substitutes_come_from_the_slot_actually_used(tmp_path):
     # a checkpoint name holding ';' stays whole (the offline ReID's name does)
     odd = "reid: osnet (offline substitute; not a person-ReID model)"
     assert join_substitutes([f"{odd}; face: yunet", "face: yunet"]) == f"face: yunet; {odd}"
+    # a part named by a few words starts a part too (NarrativeTrack's and MBench's non-slot marks)
+    assert join_substitutes([f"{odd}; contextual recognition: offline heuristic; trigger judge: m (paper: S)"]) \
+        == f"contextual recognition: offline heuristic; {odd}; trigger judge: m (paper: S)"
 
 
 def test_aggregates_need_all_parts_and_comparability_is_per_metric():

@@ -173,8 +173,9 @@ def label_substitutes(df: pd.DataFrame, specs: MetricSpecs, models, column: str 
 
 
 # labels are 'slot: checkpoint' joined by '; '; a checkpoint's name may itself hold ';' or '|', so a label splits
-# only where the next part starts a new 'slot: ' (a slot name is a word)
-_LABEL_SPLIT = re.compile(r"\s*[;|]\s*(?=[\w.\-]+: )")
+# only where the next part starts a new 'name: ' (a slot, or a few words such as 'contextual recognition: ' or
+# 'trigger judge: '; no ';', '(' or ',' in between)
+_LABEL_SPLIT = re.compile(r"\s*[;|]\s*(?=[\w.\-][\w.\- ]*: )")
 
 
 def split_substitutes(label: Any) -> list[str]:

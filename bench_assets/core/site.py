@@ -30,7 +30,7 @@ import pandas as pd
 
 from bench_assets.core import audit as AU
 from bench_assets.core import report as R
-from bench_assets.core.metric_spec import BOARD_COLUMNS
+from bench_assets.core.metric_spec import BOARD_COLUMNS, split_substitutes
 from bench_assets.core.page import BenchmarkPage, PageContext
 from bench_assets.core.report import fmt, is_none
 
@@ -153,20 +153,6 @@ def family_order(specs, board: pd.DataFrame) -> dict[str, int]:
     return order
 
 
-def substitute_parts(label: Any) -> list[str]:
-    """'slot: checkpoint' parts of a substitute label (join_substitutes joins them with '; '); a piece without its
-    own 'slot:' belongs to the checkpoint before it (a checkpoint's name may hold a ';')."""
-    out: list[str] = []
-    for p in (re.split(r"\s*[;|]\s*", str(label)) if not is_none(label) else []):
-        if not p:
-            continue
-        if out and not re.match(r"^[\w.-]+: ", p):
-            out[-1] = f"{out[-1]}; {p}"
-        else:
-            out.append(p)
-    return out
-
-
 class Footnotes:
     """Numbers for the distinct substitute models of a page: a cell says ``*1``, the legend under its table says
     which model 1 is and for which metrics."""
@@ -177,7 +163,7 @@ class Footnotes:
 
     def mark(self, label: Any, metric_id: str = "") -> list[int]:
         out = []
-        for p in substitute_parts(label):
+        for p in split_substitutes(label):
             n = self.numbers.setdefault(p, len(self.numbers) + 1)
             self.metrics.setdefault(p, set()).add(metric_id)
             out.append(n)

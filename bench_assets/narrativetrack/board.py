@@ -25,7 +25,7 @@ from typing import Iterator, Optional
 
 import pandas as pd
 
-from bench_assets.core.metric_spec import board_row, comparability, substitute_label
+from bench_assets.core.metric_spec import board_row, comparability, split_substitutes, substitute_label
 from bench_assets.narrativetrack import constants
 from bench_assets.narrativetrack import metric_specs as specs
 
@@ -224,17 +224,13 @@ def qa_substitute(models) -> Optional[str]:
     return distinct_labels(parts)
 
 
-_PART = re.compile(r";\s+(?=(?:[a-z_0-9]+|contextual recognition): )")
-
-
 def distinct_labels(values) -> Optional[str]:
     """The distinct 'slot: checkpoint' parts of a cell's labels, '; '-joined in order; None when no row has one.
-    (Not core ``join_substitutes``: it splits at every ';', and the offline ReID checkpoint's name has one; here a
-    part starts at a slot name followed by ': '.)"""
+    (Core ``join_substitutes`` sorts the parts; here the order of the slots is kept.)"""
     seen: list[str] = []
     for v in values:
         if isinstance(v, str) and v:
-            for part in _PART.split(v):
-                if part and part not in seen:
+            for part in split_substitutes(v):
+                if part not in seen:
                     seen.append(part)
     return "; ".join(seen) or None
