@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 
 from bench_assets.core import media
-from bench_assets.core.aggregate import cohens_d, corrected_mean, paired_dz
+from bench_assets.core.aggregate import corrected_mean
+from bench_assets.core.stats import cohens_d
+from bench_assets.core.stats import paired_dz_by_key as paired_dz
 from bench_assets.core.grounding import Candidate, a_area, a_sharp, crop_box, decide_status
 from bench_assets.core.manifest import build_manifest, comparability, protocol_digest
 from bench_assets.core.names import BadName, sanitize_key, validate_key

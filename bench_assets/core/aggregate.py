@@ -6,8 +6,6 @@ from typing import Iterable, Optional
 
 import pandas as pd
 
-from bench_assets.core import stats
-
 
 @dataclass(frozen=True)
 class Aggregate:
@@ -39,10 +37,3 @@ def corrected_mean(rows: pd.DataFrame | Iterable[dict]) -> Aggregate:
     raw = weighted / ev
     coverage = ev / total
     return Aggregate(weighted / total, raw, coverage, int(has.sum()), ev, n_failed, n_skipped)
-
-
-
-# Effect sizes live in core/stats.py (one zero-spread policy, documented there); the names stay importable here
-# for the callers that read them with corrected_mean. paired_dz here is the dict form: over the items both have.
-cohens_d = stats.cohens_d
-paired_dz = stats.paired_dz_by_key

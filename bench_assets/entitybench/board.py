@@ -18,7 +18,8 @@ from typing import Optional
 
 import pandas as pd
 
-from bench_assets.core.aggregate import cohens_d, paired_dz
+from bench_assets.core.stats import cohens_d
+from bench_assets.core.stats import paired_dz_by_key as paired_dz
 from bench_assets.core.metric_spec import MetricSpecs, board_row, comparability, join_substitutes
 from bench_assets.entitybench.counts import EVAL
 from bench_assets.entitybench.dataset import TIERS
