@@ -23,6 +23,10 @@ class GeneratorError(ValueError):
     pass
 
 
+# A generator card is a few lines; anything far larger is a mistake (or an attack on the parser), refused unread.
+MAX_CARD_BYTES = 1 << 20
+
+
 def _yaml_problem(e: yaml.YAMLError) -> str:
     """One line for a YAML error (PyYAML's own message spans several lines with a caret)."""
     problem = getattr(e, "problem", None) or str(e).strip().splitlines()[0]
@@ -41,7 +45,13 @@ def read_generator(folder: str | Path) -> GeneratorInfo:
     if not f.is_file():
         raise GeneratorError(f"{where}: no generator.yaml in {folder}")
     try:
+        size = f.stat().st_size
+        if size > MAX_CARD_BYTES:
+            raise GeneratorError(f"{where}: generator.yaml is {size} bytes; a card is at most {MAX_CARD_BYTES} bytes")
         raw = yaml.safe_load(f.read_text(encoding="utf-8"))
+    except RecursionError:  # PyYAML builds nested values recursively: a card nested thousands deep
+        raise GeneratorError(f"{where}: generator.yaml is nested too deeply to read (a card is a flat mapping of "
+                             f"name / benchmark / description)") from None
     except UnicodeDecodeError as e:
         raise GeneratorError(f"{where}: generator.yaml is not UTF-8 text (byte {e.start})") from None
     except OSError as e:
@@ -73,13 +83,21 @@ def discover_generators(root: str | Path, benchmark: str | None = None) -> tuple
     found, errors = [], []
     if not root.is_dir():
         return [], [f"generators root {root} does not exist"]
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-        if not (folder / "generator.yaml").exists():
-            continue
+    try:
+        folders = sorted(p for p in root.iterdir() if p.is_dir())
+    except OSError as e:
+        return [], [f"generators root {root} cannot be listed ({e.strerror or e})"]
+    for folder in folders:
         try:
+            if not (folder / "generator.yaml").exists():
+                continue
             info = read_generator(folder)
         except GeneratorError as e:
             errors.append(str(e))
+            continue
+        except Exception as e:  # noqa: BLE001 - one bad folder never stops the others (CLI and sensors alike)
+            errors.append(f"generator folder {folder.name!r}: cannot be read ({type(e).__name__}: "
+                          f"{str(e).strip().splitlines()[0][:200] if str(e).strip() else ''})")
             continue
         if benchmark is None or info.benchmark == benchmark:
             found.append(info)
@@ -90,8 +108,15 @@ def folder_fingerprint(folder: str | Path) -> str:
     """Cheap change detector over names, sizes and mtimes (the sensor's cursor)."""
     import hashlib
     h = hashlib.sha256()
-    for p in sorted(Path(folder).rglob("*")):
-        if p.is_file():
-            st = p.stat()
-            h.update(f"{p.relative_to(folder)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    try:
+        entries = sorted(Path(folder).rglob("*"))
+    except OSError as e:  # a folder that cannot be walked still gets a cursor; its error is read elsewhere
+        return f"unreadable:{type(e).__name__}"
+    for p in entries:
+        try:
+            if p.is_file():
+                st = p.stat()
+                h.update(f"{p.relative_to(folder)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+        except OSError:
+            h.update(f"{p.relative_to(folder)}:unreadable\n".encode())
     return h.hexdigest()[:16]

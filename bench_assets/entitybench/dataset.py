@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from bench_assets.core.names import BadName, validate_key
+from bench_resources.paths import OutsideRoot, inside_root
 
 ENTITY_TYPES = ("character", "object", "location")
 TIERS = ("easy", "medium", "hard")
@@ -276,6 +277,13 @@ SHOT_FILE = re.compile(rf"^shot_(\d+)\.({'|'.join(VIDEO_EXTENSIONS)})$", re.IGNO
 _ANY_SHOT = re.compile(r"^shot_(\d+)\.(\w+)$")
 
 
+# Per-item cost bound: an episode may declare at most this many shots that its generator folder has no file for.
+# Each declared shot costs rows in every metric table (Pillar 1 writes ~18 per shot); an episode that declares
+# 10,000 shots with 2 files would write 180,000 rows and starve every other item of the run. The largest
+# EntityBench episode has 34 shots, so a bound of 100 undelivered shots never touches a real one.
+MAX_UNDELIVERED_SHOTS = 100
+
+
 @dataclass(frozen=True)
 class ShotFile:
     index: int
@@ -300,6 +308,12 @@ def index_shot_files(episode: Episode, folder: str | Path, generator: str) -> li
             found[int(m.group(1))].append(p)
         elif (m := _ANY_SHOT.match(p.name)):
             other[int(m.group(1))].append(p.name)
+    delivered = sum(1 for s in episode.shots if found.get(s.index))
+    if len(episode.shots) - delivered > MAX_UNDELIVERED_SHOTS:
+        raise EpisodeError(f"{where}: the episode declares {len(episode.shots)} shots but the output folder holds "
+                           f"files for {delivered}; more than {MAX_UNDELIVERED_SHOTS} undelivered shots per episode "
+                           f"is refused (per-item cost bound) rather than scored as {len(episode.shots)} rows per "
+                           f"metric")
     if 0 in found:
         msg = (f"{where}: found {found[0][0].name}; shot files are 1-based (shot_01 is the first shot), "
                f"so every shot of this set is rejected rather than misaligned")
@@ -315,6 +329,11 @@ def index_shot_files(episode: Episode, folder: str | Path, generator: str) -> li
         elif len(files) > 1:
             out.append(ShotFile(s.index, None, f"{where}, shot {s.index}: several files {[f.name for f in files]}"))
         else:
+            try:  # the generator folder is the root: a shot (or the episode folder) linked out of it is refused
+                inside_root(files[0], folder.parent, f"{where}, shot {s.index}")
+            except OutsideRoot as e:
+                out.append(ShotFile(s.index, None, str(e)))
+                continue
             out.append(ShotFile(s.index, str(files[0]), None))
     extra = sorted(k for k in found if k > len(episode.shots))
     if extra:

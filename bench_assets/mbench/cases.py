@@ -25,4 +25,11 @@ def read_cases(ids: list[str], load) -> tuple[pd.DataFrame, list[str]]:
 def missing_outputs(paths: BenchPaths, generator: str, case_ids) -> set:
     """The cases whose output video the generator did not deliver (counted against it, never left out)."""
     folder = paths.generator_dir(generator)
-    return {c for c in case_ids if not dataset.output_video(folder, c).exists()}
+    return {c for c in case_ids if not _delivered(folder, c)}
+
+
+def _delivered(folder, case_id: str) -> bool:
+    try:
+        return dataset.output_video(folder, case_id).exists()
+    except dataset.CaseError:  # an output linked out of the generator folder is refused: not delivered
+        return False

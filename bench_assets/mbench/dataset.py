@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from bench_assets.mbench.metrics import IDEAL_TWIST
+from bench_resources.paths import OutsideRoot, inside_root
 
 SUBSETS = ("human", "object", "environment", "causal")
 MODES = ("T", "A")
@@ -72,10 +74,41 @@ def parse_case(raw: Any, where: str) -> Case:
     target = raw.get("target") or {}
     if subset in ("object", "human") and not target.get("name"):
         raise CaseError(f"case {cid}: subset {subset!r} needs a 'target' with a name")
-    if target.get("bbox") is not None and len(target["bbox"]) != 4:
-        raise CaseError(f"case {cid}: target bbox must be [cx, cy, w, h]")
+    if target.get("bbox") is not None:
+        check_box(target["bbox"], cid)
     return Case(cid, subset, mode, raw.get("init_frame"), str(raw.get("caption", "")), segments, actions, target,
                 str(raw.get("causal_event", "")))
+
+
+# A box may reach this far past the frame's edge (rounding of a hand-drawn box); anything further is a wrong guess
+# of the format (e.g. corners written as [x1, y1, x2, y2], or a box drawn on another frame size).
+BOX_EDGE_TOLERANCE_PX = 2.0
+BOX_FORMAT = "[cx, cy, w, h]: box centre x, centre y, width, height in pixels of the init frame"
+
+
+def check_box(bbox: Any, cid: str, frame_size: Optional[tuple[int, int]] = None) -> tuple[float, float, float, float]:
+    """The target box as four floats, or CaseError naming the case: four finite numbers, width and height > 0,
+    centre not negative, and (with the init frame's ``frame_size`` (W, H)) inside the frame."""
+    if not isinstance(bbox, (list, tuple)) or len(bbox) != 4:
+        raise CaseError(f"case {cid}: target bbox must be a list of 4 numbers {BOX_FORMAT}; got {bbox!r}")
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in bbox):
+        raise CaseError(f"case {cid}: target bbox must hold numbers {BOX_FORMAT}; got {bbox!r}")
+    cx, cy, w, h = (float(v) for v in bbox)
+    if not all(math.isfinite(v) for v in (cx, cy, w, h)):
+        raise CaseError(f"case {cid}: target bbox {bbox!r} holds a NaN or infinite value ({BOX_FORMAT})")
+    if w <= 0 or h <= 0:
+        raise CaseError(f"case {cid}: target bbox {bbox!r} has width {w:g} and height {h:g}; both must be > 0 "
+                        f"({BOX_FORMAT})")
+    if cx < 0 or cy < 0:
+        raise CaseError(f"case {cid}: target bbox {bbox!r} has a negative centre ({BOX_FORMAT})")
+    if frame_size is not None:
+        fw, fh = frame_size
+        x1, y1, x2, y2 = cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2
+        out = max(-x1, -y1, x2 - fw, y2 - fh)
+        if out > BOX_EDGE_TOLERANCE_PX:
+            raise CaseError(f"case {cid}: target bbox {bbox!r} (corners {x1:.1f},{y1:.1f} - {x2:.1f},{y2:.1f}) "
+                            f"reaches {out:.1f} px outside the {fw}x{fh} init frame ({BOX_FORMAT})")
+    return cx, cy, w, h
 
 
 VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".mkv", ".webm", ".m4v", ".gif")
@@ -86,7 +119,11 @@ def output_video(folder: Path, case_id: str) -> Path:
     is a video too); the .mp4 path when none exists, so the error names what was expected."""
     for suffix in VIDEO_SUFFIXES:
         p = Path(folder) / f"{case_id}{suffix}"
-        if p.exists():
+        if p.exists() or p.is_symlink():
+            try:  # a link out of the generator folder is refused, never followed
+                inside_root(p, folder, f"generator {Path(folder).name!r}, case {case_id}")
+            except OutsideRoot as e:
+                raise CaseError(str(e)) from None
             return p
     return Path(folder) / f"{case_id}.mp4"
 
@@ -106,4 +143,30 @@ def load_case(path: str | Path) -> Case:
     case = parse_case(raw, path.stem)
     if case.case_id != path.stem:
         raise CaseError(f"case {path.stem}: case_id {case.case_id!r} differs from the file name")
+    check_init_frame(case, path.parent.parent / "frames")
     return case
+
+
+def check_init_frame(case: Case, frames_dir: Path) -> Optional[tuple[int, int]]:
+    """The init frame's (W, H) when it is there; CaseError when its name leads out of ``frames_dir`` or the box
+    does not fit it. A missing init frame is reported where the box is placed (wiring.init_size)."""
+    if not case.init_frame:
+        return None
+    if not isinstance(case.init_frame, str):
+        raise CaseError(f"case {case.case_id}: 'init_frame' must be a file name in frames/, got {case.init_frame!r}")
+    p = frames_dir / case.init_frame
+    try:
+        inside_root(p, frames_dir, f"case {case.case_id}: init_frame")
+    except OutsideRoot as e:
+        raise CaseError(str(e)) from None
+    if not p.is_file():
+        return None
+    from PIL import Image
+    try:
+        with Image.open(p) as im:   # reads the header only
+            size = im.size
+    except Exception as e:  # noqa: BLE001 - an unreadable init frame is this case's error
+        raise CaseError(f"case {case.case_id}: init frame {p.name} cannot be read as an image ({e})") from None
+    if case.target.get("bbox") is not None:
+        check_box(case.target["bbox"], case.case_id, size)
+    return size

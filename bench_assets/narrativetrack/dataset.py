@@ -3,6 +3,7 @@ distractor pool, answerer cards, and the authors' released QA file (``narrativet
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from urllib.parse import urlparse
 from bench_assets.core.names import BadName, validate_key
 from bench_assets.narrativetrack.constants import ANSWER_FRAMES, SAMPLE_FPS
 from bench_assets.narrativetrack.scoring import lenient_parse, strict_parse
+from bench_resources.paths import OutsideRoot, inside_root
 
 RELEASED_QA = "released/narrativetrack_qa.json"   # the authors' file, when obtained (video paths relative to it)
 
@@ -27,6 +29,7 @@ class Video:
     path: str
     sample_fps: float
     note: str = ""
+    error: str = ""   # this video's own problem (a path out of the data root, a bad sample_fps): its item fails
 
 
 def _read_json(path: Path, what: str) -> Any:
@@ -44,12 +47,20 @@ def load_index(root: str | Path) -> dict[str, Video]:
     root = Path(root)
     idx = root / "videos.json"
     if not idx.is_file():
-        return {p.stem: Video(validate_key(p.stem, "video id"), str(p), SAMPLE_FPS)
-                for p in sorted((root / "videos").glob("*.mp4"))}
+        out = {}
+        for p in sorted((root / "videos").glob("*.mp4")):
+            vid = validate_key(p.stem, "video id")
+            try:
+                inside_root(p, root, f"video {vid!r}")
+                out[vid] = Video(vid, str(p), SAMPLE_FPS)
+            except OutsideRoot as e:
+                out[vid] = Video(vid, "", SAMPLE_FPS, error=str(e))
+        return out
     raw = _read_json(idx, "video index")
     if not isinstance(raw, dict) or not isinstance(raw.get("videos"), list):
         raise DatasetError(f"{idx}: needs a 'videos' list")
     out: dict[str, Video] = {}
+    first: dict[str, int] = {}
     for i, v in enumerate(raw["videos"]):
         if not isinstance(v, dict) or "video_id" not in v or "file" not in v:
             raise DatasetError(f"{idx}: entry {i} needs 'video_id' and 'file'")
@@ -57,20 +68,42 @@ def load_index(root: str | Path) -> dict[str, Video]:
             vid = validate_key(str(v["video_id"]), "video id")
         except BadName as e:
             raise DatasetError(f"{idx}: entry {i}: {e}") from None
-        if vid in out:
-            raise DatasetError(f"{idx}: video id {vid!r} listed twice")
-        fps = float(v.get("sample_fps", SAMPLE_FPS))
-        if not fps > 0:
-            raise DatasetError(f"{idx}: video {vid}: sample_fps must be > 0, got {fps}")
-        out[vid] = Video(vid, str(root / v["file"]), fps, str(v.get("note", "")))
+        where = f"{idx}: video {vid!r} (entry {i})"
+        if vid in first:  # which of the two is meant cannot be guessed: the index is ambiguous as a whole
+            raise DatasetError(f"{idx}: video id {vid!r} listed twice (entries {first[vid]} and {i}); give each "
+                               f"video its own id")
+        first[vid] = i
+        problem = _entry_error(v, root, where)
+        out[vid] = (Video(vid, "", SAMPLE_FPS, error=problem) if problem else
+                    Video(vid, str(root / v["file"]), float(v.get("sample_fps", SAMPLE_FPS)), str(v.get("note", ""))))
     return out
 
 
-def discover_videos(root: str | Path) -> list[str]:
+def _entry_error(v: dict, root: Path, where: str) -> str:
+    """The problem of one index entry, or "": sample_fps a finite number > 0, file a path inside the data root."""
+    raw_fps = v.get("sample_fps", SAMPLE_FPS)
     try:
-        return sorted(load_index(root))
-    except DatasetError:
+        fps = float(raw_fps)
+    except (TypeError, ValueError):
+        fps = None
+    if isinstance(raw_fps, bool) or fps is None or not math.isfinite(fps) or fps <= 0:
+        return f"{where}: sample_fps must be a number of frames per second > 0, got {raw_fps!r}"
+    f = v["file"]
+    if not isinstance(f, str) or not f.strip():
+        return f"{where}: 'file' must be a path relative to {root}, got {f!r}"
+    try:
+        inside_root(root / f, root, f"{where}: file {f!r}")
+    except OutsideRoot as e:
+        return str(e)
+    return ""
+
+
+def discover_videos(root: str | Path) -> list[str]:
+    """The video ids of the index. An index that cannot be read at all raises (its error names the file and the
+    problem, rather than "no video found"); one bad entry fails only its own video (``load_video``)."""
+    if not Path(root).is_dir():
         return []
+    return sorted(load_index(root))
 
 
 def load_video(root: str | Path, video_id: str) -> Video:
@@ -78,6 +111,8 @@ def load_video(root: str | Path, video_id: str) -> Video:
     if video_id not in videos:
         raise DatasetError(f"video {video_id!r} is not in the index of {root}")
     v = videos[video_id]
+    if v.error:
+        raise DatasetError(v.error)
     if not Path(v.path).is_file():
         raise DatasetError(f"video {video_id!r}: file {v.path} not found")
     return v
