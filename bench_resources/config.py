@@ -6,7 +6,7 @@ BENCH_WEIGHTS_DIR   local checkpoints, one folder per slot             default <
 BENCH_ALLOW_HUB     1 lets the paper profile fetch from the hub        default 0
 BENCH_DEVICE        auto | cpu | cuda | cuda:N | mps                   default auto
 BENCH_BATCH_SIZE    inference batch size                               default 16
-BENCH_JUDGE_MODE    live | replay | off                                default: live with a key, replay with a cache, else off
+BENCH_JUDGE_MODE    live | replay | off                                default: live with a key, else off (replay only when set)
 BENCH_JUDGE_BACKEND anthropic | openai (any chat-completions server)   default anthropic
 BENCH_JUDGE_MODEL   judge model id                                     default claude-sonnet-4-6
 BENCH_JUDGE_BASE_URL API root (openai: e.g. http://127.0.0.1:8000/v1)  default: the vendor's
@@ -21,7 +21,6 @@ ANTHROPIC_API_KEY / OPENAI_API_KEY   read by the Judge from the environment only
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, Optional
 
 from bench_resources.device import Device
@@ -36,15 +35,14 @@ def store_root() -> str:
 
 
 def judge_mode(cache_dir: str, key_env: str = "ANTHROPIC_API_KEY") -> str:
-    """BENCH_JUDGE_MODE when set; else live when the key is there (or none is needed: ``key_env`` ""), replay when
-    a cache exists, off otherwise."""
+    """BENCH_JUDGE_MODE when set; else live when the key is there (or none is needed: ``key_env`` ""), off
+    otherwise. Replay only when asked for: a judge cache on disk never turns "off" into replay (``cache_dir`` is
+    kept for callers)."""
     explicit = os.environ.get("BENCH_JUDGE_MODE")
     if explicit:
         return explicit
     if key_env == "" or os.environ.get(key_env):
         return "live"
-    if Path(cache_dir).is_dir() and any(Path(cache_dir).iterdir()):
-        return "replay"
     return "off"
 
 

@@ -4,11 +4,14 @@ Backends (``backend=``), chosen per judge configuration, with the same cache, re
 bound, circuit breaker and failure counting:
 
 * ``anthropic`` (default): Anthropic's Messages API through the SDK; the answer is a forced ``record_answer`` tool
-  call whose ``input_schema`` is the request's schema (a text reply holding a JSON object is accepted too).
+  call whose ``input_schema`` is the request's schema. Only the tool input is an answer: a text reply (a refusal
+  that shows an example answer, prose around a JSON object) is a counted failure with its text kept (bounded).
 * ``openai``: any OpenAI-compatible ``POST {base_url}/chat/completions`` server (vLLM, SGLang, Ollama, OpenAI,
   gateways). Images go as ``image_url`` parts with ``data:image/png;base64,...`` URLs before the text; the schema
   is spelled out in the prompt and enforced with ``response_format`` (``structured_output``: json_schema |
-  json_object | prompt). ``base_url`` is the API root, e.g. ``http://127.0.0.1:8000/v1``.
+  json_object | prompt). The answer is the message content parsed as a whole (or a tool call's arguments), never
+  the first JSON object found in free text; ``prompt`` alone also takes content that is one fenced JSON block.
+  ``base_url`` is the API root, e.g. ``http://127.0.0.1:8000/v1``.
 
 Using it (the whole API)::
 
@@ -22,10 +25,17 @@ Using it (the whole API)::
     judge.fingerprint()   # answer-shaping settings for the manifest (backend, model, sampling; never the key)
     judge.state()         # mode, backend, model, endpoint, key_set: what decides whether failures would now pass
 
-* Modes: ``live`` (cache first, then the API), ``replay`` (cache only: a cached run is reproducible offline),
-  ``off`` (everything skipped). Skips and failures carry a reason; they are never turned into scores. Every non-ok
-  result is an evaluator failure (not the generator's): ``evaluator_failures(results)`` gives the counts and
-  grouped reasons an asset puts into its metadata.
+* Modes: ``live`` (cache first, then the API), ``replay`` (cache only, and only when asked for: a cached run is
+  reproducible offline), ``off`` (no call and no cache read: every question is ``not evaluated`` by choice).
+  Skips and failures carry a reason; they are never turned into scores. A failure, a replay miss or a missing key
+  is an evaluator failure (not the generator's, and never final: the question is re-asked by the next run);
+  ``judge off`` is not: ``evaluator_failures(results)`` counts the two apart for an asset's metadata.
+* Bounds: an answer (``MAX_ANSWER_BYTES`` as canonical JSON), a reply body (``MAX_BODY_BYTES``), the text kept
+  from a refusal or a stored raw reply (``MAX_TEXT_KEPT``) and every reason are bounded in bytes; fields the
+  schema does not name are dropped from an answer.
+* Counts: ``judge_counters()`` gives this process's HTTP requests by endpoint, answers reused from the cache and
+  questions re-asked after an earlier failure (a failure leaves a small marker in
+  ``<cache_dir>_failures``).
 * Every reply the server can send is an answer or a counted failure with its reason: HTTP errors, timeouts,
   connection errors, and HTTP 200 bodies that are truncated JSON, HTML, JSON of the wrong shape, ``content: null``,
   a bare string, an error object or empty. Unusable replies and answers that do not validate against the schema
@@ -33,8 +43,9 @@ Using it (the whole API)::
 * Time: ``timeout_s`` bounds one HTTP request as a whole (connect to last byte; a server dripping one byte per
   second cannot hold it open, see judge_transport.py); ``deadline_s`` bounds one question (all requests, backoffs
   and re-asks); ``max_retries`` bounds transport retries (429 honouring ``retry-after``, 5xx, timeouts, connection
-  errors). After ``breaker_threshold`` consecutive questions lost to the endpoint, questions fail at once for
-  ``breaker_cooldown_s``. Our loop sits on top of clients with ``max_retries=0``, so attempts are exact.
+  errors). After ``breaker_threshold`` consecutive questions lost to the endpoint itself (connect errors,
+  timeouts, 5xx; not 429 and not a bad answer, which show the endpoint is up), questions fail at once for
+  ``breaker_cooldown_s``; then one question probes the endpoint, and its outcome closes or reopens the breaker. Our loop sits on top of clients with ``max_retries=0``, so attempts are exact.
 * Sampling parameters (``temperature``, ``top_p``, ``seed``) are sent only when set, and are part of the
   fingerprint, the cache key and the cache entry.
 * The API key is read from the environment variable named by ``api_key_env`` at call time (default
@@ -74,6 +85,39 @@ log = logging.getLogger(__name__)
 TOOL_NAME = "record_answer"
 CACHE_FORMAT = 1  # bump when the cache entry layout changes incompatibly
 Status = Literal["ok", "skipped", "failed"]
+JUDGE_OFF = "judge off"  # the reason of every question when the judge is switched off: not evaluated, by choice
+MAX_ANSWER_BYTES = 16_384  # one answer as canonical JSON; judge answers are a few fields (a 5 MB one is refused)
+MAX_BODY_BYTES = 1_048_576  # one HTTP reply body
+MAX_TEXT_KEPT = 400  # characters of a refusal / text reply kept in a reason, and of raw text in a cache entry
+MAX_REASON = 600  # characters of any reason a result carry
+
+_COUNTS_LOCK = threading.Lock()
+_COUNTS: dict[str, Any] = {"requests_by_endpoint": {}, "answers_reused": 0, "questions_reasked": 0,
+                           "questions_asked": 0}
+
+
+def judge_counters() -> dict[str, Any]:
+    """This process's judge traffic over every configuration (judge and answerer cards alike): HTTP requests by
+    endpoint (``backend model @ url``), answers reused from the cache, questions sent to an endpoint and, of those,
+    questions re-asked after an earlier failure. The runner diffs two snapshots for a run's summary."""
+    with _COUNTS_LOCK:
+        return {**_COUNTS, "requests_by_endpoint": dict(_COUNTS["requests_by_endpoint"])}
+
+
+def _count(name: str, n: int = 1, endpoint: Optional[str] = None) -> None:
+    with _COUNTS_LOCK:
+        if endpoint is not None:
+            by = _COUNTS["requests_by_endpoint"]
+            by[endpoint] = by.get(endpoint, 0) + n
+        else:
+            _COUNTS[name] += n
+
+
+def bounded(text: Optional[str], limit: int = MAX_TEXT_KEPT) -> Optional[str]:
+    """``text`` cut to ``limit`` characters, saying how much was cut."""
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more characters cut]"
 
 
 def png_bytes(image: np.ndarray) -> bytes:
@@ -186,8 +230,36 @@ def validate_answer(value: Any, schema: dict, path: str = "answer") -> Optional[
 _FENCED = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
 
 
+def structured_json(text: str, allow_fence: bool = False) -> tuple[Optional[Any], Optional[str]]:
+    """``(value, None)`` when ``text`` as a whole is JSON (``allow_fence``: or is one fenced ```json block and
+    nothing else), else ``(None, why)``. A JSON object inside prose is not an answer: a refusal that shows an
+    example answer would otherwise be scored."""
+    body = text.strip()
+    if allow_fence:
+        m = re.fullmatch(r"```(?:json|JSON)?\s*\n?(.*?)```", body, re.S)
+        if m:
+            body = m.group(1).strip()
+    try:
+        return json.loads(body), None
+    except ValueError:
+        return None, f"not a JSON answer (text reply: {json.dumps(bounded(body, MAX_TEXT_KEPT))})"
+
+
+def bound_answer(answer: dict, schema: dict) -> tuple[Optional[dict], Optional[str]]:
+    """The answer with the fields the schema does not name dropped, or ``(None, why)`` when it is larger than
+    ``MAX_ANSWER_BYTES`` as canonical JSON."""
+    props = schema.get("properties")
+    if isinstance(props, dict) and props and schema.get("additionalProperties") is not True:
+        answer = {k: v for k, v in answer.items() if k in props}
+    size = len(_canonical(answer).encode("utf-8"))
+    if size > MAX_ANSWER_BYTES:
+        return None, f"answer of {size} bytes exceeds the {MAX_ANSWER_BYTES}-byte bound"
+    return answer, None
+
+
 def extract_json(text: str) -> Optional[dict]:
-    """The JSON object in a text reply: a fenced ```json block first, else the first ``{...}`` that parses."""
+    """The JSON object in free text: a fenced ```json block first, else the first ``{...}`` that parses. For
+    parsing a generator's free-text output (an answerer under test), never a judge's answer."""
     decoder = json.JSONDecoder()
     for chunk in [m.group(1) for m in _FENCED.finditer(text)] + [text]:
         for m in re.finditer(r"\{", chunk):
@@ -216,6 +288,8 @@ class _State:
         self.transport_failures = 0  # consecutive questions lost to the endpoint (timeouts, 5xx, refused connects)
         self.last_transport_reason = ""
         self.open_until = 0.0  # monotonic instant until which questions fail fast
+        self.probing = False  # the breaker let one question through after its pause; the rest fail fast meanwhile
+        self.last_ok_at = 0.0  # monotonic instant the endpoint last answered (a question lost before it proves nothing)
 
     def add(self, name: str, n: int = 1) -> None:
         with self.lock:
@@ -239,11 +313,12 @@ class _Outcome:
 
 
 class _Retry(Exception):
-    """Transport trouble worth asking again: 429, 5xx, timeouts, connection errors."""
+    """Transport trouble worth asking again: 429, 5xx, timeouts, connection errors. ``transport``: the endpoint
+    itself failed (connect, timeout, 5xx: feeds the breaker); a 429 shows it is up and busy."""
 
-    def __init__(self, why: str, wait: Optional[float] = None) -> None:
+    def __init__(self, why: str, wait: Optional[float] = None, transport: bool = True) -> None:
         super().__init__(why)
-        self.why, self.wait = why, wait
+        self.why, self.wait, self.transport = why, wait, transport
 
 
 class _Fatal(Exception):
@@ -265,6 +340,7 @@ class _Reply:
     model: Optional[str] = None
     echo: Any = None  # what to show the model back on a re-ask (backend-specific)
     tool_id: Optional[str] = None
+    problem: Optional[str] = None  # why there is no structured answer (text only, not JSON), when there is none
 
 
 # ----------------------------------------------------------------------------------------------- the resource
@@ -287,11 +363,12 @@ class Judge(ConfigurableResource):
     max_backoff_s: float = 30.0  # also caps a server's retry-after
     timeout_s: float = 60.0  # one HTTP request, first connect to last byte (not per read)
     deadline_s: float = 150.0  # one question: every request, backoff and re-ask together
-    # After this many consecutive questions lost to the endpoint (timeouts, 5xx, connection errors after retries),
-    # questions fail at once for breaker_cooldown_s: a dead endpoint costs one deadline, not one per question.
-    # 0 disables. The failures are evaluator failures, re-asked by a later run.
-    breaker_threshold: int = 3
-    breaker_cooldown_s: float = 60.0
+    # After this many consecutive questions lost to the endpoint (timeouts, 5xx, connection errors after retries;
+    # a bad answer or a 429 shows the endpoint is up and resets the count), questions fail at once for
+    # breaker_cooldown_s, then one probe decides: a dead endpoint costs one deadline per pause, not one per
+    # question. 0 disables. The failures are evaluator failures, re-asked by a later run.
+    breaker_threshold: int = 5
+    breaker_cooldown_s: float = 5.0  # the pause before one question probes the endpoint again
     max_concurrency: int = 4  # requests in flight at once, across ask_many calls and Dagster copies
     max_tokens: int = 1024
     # None: not sent. The anthropic SDK (2.x) speaks API version 2026-10-21, which has no sampling parameters and
@@ -358,6 +435,10 @@ class Judge(ConfigurableResource):
     def state_digest(self) -> str:
         """A short digest of ``state()`` (16 hex characters), for materialization metadata."""
         return hashlib.sha256(_canonical(self.state()).encode("utf-8")).hexdigest()[:16]
+
+    def endpoint_label(self) -> str:
+        """``backend model @ endpoint`` (no credentials): the key of ``judge_counters()['requests_by_endpoint']``."""
+        return f"{_BACKEND_IDS[self.backend]} {self.model} @ {_endpoint_id(self.base_url) or 'default'}"
 
     def stats(self) -> dict[str, int]:
         """Per-process counters of this configuration: HTTP requests sent, cache hits, failed and skipped asks."""
@@ -427,12 +508,13 @@ class Judge(ConfigurableResource):
             return JudgeResult(status, answer, reason, key, cached, self.model, req.prompt_id, req.prompt_version,
                                attempts)
 
-        if self.mode == "off":
+        if self.mode == "off":  # not evaluated, by choice: no call and no cache read
             st.add("skipped")
-            return result("skipped", reason="judge off")
+            return result("skipped", reason=JUDGE_OFF)
         entry = self._cache_get(key, req.schema)
         if entry is not None:
             st.add("cache_hits")
+            _count("answers_reused")
             return result("ok", entry["answer"], cached=True)
         if self.mode == "replay":
             st.add("skipped")
@@ -446,6 +528,11 @@ class Judge(ConfigurableResource):
             st.add("failures")
             return result("failed", reason=open_reason)
 
+        marker = self._failure_path(key)
+        started = time.monotonic()
+        _count("questions_asked")
+        if marker.exists():
+            _count("questions_reasked")
         try:
             with st.semaphore, (nullcontext(session) if session is not None
                                 else self._open_session(api_key)) as s:
@@ -453,17 +540,35 @@ class Judge(ConfigurableResource):
         except Exception as e:  # noqa: BLE001 - whatever a reply does, it is one counted failure, never an abort
             log.exception("judge %s: unexpected error", req.prompt_id)
             out = _Outcome("failed", reason=_scrub(f"judge error: {type(e).__name__}: {e}", api_key)[:300])
-        self._breaker_record(st, out)
+        self._breaker_record(st, out, started)
+        out.reason = bounded(out.reason, MAX_REASON)
         if out.status == "ok":
             try:
                 self._cache_put(key, req, out)
+                marker.unlink(missing_ok=True)
             except OSError as e:  # an unwritable cache costs a re-ask later, not this answer
                 log.warning("judge cache write failed for %s: %s", key, e)
         else:
             st.add("failures")
+            self._mark_failed(marker, req, out)
             log.warning("judge %s/%s failed after %d request(s): %s", req.prompt_id, req.prompt_version,
                         out.attempts, out.reason)
         return result(out.status, out.answer, out.reason, attempts=out.attempts)
+
+    def _failure_path(self, key: str) -> Path:
+        """Beside the cache, not in it (the cache holds answers only): ``<cache_dir>_failures/<key>``."""
+        cache = Path(self.cache_dir)
+        return cache.with_name(cache.name + "_failures") / key[:2] / key
+
+    def _mark_failed(self, marker: Path, req: JudgeRequest, out: _Outcome) -> None:
+        """A small marker beside the cache entries: the next ask of this question counts as a re-ask."""
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(_canonical({"prompt_id": req.prompt_id, "reason": bounded(out.reason, 200),
+                                          "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}),
+                              encoding="utf-8")
+        except OSError:
+            pass
 
     def _converse(self, session: "_Session", req: JudgeRequest, api_key: str) -> _Outcome:
         """Ask until a valid answer, a refusal, a non-retryable error, a retry budget or the question's deadline
@@ -472,15 +577,18 @@ class Judge(ConfigurableResource):
         deadline = time.monotonic() + self.deadline_s
         attempts = transport_retries = parse_failures = 0
         last = ""
+        last_transport = True  # whether the latest trouble was the endpoint's own (no reply yet: it was)
         st = self._state()
+        endpoint = self.endpoint_label()
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                return _Outcome("failed", attempts=attempts, transport=True,
+                return _Outcome("failed", attempts=attempts, transport=last_transport,
                                 reason=f"deadline {self.deadline_s:g}s passed after {attempts} request(s)"
                                        + (f" (last: {last})" if last else ""))
             attempts += 1
             st.add("network_calls")
+            _count("requests", endpoint=endpoint)
             reply: Optional[_Reply] = None
             problem: Optional[str] = None  # set when a reply came back but cannot be used
             why, wait = "", None
@@ -489,6 +597,7 @@ class Judge(ConfigurableResource):
                     reply = conv.send()
             except _Retry as e:
                 why, wait = e.why, e.wait
+                last_transport = e.transport
             except _Fatal as e:
                 return _Outcome("failed", reason=_scrub(str(e), api_key), attempts=attempts)
             except _BadReply as e:
@@ -496,18 +605,20 @@ class Judge(ConfigurableResource):
             else:
                 if reply.refused is not None:
                     return _Outcome("failed", reason=reply.refused, attempts=attempts)
-                answer = reply.answer if reply.answer is not None else (extract_json(reply.text)
-                                                                        if reply.text else None)
+                answer = reply.answer
                 if answer is None:
-                    problem = "no JSON object in the reply" + (" (cut at max_tokens)" if reply.truncated else "")
+                    problem = (reply.problem or "no structured answer in the reply") + (
+                        " (cut at max_tokens)" if reply.truncated else "")
                 else:
-                    problem = validate_answer(answer, req.schema)
+                    answer, problem = bound_answer(answer, req.schema)
+                    problem = problem or validate_answer(answer, req.schema)
                 if problem is None:
-                    return _Outcome("ok", answer, attempts=attempts, raw=reply.text, usage=reply.usage,
+                    return _Outcome("ok", answer, attempts=attempts, raw=bounded(reply.text), usage=reply.usage,
                                     response_model=reply.model)
                 reason = f"malformed answer: {problem}"
             if problem is not None:  # re-ask, bounded by parse_retries
                 parse_failures += 1
+                last_transport = False  # the endpoint answered
                 last = reason
                 if parse_failures > self.parse_retries:
                     return _Outcome("failed", reason=reason, attempts=attempts,
@@ -521,7 +632,7 @@ class Judge(ConfigurableResource):
             last = why
             if transport_retries > self.max_retries:
                 return _Outcome("failed", reason=f"{why} after {self.max_retries} retries", attempts=attempts,
-                                transport=True)
+                                transport=last_transport)
             if wait is None:
                 wait = self._backoff(transport_retries - 1)
             wait = min(wait, max(0.0, deadline - time.monotonic()))
@@ -540,18 +651,29 @@ class Judge(ConfigurableResource):
             return st
 
     def _breaker_open(self, st: _State) -> Optional[str]:
+        """A reason to fail at once while the breaker is open; after its pause one question (the probe) is let
+        through, the others still fail fast until the probe's outcome closes or reopens it."""
         if self.breaker_threshold <= 0:
             return None
         with st.lock:
-            if st.transport_failures >= self.breaker_threshold and time.monotonic() < st.open_until:
-                return (f"judge endpoint unavailable: {st.transport_failures} consecutive questions failed "
-                        f"(last: {st.last_transport_reason}); not asked")
-        return None
+            if st.transport_failures < self.breaker_threshold:
+                return None
+            if time.monotonic() >= st.open_until and not st.probing:
+                st.probing = True
+                return None
+            return (f"judge endpoint unavailable: {st.transport_failures} consecutive questions lost to it "
+                    f"(last: {bounded(st.last_transport_reason, 200)}); not asked")
 
-    def _breaker_record(self, st: _State, out: _Outcome) -> None:
+    def _breaker_record(self, st: _State, out: _Outcome, started: float) -> None:
+        """Count a question lost to the endpoint, unless the endpoint answered another one after this one started
+        (with questions in flight together, one bad question between good ones is not an outage)."""
         with st.lock:
-            if out.status == "ok" or not out.transport:
-                st.transport_failures = 0 if out.status == "ok" else st.transport_failures
+            st.probing = False
+            if out.status == "ok" or not out.transport:  # the endpoint answered: closed
+                st.transport_failures = 0
+                st.last_ok_at = time.monotonic()
+                return
+            if started < st.last_ok_at:
                 return
             st.transport_failures += 1
             st.last_transport_reason = out.reason or ""
@@ -612,7 +734,7 @@ class Judge(ConfigurableResource):
                  "backend": _BACKEND_IDS[self.backend], "model": self.model, "response_model": out.response_model,
                  "prompt_id": req.prompt_id, "prompt_version": req.prompt_version,
                  "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                 "attempts": out.attempts, "raw_text": out.raw, "usage": out.usage,
+                 "attempts": out.attempts, "raw_text": bounded(out.raw), "usage": out.usage,
                  "request": {"system": req.system, "text": req.text, "params": req.params, "schema": req.schema,
                              "image_sha256": [hashlib.sha256(b).hexdigest() for b in req.images],
                              "max_tokens": self.max_tokens, "temperature": self.temperature,
@@ -637,13 +759,21 @@ _BACKEND_IDS = {"anthropic": "anthropic-messages", "openai": "openai-chat"}
 
 # ----------------------------------------------------------------------------------------------- evaluator failures
 
+def not_evaluated(result: Optional[JudgeResult]) -> bool:
+    """True for a question not asked by choice (the judge switched off): not an evaluator failure."""
+    return result is not None and result.status == "skipped" and result.reason == JUDGE_OFF
+
+
 def evaluator_failures(results: Iterable[Optional[JudgeResult]]) -> dict[str, Any]:
-    """Materialization metadata for an asset whose rows rest on judge answers: every result that is not ``ok``
-    (failed after retries, replay miss, no key, judge off) is an evaluator failure, never the generator's.
-    ``{"evaluator_failures": int, "evaluator_failure_reasons": "3 x HTTP 500 after 4 retries; 1 x judge off"}``
-    (reasons grouped, most frequent first, at most five kinds). None entries (nothing asked) are ignored."""
-    reasons = [f"judge {r.status}: {r.reason}" for r in results if r is not None and r.status != "ok"]
-    return {"evaluator_failures": len(reasons), "evaluator_failure_reasons": summarize_reasons(reasons)}
+    """Materialization metadata for an asset whose rows rest on judge answers: a result that failed (after
+    retries), missed the cache in replay or had no key is an evaluator failure, never the generator's, and the
+    next run asks it again; one not asked because the judge is off is ``not_evaluated`` (by choice).
+    ``{"evaluator_failures": 3, "evaluator_failure_reasons": "3 x judge failed: HTTP 500 after 4 retries",
+    "not_evaluated": 0}`` (reasons grouped, most frequent first, at most five kinds). None entries are ignored."""
+    results = [r for r in results if r is not None]
+    reasons = [f"judge {r.status}: {r.reason}" for r in results if r.status != "ok" and not not_evaluated(r)]
+    return {"evaluator_failures": len(reasons), "evaluator_failure_reasons": summarize_reasons(reasons),
+            "not_evaluated": sum(1 for r in results if not_evaluated(r))}
 
 
 def summarize_reasons(reasons: Iterable[Optional[str]], limit: int = 5) -> str:
@@ -723,7 +853,7 @@ class _AnthropicConversation:
             code = e.status_code
             if code != 429 and code < 500:
                 raise _Fatal(f"HTTP {code}: {_error_message(e)}") from None
-            raise _Retry(f"HTTP {code}", j._retry_after(e.response.headers)) from None
+            raise _Retry(f"HTTP {code}", j._retry_after(e.response.headers), transport=code != 429) from None
         except (anthropic.APITimeoutError, httpx2.TimeoutException):  # before connection errors: a subclass
             raise _Retry("timeout") from None
         except (anthropic.APIConnectionError, httpx2.TransportError):
@@ -789,10 +919,11 @@ class _OpenAIConversation:
             raise _Retry("connection error") from None
         code = r.status_code
         if code == 429 or code >= 500:
-            raise _Retry(f"HTTP {code}", self.s.judge._retry_after(r.headers))
+            raise _Retry(f"HTTP {code}", self.s.judge._retry_after(r.headers), transport=code != 429)
         if code >= 300:
             raise _Fatal(f"HTTP {code}: {_openai_error(r.content)}")
-        return _read_openai(_decode_body(r.content, r.headers.get("content-type", "")))
+        return _read_openai(_decode_body(r.content, r.headers.get("content-type", "")),
+                            self.s.judge.structured_output)
 
     def correct(self, reply: Optional[_Reply], problem: str) -> None:
         if reply is None or not reply.text:
@@ -806,7 +937,9 @@ class _OpenAIConversation:
 # ----------------------------------------------------------------------------------------------- reply readers
 
 def _decode_body(body: bytes, content_type: str) -> Any:
-    """An HTTP 200 body as JSON, or _BadReply naming what it is instead."""
+    """An HTTP 200 body as JSON, or _BadReply naming what it is instead (also when it exceeds MAX_BODY_BYTES)."""
+    if len(body) > MAX_BODY_BYTES:
+        raise _BadReply(f"HTTP 200 body of {len(body)} bytes exceeds the {MAX_BODY_BYTES}-byte bound")
     text = body.decode("utf-8", errors="replace")
     if not text.strip():
         raise _BadReply("HTTP 200 with an empty body")
@@ -855,8 +988,8 @@ def _read_anthropic(body: Any) -> _Reply:
         kind = block.get("type")
         if kind == "tool_use" and block.get("name") == TOOL_NAME and answer is None and tool_id is None:
             value = block.get("input")
-            if isinstance(value, str):  # some gateways pass the arguments through as a string
-                value = extract_json(value)
+            if isinstance(value, str):  # some gateways pass the arguments through as a string: the whole of it
+                value, _ = structured_json(value)
             answer = value if isinstance(value, dict) else None
             if isinstance(block.get("id"), str):
                 tool_id = block["id"]
@@ -865,11 +998,16 @@ def _read_anthropic(body: Any) -> _Reply:
         elif kind == "text" and isinstance(block.get("text"), str) and block["text"]:
             texts.append(block["text"])
             echo.append({"type": "text", "text": block["text"]})
-    return _Reply(answer=answer, text="\n".join(texts) if texts else None, truncated=stop == "max_tokens",
-                  usage=usage, model=model, echo=echo, tool_id=tool_id)
+    text = "\n".join(texts) if texts else None
+    problem = None
+    if answer is None:  # text is never read for an answer: a refusal showing an example answer would be scored
+        problem = (f"no {TOOL_NAME} tool call in the reply"
+                   + (f" (text reply: {json.dumps(bounded(text))})" if text else ""))
+    return _Reply(answer=answer, text=text, truncated=stop == "max_tokens", usage=usage, model=model, echo=echo,
+                  tool_id=tool_id, problem=problem)
 
 
-def _read_openai(body: Any) -> _Reply:
+def _read_openai(body: Any, structured_output: str = "json_schema") -> _Reply:
     if not isinstance(body, dict):
         raise _BadReply(f"JSON {_shape(body)}, not a chat completion")
     choices = body.get("choices")
@@ -883,7 +1021,7 @@ def _read_openai(body: Any) -> _Reply:
     model = body.get("model") if isinstance(body.get("model"), str) else None
     finish = choice.get("finish_reason")
     if isinstance(message.get("refusal"), str) and message["refusal"]:
-        return _Reply(refused=f"refused: {message['refusal'][:200]}", usage=usage, model=model)
+        return _Reply(refused=f"refused: {bounded(message['refusal'])}", usage=usage, model=model)
     if finish == "content_filter":
         return _Reply(refused="refused (content_filter)", usage=usage, model=model)
     content = message.get("content")
@@ -891,15 +1029,25 @@ def _read_openai(body: Any) -> _Reply:
         content = "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
     text = content if isinstance(content, str) and content else None
     answer: Optional[dict] = None
+    problem: Optional[str] = None
     calls = message.get("tool_calls")
     for call in calls if isinstance(calls, list) else []:
         fn = call.get("function") if isinstance(call, dict) else None
         args = fn.get("arguments") if isinstance(fn, dict) else None
-        value = extract_json(args) if isinstance(args, str) else args
+        value = structured_json(args)[0] if isinstance(args, str) else args
         if isinstance(value, dict):
             answer = value
             break
-    return _Reply(answer=answer, text=text, truncated=finish == "length", usage=usage, model=model)
+    if answer is None and text is not None:
+        # the content as a whole is the answer (what response_format constrains); never a JSON object in prose
+        value, problem = structured_json(text, allow_fence=structured_output == "prompt")
+        if value is not None and not isinstance(value, dict):
+            value, problem = None, f"JSON {_shape(value)} is not an object"
+        answer = value
+    elif answer is None:
+        problem = "no JSON object in the reply (no content)"
+    return _Reply(answer=answer, text=text, truncated=finish == "length", usage=usage, model=model,
+                  problem=problem)
 
 
 def _openai_error(body: bytes) -> str:

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from dagster import asset, materialize
 
-from bench_resources.judge import Judge, JudgeRequest, JudgeResult, extract_json, png_bytes, validate_answer
+from bench_resources.judge import (Judge, JudgeRequest, JudgeResult, extract_json, png_bytes, structured_json,
+                                   validate_answer)
 from tests.fake_anthropic import (FakeAnthropic, error, fake_anthropic, malformed_tool, not_json,  # noqa: F401
                                   rate_limited, refusal, server_error, slow, text_answer, tool_answer)
 
@@ -117,13 +118,23 @@ def test_replay_and_off_modes(judge_for, tmp_path):
     assert Judge(mode="off").available() == (False, "judge off")
 
 
-def test_text_only_replies_with_json_are_accepted(judge_for, fake_anthropic):  # noqa: F811 (the fixture)
-    fake_anthropic.push(text_answer('Here you go:\n```json\n{"same": 0, "sim": 0.1}\n```'),
-                        text_answer('My verdict is {"same": 1, "sim": 0.9, "why": "same {hat}"} final.'))
+def test_text_replies_are_never_answers(judge_for, fake_anthropic, tmp_path):  # noqa: F811 (the fixture)
+    """Only the tool input is an answer: a refusal that shows an example answer, or JSON in prose, is a counted
+    failure with its text kept (bounded), re-asked once, never cached."""
+    refusal_text = ("I'm sorry, I can't evaluate this image. If I could, my answer would follow this format: "
+                    '{"same": 1, "sim": 0.5}')
+    fake_anthropic.push(text_answer(refusal_text), text_answer(refusal_text),
+                        text_answer('My verdict is {"same": 1, "sim": 0.9} final.' + "x" * 5000),
+                        tool_answer({"same": 0, "sim": 0.1}))
     j = judge_for(fake_anthropic)
-    assert j.ask(request("a")).answer == {"same": 0, "sim": 0.1}
-    assert j.ask(request("b")).answer == {"same": 1, "sim": 0.9, "why": "same {hat}"}
-    assert len(fake_anthropic.requests) == 2
+    r = j.ask(request("a"))
+    assert (r.status, r.answer, r.attempts) == ("failed", None, 2)
+    assert "no record_answer tool call" in r.reason and "I'm sorry, I can't evaluate" in r.reason
+    b = j.ask(request("b"))  # text, then a tool call on the re-ask: the tool input is the answer
+    assert (b.status, b.answer) == ("ok", {"same": 0, "sim": 0.1})
+    assert len(fake_anthropic.requests) == 4
+    assert len(r.reason) < 700  # the 5 KB of text after the JSON is never copied whole into a reason
+    assert [p.name for p in cache_files(tmp_path) if p.suffix == ".json"] == [f"{b.cache_key}.json"]
 
 
 # ------------------------------------------------------------------------------------------------ retries
@@ -194,7 +205,8 @@ def test_malformed_answers_reasked_then_failed(judge_for, tmp_path):
         j = judge_for(srv, parse_retries=1)
         r = j.ask(request())
         assert r.status == "failed" and r.answer is None and r.attempts == 2 and len(srv.requests) == 2
-        assert r.reason == "malformed answer: no JSON object in the reply"
+        assert r.reason == ('malformed answer: no record_answer tool call in the reply '
+                            '(text reply: "They look about the same to me.")')
         # the re-ask shows the model its bad tool call and what was wrong with it
         second = srv.requests[1]["body"]["messages"]
         assert [m["role"] for m in second] == ["user", "assistant", "user"]
@@ -243,6 +255,10 @@ def test_validate_and_extract_helpers():
     assert validate_answer({"xs": [1, -1]}, schema) == "answer.xs[1] = -1 below minimum 0"
     assert validate_answer({"xs": [1], "tag": 3}, schema).startswith("answer.tag should be string|null")
     assert validate_answer([1], schema).startswith("answer should be object")
+    assert structured_json('  {"a": 1}\n') == ({"a": 1}, None)
+    assert structured_json('Sure: {"a": 1}')[0] is None  # JSON inside prose is not an answer
+    assert structured_json('```json\n{"a": 2}\n```', allow_fence=True)[0] == {"a": 2}
+    assert structured_json('```json\n{"a": 2}\n```')[0] is None
     assert extract_json("no json here") is None
     assert extract_json("{not json} then {\"a\": 1}") == {"a": 1}
     assert extract_json("```json\n{\"a\": 2}\n```\n{\"a\": 3}") == {"a": 2}

@@ -50,14 +50,14 @@ BAD_REPLIES = {
     "wrong_shape": (raw_body('{"answer": {"score": 3}}'), "malformed reply: no content list (content: NoneType"),
     "content_null": (message(content=None), "malformed reply: no content list (content: NoneType null)"),
     "content_string": (message(content="score 3"), "malformed reply: no content list (content: str"),
-    "content_empty": (message(content=[]), "malformed answer: no JSON object in the reply"),
-    "blocks_not_objects": (message(content=["x", 3, None]), "malformed answer: no JSON object in the reply"),
+    "content_empty": (message(content=[]), "malformed answer: no record_answer tool call in the reply"),
+    "blocks_not_objects": (message(content=["x", 3, None]), "malformed answer: no record_answer tool call in the reply"),
     "tool_input_null": (message(content=[{"type": "tool_use", "id": "t1", "name": "record_answer",
-                                          "input": None}]), "malformed answer: no JSON object in the reply"),
+                                          "input": None}]), "malformed answer: no record_answer tool call in the reply"),
     "tool_input_string": (message(content=[{"type": "tool_use", "id": "t1", "name": "record_answer",
-                                            "input": "four"}]), "malformed answer: no JSON object in the reply"),
+                                            "input": "four"}]), "malformed answer: no record_answer tool call in the reply"),
     "cut_at_max_tokens": (message(content=[{"type": "text", "text": '{"score": '}], stop_reason="max_tokens"),
-                          "malformed answer: no JSON object in the reply (cut at max_tokens)"),
+                          "malformed answer: no record_answer tool call in the reply (text reply: \"{\\\"score\\\": \") (cut at max_tokens)"),
     "stop_reason_object": (message(stop_reason={"weird": 1}), None),  # an odd stop_reason does not matter
     "error_object_200": (raw_body('{"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}'),
                          "malformed reply: HTTP 200 carrying an error: busy"),
@@ -173,7 +173,7 @@ def test_breaker_makes_a_dead_endpoint_cost_one_deadline_not_one_per_question(ju
         elapsed = time.perf_counter() - t0
         assert [r.reason for r in res[:2]] == ["timeout after 0 retries"] * 2
         assert all(r.status == "failed" and r.reason.startswith("judge endpoint unavailable: 2 consecutive "
-                                                                "questions failed (last: timeout") for r in res[2:])
+                                                                "questions lost to it (last: timeout") for r in res[2:])
         assert len(srv.requests) == 2 and elapsed < 3.0, elapsed  # 16 x 0.3 s = 4.8 s without the breaker
         assert j.stats()["failures"] == 16
         # after the cooldown one question probes the endpoint; a failed probe reopens the breaker at once
@@ -202,10 +202,11 @@ def test_evaluator_failures_and_state(tmp_path, monkeypatch):
            JudgeResult("failed", None, "HTTP 500 after 4 retries", "k", False, "m", "p", "1"),
            JudgeResult("failed", None, "HTTP 500 after 4 retries", "k", False, "m", "p", "1"),
            JudgeResult("skipped", None, "judge off", "k", False, "m", "p", "1"), None]
+    # judge off is not evaluated by choice: never an evaluator failure
     assert evaluator_failures(res) == {
-        "evaluator_failures": 3,
-        "evaluator_failure_reasons": "2 x judge failed: HTTP 500 after 4 retries; 1 x judge skipped: judge off"}
-    assert evaluator_failures([]) == {"evaluator_failures": 0, "evaluator_failure_reasons": ""}
+        "evaluator_failures": 2, "evaluator_failure_reasons": "2 x judge failed: HTTP 500 after 4 retries",
+        "not_evaluated": 1}
+    assert evaluator_failures([]) == {"evaluator_failures": 0, "evaluator_failure_reasons": "", "not_evaluated": 0}
     assert summarize_reasons([str(i) for i in range(7)], limit=2) == "1 x 0; 1 x 1; 5 other kinds"
 
     live = Judge(mode="live", cache_dir=str(tmp_path), base_url="https://user:pw@gw.example:8443/anthropic?x=1")

@@ -138,11 +138,15 @@ def test_client_error_fails_at_once_with_the_servers_message(judge_for):
 
 
 @pytest.mark.parametrize("step, reason", [
-    (chat_text("It is quite bright, I would say."), "malformed answer: no JSON object in the reply"),
+    (chat_text("It is quite bright, I would say."), 'malformed answer: not a JSON answer (text reply: "It is'),
+    (chat_text('I cannot rate this. If I could, I would answer {"bright": true, "level": 3}'),
+     "malformed answer: not a JSON answer (text reply: \"I cannot rate this."),
+    (chat_answer({"bright": True, "level": 3, "why": "x" * 5_000_000}),
+     "malformed reply: HTTP 200 body of 5000"),
     (chat_answer({"bright": "yes", "level": 2}), "malformed answer: answer.bright should be boolean"),
     (chat_text('{"bright": true, "lev', finish_reason="length"),
-     "malformed answer: no JSON object in the reply (cut at max_tokens)"),
-    (completion(None), "malformed answer: no JSON object in the reply"),
+     "malformed answer: not a JSON answer (text reply: \"{\\\"bright\\\": true, \\\"lev\") (cut at max_tokens)"),
+    (completion(None), "malformed answer: no JSON object in the reply (no content)"),
     (raw_body('{"id": "x", "choices": [{"index": 0, "message": {"role": "assistant", "content": "{\\"brig'),
      "malformed reply: HTTP 200 body is not valid JSON (truncated?)"),
     (html_page(200), "malformed reply: HTTP 200 body is HTML, not JSON"),
@@ -175,14 +179,22 @@ def test_malformed_output_is_reasked_with_what_was_wrong(judge_for):
         assert "answer.level = 9 above maximum 4" in msgs[3]["content"]
 
 
-def test_answers_in_text_fences_and_tool_calls_are_read(judge_for):
+def test_answers_come_from_content_as_a_whole_or_tool_calls(judge_for):
+    """The content as a whole (a fence alone only with structured_output=prompt) or a tool call's arguments;
+    never a JSON object in prose."""
     call = [{"id": "c1", "type": "function", "function": {"name": "record_answer",
                                                           "arguments": '{"bright": false, "level": 1}'}}]
-    with FakeOpenAI([chat_text('Sure.\n```json\n{"bright": true, "level": 3}\n```'),
-                     completion(None, finish_reason="tool_calls", tool_calls=call)]) as srv:
-        j = judge_for(srv)
-        assert j.ask(request(1)).answer == {"bright": True, "level": 3}
-        assert j.ask(request(2)).answer == {"bright": False, "level": 1}
+    fenced = chat_text('```json\n{"bright": true, "level": 3}\n```')
+    with FakeOpenAI([chat_text('Sure.\n```json\n{"bright": true, "level": 3}\n```'), fenced,
+                     completion(None, finish_reason="tool_calls", tool_calls=call),
+                     chat_text(' {"bright": true, "level": 2, "extra": "' + "y" * 100 + '"}\n'), fenced]) as srv:
+        j = judge_for(srv, parse_retries=0)
+        assert j.ask(request(1)).status == "failed"  # prose around a fence
+        assert j.ask(request(2)).status == "failed"  # a fence under json_schema: not the schema's content
+        assert j.ask(request(3)).answer == {"bright": False, "level": 1}
+        assert j.ask(request(4)).answer == {"bright": True, "level": 2}  # fields the schema lacks are dropped
+        assert judge_for(srv, parse_retries=0, structured_output="prompt").ask(request(5)).answer == {
+            "bright": True, "level": 3}
 
 
 @pytest.mark.parametrize("mode, expected", [("json_object", {"type": "json_object"}), ("prompt", None)])
