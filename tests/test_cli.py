@@ -246,3 +246,29 @@ def test_format_board_without_marks_and_an_addition_marked():
         and "substitute" not in text
     assert "g1: 1/1 metrics with a value, coverage mean 75% (lowest cids_self 75%)" in text
     assert cli.format_board(board.iloc[0:0], {"slice": "full"}, "vistorybench") == "(vistorybench leaderboard is empty)"
+
+
+def test_help_and_argument_errors_do_not_import_the_definitions():
+    """`bench --help` and an argument error answer without loading dagster, pandas or any benchmark (issue 26);
+    the static benchmark names the parser offers are the registry's."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+    from bench_assets.benchmarks import BENCHMARKS
+    assert sorted(cli.BENCHMARK_NAMES) == sorted(BENCHMARKS)
+    probe = ("import sys, runpy; sys.argv = ['bench', *sys.argv[1:]]\n"
+             "from bench_assets import cli\n"
+             "try:\n    cli._main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+             "heavy = sorted(m for m in ('dagster', 'pandas', 'torch', 'bench_assets.benchmarks') if m in sys.modules)\n"
+             "print('HEAVY', heavy, code)\n")
+    for args in (["--help"], ["evaluate", "--benchmark", "entitybench"], ["leaderboard", "--benchmark", "nope"]):
+        out = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60).stdout
+        assert "HEAVY [] " in out, (args, out[-500:])
+    bench = str(Path(sys.executable).parent / "bench")
+    t0 = time.perf_counter()
+    proc = subprocess.run([bench, "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "evaluate" in proc.stdout
+    assert time.perf_counter() - t0 < 1.0
+    proc = subprocess.run([bench, "evaluate", "--benchmark", "entitybench"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "the following arguments are required: --generator" in proc.stderr

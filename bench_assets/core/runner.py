@@ -5,8 +5,11 @@ would leave its run STARTED and its pool slot (``pool="gpu"``, limit 1) claimed 
 on the home would wait on that slot. Each run is therefore tagged with this process's pid, host and start
 time; before evaluating (and every few seconds while waiting), runs of this host whose process is gone are
 marked failed and their slots freed, so a later ``bench evaluate`` resumes unaided. Dagster captures
-SIGINT/SIGTERM during execution and the in-process executor never looks at them; a watchdog thread turns a
-captured signal into KeyboardInterrupt in the main thread, so a waiting run stops when asked.
+SIGINT/SIGTERM during execution: inside a step the signal only fails that step and ``materialize`` returns as
+from any failure. core/interrupts.py records the signal whichever handler caught it; after each run the runner
+raises KeyboardInterrupt when one arrived (so no further partition, board or report), and a watchdog thread raises
+it in a main thread still busy after INTERRUPT_RAISE_S and ends the process after INTERRUPT_EXIT_S (both under the
+5 s a user waits for Ctrl-C), its runs marked failed first so a rerun resumes.
 """
 from __future__ import annotations
 
@@ -27,15 +30,17 @@ from typing import Callable, Iterator, Optional, Sequence
 
 from dagster import AssetKey, DagsterInstance, DagsterRunStatus, RunsFilter, materialize
 
-from bench_assets.core import media
-from bench_assets.core.automation import evaluator_state, needs_rerun_for_evaluator, stale_or_missing
+from bench_assets.core import interrupts, media
+from bench_assets.core.automation import evaluator_state, evaluator_tags, rerun_plan
 from bench_assets.core.generators import GeneratorInfo
 from bench_assets.core.partitions import BenchmarkPartitions
+from bench_resources.judge import judge_counters
 from bench_resources.paths import PROJECT_ROOT
 
 PID_TAG, HOST_TAG, START_TAG = "bench/pid", "bench/host", "bench/proc_start"
 REAP_EVERY_S = 5.0
-INTERRUPT_GRACE_S = 20.0  # a step inside a long C call cannot see KeyboardInterrupt; exit anyway after this
+INTERRUPT_RAISE_S = 1.5  # a run still going this long after a stop signal gets KeyboardInterrupt in the main thread
+INTERRUPT_EXIT_S = 3.5   # a step inside a long C call cannot see it: the process ends after this (exit 128+signal)
 _LIVE_STATUSES = [DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED,
                   DagsterRunStatus.CANCELING]
 
@@ -165,8 +170,9 @@ class Watchdog:
     """While ``materialize`` runs: frees slots of dead runs every few seconds and turns a signal captured by
     Dagster into KeyboardInterrupt in the main thread (after a grace period, exits)."""
 
-    def __init__(self, instance: DagsterInstance, log: Callable[[str], None]):
-        self.instance, self.log = instance, log
+    def __init__(self, instance: DagsterInstance, log: Callable[[str], None],
+                 tick: Optional[Callable[[], None]] = None):
+        self.instance, self.log, self.tick = instance, log, tick
         self.interrupted = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="bench-watchdog", daemon=True)
@@ -190,19 +196,29 @@ class Watchdog:
                 own.dispose()
 
     def _watch(self, own: Optional[DagsterInstance]) -> None:
-        from dagster._utils.interrupts import check_captured_interrupt
         last_reap = time.monotonic()
-        while not self._stop.wait(0.2):
-            if check_captured_interrupt() and not self.interrupted:
+        while not self._stop.wait(0.1):
+            if self.tick is not None:
+                self.tick()
+            if interrupts.received() is not None and not self.interrupted:
                 self.interrupted = True
-                self.log("interrupted: stopping the run")
+                self.log(f"interrupted ({interrupts.signal_name()}): stopping the run")
+                at = interrupts.since() or time.monotonic()
+                while not self._stop.wait(0.05):
+                    if time.monotonic() > at + INTERRUPT_RAISE_S:
+                        break
+                else:
+                    return  # the run returned by itself; guarded_materialize raises
                 _raise_in_main(KeyboardInterrupt)
-                deadline = time.monotonic() + INTERRUPT_GRACE_S
-                while not self._stop.wait(0.2):
-                    if time.monotonic() > deadline:  # stuck in native code: end the process; the run is
-                        if own is not None:          # marked failed first so its slot is free at once
-                            _fail_own_runs(own)
-                        os._exit(130)
+                while not self._stop.wait(0.05):
+                    if time.monotonic() > at + INTERRUPT_EXIT_S:  # stuck in native code: end the process; the
+                        if own is not None:                        # run is marked failed first so its slot is free
+                            try:
+                                _fail_own_runs(own)
+                            except Exception:  # noqa: BLE001 - the next run's reaper marks it failed instead
+                                pass
+                        print(interrupts.message(), file=sys.stderr, flush=True)
+                        os._exit(interrupts.exit_code())
                 return
             if own is not None and time.monotonic() - last_reap > REAP_EVERY_S:
                 last_reap = time.monotonic()
@@ -219,17 +235,31 @@ def _fail_own_runs(instance: DagsterInstance) -> None:
         instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
 
 
+def _interrupted_steps(result) -> bool:
+    """A step failed because a signal interrupted it (Dagster's own error for that)."""
+    for ev in getattr(result, "all_events", None) or []:
+        if ev.is_step_failure:
+            err = ev.step_failure_data.error
+            while err is not None:
+                if err.cls_name in ("DagsterExecutionInterruptedError", "KeyboardInterrupt"):
+                    return True
+                err = err.cause
+    return False
+
+
 def guarded_materialize(assets: Sequence, *, instance: DagsterInstance, log: Callable[[str], None] = print,
-                        **kwargs):
+                        tick: Optional[Callable[[], None]] = None, **kwargs):
     """``materialize(..., raise_on_error=False)`` under the Watchdog: raises KeyboardInterrupt (after marking
     this process's runs failed and freeing their slots) when SIGINT/SIGTERM arrived meanwhile."""
     kwargs.setdefault("tags", process_tags())
-    with Watchdog(instance, log) as dog:
+    with Watchdog(instance, log, tick) as dog:
         try:
             result = materialize(assets, instance=instance, raise_on_error=False, **kwargs)
         except KeyboardInterrupt:
             dog.interrupted = True
             result = None
+    if interrupts.received() is not None or _interrupted_steps(result):
+        dog.interrupted = True
     if dog.interrupted:
         _fail_own_runs(instance)
         raise KeyboardInterrupt
@@ -257,34 +287,154 @@ def error_message(err) -> str:
     return msg if len(msg) <= 400 else msg[:397] + "..."
 
 
-class Progress:
-    """A tqdm bar (elapsed, ETA) on a terminal; elsewhere, quiet: only failures and summaries are printed."""
+def _duration(seconds: float) -> str:
+    seconds = int(max(seconds, 0))
+    h, rest = divmod(seconds, 3600)
+    m, sec = divmod(rest, 60)
+    return f"{h}h{m:02d}m" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
 
-    def __init__(self, total: int, desc: str, enabled: Optional[bool] = None):
+
+class Progress:
+    """Per benchmark: partitions done of the total, rate and ETA, the partition running (generator x item, in the
+    benchmark's own unit: episode, story, case, sample, video) and its current stage (the asset step Dagster
+    started). On a terminal, a tqdm bar redrawn every tick so the clock moves inside a long partition; elsewhere
+    (a CI log, a pipe) plain timestamped lines: one per stage started, a heartbeat every HEARTBEAT_S, failures."""
+
+    HEARTBEAT_S = 30.0
+
+    def __init__(self, total: int, desc: str, enabled: Optional[bool] = None, lines: Optional[bool] = None,
+                 clock: Callable[[], float] = time.monotonic):
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.lines = (not self.enabled) if lines is None else lines  # timestamped lines off a terminal
+        self.total, self.desc, self.clock = total, desc, clock
+        self.done = 0
+        self.kinds: dict[str, list] = {}  # kind -> [partitions planned, done, ran, seconds spent running]
+        self.kind = ""
+        self.item, self.stage_name = "", ""
+        self.t0 = self.clock()
+        self._item_t0: Optional[float] = None
+        self._last_line = self.t0
         self.bar = None
         if self.enabled and total:
             from tqdm import tqdm
-            self.bar = tqdm(total=total, desc=desc, unit="part", file=sys.stderr, dynamic_ncols=True,
+            self.bar = tqdm(total=total, desc=desc, unit="partition", file=sys.stderr, dynamic_ncols=True,
                             bar_format="{desc} {n_fmt}/{total_fmt} |{bar}| {elapsed}<{remaining} {postfix}")
 
-    def label(self, text: str) -> None:
-        if self.bar is not None:
-            self.bar.set_postfix_str(text[:60])
+    # ------------------------------------------------------------------ what is running
+    def plan(self, kind: str, n: int) -> None:
+        """``n`` partitions of this kind (item, generator x item, aggregate) are coming: the ETA weighs each kind
+        by its own mean time, since a dataset partition and a scored generator partition differ a hundredfold."""
+        self.kinds.setdefault(kind, [0, 0, 0, 0.0])[0] += n
+
+    def label(self, text: str, kind: str = "") -> None:
+        """A partition is next (it may turn out to be up to date)."""
+        self.item, self.stage_name, self._item_t0, self.kind = text, "", None, kind
+        self._postfix()
+
+    def stage(self, step_key: str) -> None:
+        """Dagster started this step of the current partition."""
+        if self._item_t0 is None:
+            self._item_t0 = self.clock()
+        self.stage_name = step_key
+        self._postfix()
+        if self.lines:
+            self._line(f"{self.item}: {step_key}")
 
     def step(self) -> None:
+        """The current partition is done (materialised, up to date or failed)."""
+        k = self.kinds.setdefault(self.kind, [0, 0, 0, 0.0])
+        k[1] += 1
+        if self._item_t0 is not None:  # only partitions that ran count towards the rate
+            k[2] += 1
+            k[3] += self.clock() - self._item_t0
+            self._item_t0 = None
+        self.done += 1
         if self.bar is not None:
             self.bar.update(1)
+
+    def tick(self) -> None:
+        """Called a few times a second while a run is going."""
+        if self.bar is not None:
+            self.bar.refresh()
+        elif self.lines and self.clock() - self._last_line >= self.HEARTBEAT_S and self.stage_name:
+            self._line(f"{self.item}: {self.stage_name} (still running)")
+
+    # ------------------------------------------------------------------ text
+    def rate_eta(self) -> str:
+        """'1.50 <item_dim>/min, ETA 4m00s': the rate of the kind running now, the ETA over every kind left, each
+        at its own mean time (from the partitions that actually ran; up-to-date ones cost ~nothing)."""
+        left, unknown = 0.0, False
+        for planned, done, ran, spent in self.kinds.values():
+            if planned - done <= 0:
+                continue
+            if ran and spent > 0:
+                left += (planned - done) * spent / ran
+            else:
+                unknown = True
+        cur = self.kinds.get(self.kind)
+        rate = (f"{60.0 * cur[2] / cur[3]:.2f} {(self.kind or 'partition').split(' x ')[-1]}/min"
+                if cur and cur[2] and cur[3] > 0 else "rate -")
+        eta = "ETA -" if unknown else f"ETA {_duration(left)}"
+        return f"{rate}, {eta}"
+
+    def status(self) -> str:
+        return (f"{self.desc} {self.done}/{self.total} partitions, {_duration(self.clock() - self.t0)} elapsed, "
+                f"{self.rate_eta()}")
+
+    def _postfix(self) -> None:
+        if self.bar is not None:
+            stage = f" | {self.stage_name}" if self.stage_name else ""
+            self.bar.set_postfix_str(f"{self.item}{stage}"[:70], refresh=True)
+
+    def _line(self, text: str) -> None:
+        self._last_line = self.clock()
+        stamp = time.strftime("%H:%M:%S")
+        print(f"[{stamp}] {self.status()} | {text}", file=sys.stderr, flush=True)
 
     def write(self, text: str) -> None:
         if self.bar is not None:
             self.bar.write(text, file=sys.stderr)
+        elif self.lines:
+            print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
         else:
             print(text, file=sys.stderr)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+        elif self.lines and self.done:
+            self._line("done")
+
+
+@contextlib.contextmanager
+def step_starts(instance: DagsterInstance, on_step: Callable[[str], None]) -> Iterator[None]:
+    """Call ``on_step(step_key)`` as each step of a run in this process starts. Dagster's event listeners are keyed
+    by a run id that ``materialize`` does not expose before it runs, so every run started meanwhile gets the
+    listener (the instance's subscriber table is a defaultdict; it is restored afterwards)."""
+    from collections import defaultdict
+    subs = getattr(instance, "_subscribers", None)
+    if not isinstance(subs, defaultdict):
+        yield
+        return
+
+    def listener(entry) -> None:
+        ev = getattr(entry, "dagster_event", None)
+        if ev is not None and ev.event_type_value == "STEP_START" and ev.step_key:
+            try:
+                on_step(ev.step_key)
+            except Exception:  # noqa: BLE001 - progress never fails a run
+                pass
+
+    old = subs.default_factory
+    subs.default_factory = lambda: [listener]
+    try:
+        yield
+    finally:
+        subs.default_factory = old
+        for run_id in [k for k, v in subs.items() if listener in v]:
+            subs[run_id] = [f for f in subs[run_id] if f is not listener]
+            if not subs[run_id]:
+                del subs[run_id]
 
 
 @dataclass
@@ -299,6 +449,10 @@ class RunStats:
     forward_s: float = 0.0
     judge_calls: int = 0
     decodes: int = 0
+    # issue 25: why partitions re-ran ("<reason>" -> asset partitions), and the judge traffic of the run over every
+    # endpoint (requests_by_endpoint, answers_reused, questions_asked, questions_reasked)
+    reruns: dict = field(default_factory=dict)
+    judge: dict = field(default_factory=dict)
 
     def warning_summary(self, first: int = 3) -> list[str]:
         """One line per asset: how many warnings, and the first few (not one line per item)."""
@@ -330,13 +484,21 @@ def _collect_warnings(instance: DagsterInstance, run_id: str, stats: RunStats) -
             stats.warnings.setdefault(step, []).append(msg)
 
 
+def judge_delta(before: dict, after: dict) -> dict:
+    """The judge traffic between two ``judge_counters()`` snapshots (every endpoint, judge and answerers)."""
+    by = {k: v - before["requests_by_endpoint"].get(k, 0) for k, v in after["requests_by_endpoint"].items()}
+    return {"requests_by_endpoint": {k: v for k, v in by.items() if v},
+            **{k: after[k] - before[k] for k in ("answers_reused", "questions_asked", "questions_reasked")}}
+
+
 def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, partitions: BenchmarkPartitions,
              items: list[str], generators: list[GeneratorInfo], item_assets: Sequence[str],
              generator_assets: Sequence[str], aggregate_assets: Sequence[str],
              progress: Optional[Callable[[str], None]] = None, only_stale: bool = True,
              log_level: str = "CRITICAL", show_progress: Optional[bool] = None,
-             extra_tags: Optional[dict] = None) -> RunStats:
+             extra_tags: Optional[dict] = None, force: bool = False) -> RunStats:
     """Materialise every missing or stale partition of the benchmark, item assets first, then aggregates.
+    ``force``: every partition of the selection re-runs regardless (``bench evaluate --force``).
 
     A partition also re-runs when its last materialisation counted evaluator failures (judge outage, replay
     miss, missing weights) and the evaluator state changed since (core/automation.py).
@@ -347,6 +509,7 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
     d0 = media.decode_count()
     judge = resources.get("judge")
     j0 = judge.stats()["network_calls"] if judge is not None else 0
+    jc0 = judge_counters()
     total = len(items) * (1 + len(generators)) + len(aggregate_assets)
     bar = Progress(total, partitions.benchmark, enabled=show_progress)
     say = progress or bar.write
@@ -359,23 +522,25 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
         instance.add_dynamic_partitions(partitions.generators.name,
                                         [g.name for g in generators if g.name not in known_gens])
     state = evaluator_state(resources)
-    tags = {**process_tags(), "bench/evaluator_state": state, **(extra_tags or {})}
+    tags = {**process_tags(), "bench/evaluator_state": state, **evaluator_tags(resources), **(extra_tags or {})}
 
-    def run(selection: Sequence[str], partition_key: Optional[str], label: str) -> bool:
-        bar.label(label)
+    def run(selection: Sequence[str], partition_key: Optional[str], label: str, kind: str) -> bool:
+        bar.label(label, kind)
         todo = [AssetKey(a) for a in selection]
-        if only_stale:
-            stale = {k for k, _, _ in stale_or_missing(instance, assets, todo, lambda _k: [partition_key])}
-            stale |= {k for k in todo if needs_rerun_for_evaluator(instance, k, partition_key, state)}
-            todo = sorted(stale, key=str)
+        if only_stale or force:  # core/automation.py rerun_plan: missing, stale, input changed, evaluator, forced
+            why = rerun_plan(instance, assets, todo, partition_key, resources, force=force)
+            for k, reason in why.items():
+                stats.reruns.setdefault(reason, []).append((k.to_user_string(), partition_key))
+            todo = sorted(why, key=str)
         if not todo:
             return True
         if progress is not None:
             progress(f"  materialising {label}: {', '.join(k.to_user_string() for k in todo)}")
         try:
-            result = guarded_materialize(assets, instance=instance, log=say, selection=todo,
-                                         partition_key=partition_key, resources=resources, tags=tags,
-                                         run_config={"loggers": {"console": {"config": {"log_level": log_level}}}})
+            with step_starts(instance, bar.stage):
+                result = guarded_materialize(assets, instance=instance, log=say, selection=todo, tick=bar.tick,
+                                             partition_key=partition_key, resources=resources, tags=tags,
+                                             run_config={"loggers": {"console": {"config": {"log_level": log_level}}}})
         except KeyboardInterrupt:
             stats.interrupted = True
             raise
@@ -390,21 +555,27 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
                 say(f"FAILED {ev.step_key} for {label}: {msg}")
         return False
 
+    item_kind, gen_kind = f"{partitions.item_dim}", f"generator x {partitions.item_dim}"
+    bar.plan(item_kind, len(items))
+    bar.plan(gen_kind, len(items) * len(generators))
+    bar.plan("aggregate", len(aggregate_assets))
     try:
         ok_items = []
         for item in items:
-            if run(item_assets, item, f"{partitions.item_dim} {item}"):
+            if run(item_assets, item, f"{partitions.item_dim} {item}", item_kind):
                 ok_items.append(item)
             bar.step()
+        bar.kind = gen_kind
         for _ in range(len(items) - len(ok_items)):  # their generator partitions cannot run
             for _g in generators:
                 bar.step()
         for g in generators:
             for item in ok_items:
-                run(generator_assets, str(partitions.key(g.name, item)), f"{g.name} x {item}")
+                run(generator_assets, str(partitions.key(g.name, item)), f"{g.name} x {partitions.item_dim} {item}",
+                    gen_kind)
                 bar.step()
         for a in aggregate_assets:
-            run([a], None, a)
+            run([a], None, a, "aggregate")
             bar.step()
     finally:
         bar.close()
@@ -412,5 +583,6 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
     stats.forwards, stats.forward_s = f1 - f0, s1 - s0
     stats.decodes = media.decode_count() - d0
     stats.judge_calls = (judge.stats()["network_calls"] - j0) if judge is not None else 0
+    stats.judge = judge_delta(jc0, judge_counters())
     stats.wall_s = time.perf_counter() - t0
     return stats

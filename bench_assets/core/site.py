@@ -774,15 +774,49 @@ def report_metadata(store, benchmark: str) -> dict:
                 "(demo and evaluate do at their end)")}
 
 
-def build_site(store, benchmarks, out_dir: Path | None = None) -> Path:
+SITE_STATE = ".site-state.json"
+
+
+def site_fingerprint(store) -> str:
+    """What the site is built from: every table file of the store (path, size, mtime) and the site's own code and
+    templates. Equal fingerprints mean an identical site, so a run that changed nothing skips the rebuild."""
+    h = hashlib.sha256()
+    tables = Path(store.table_dir("x")).parent
+    pkg = Path(__file__).resolve().parents[1]
+    code = [Path(__file__), Path(R.__file__), Path(AU.__file__), pkg / "templates", *sorted(pkg.glob("*/page.py"))]
+    for root in [tables, *code]:
+        paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        for p in paths:
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            h.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def build_site(store, benchmarks, out_dir: Path | None = None, only_if_changed: bool = False) -> Path:
     """Write the whole site (index.html, <benchmark>.html, audit/<benchmark>/*.html, validity.html, site.css) for
     the registry's benchmarks (``bench_assets.benchmarks.BENCHMARKS``: entries with ``page``, ``metrics`` and
     ``headline``) and return the index.html path. Needs a local store (the pages link its artifacts by relative
-    path)."""
+    path). ``only_if_changed``: keep the site as it is when neither the store's tables nor the site's code changed
+    since it was written (``site_fingerprint``)."""
     if not getattr(store, "is_local", True):
         raise ValueError(f"the report site is written next to a local store; {store.root} is remote")
-    entries = registry(benchmarks)
     out = Path(out_dir) if out_dir is not None else default_out_dir(store)
+    state = out / SITE_STATE
+    fingerprint = site_fingerprint(store)
+    if only_if_changed and (out / "index.html").is_file() and state.is_file() \
+            and state.read_text(encoding="utf-8").strip() == fingerprint:
+        return out / "index.html"
+    state.unlink(missing_ok=True)  # a build that stops half-way leaves no claim to be current
+    index = _build_site(store, benchmarks, out)
+    R.write_atomic(state, fingerprint)
+    return index
+
+
+def _build_site(store, benchmarks, out: Path) -> Path:
+    entries = registry(benchmarks)
     out.mkdir(parents=True, exist_ok=True)
     R.copy_stylesheet(out)
     env = R.environment()

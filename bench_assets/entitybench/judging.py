@@ -10,7 +10,6 @@ from typing import Optional, Sequence
 
 import cv2
 import numpy as np
-import supervision as sv
 
 from bench_resources.judge import JudgeRequest, png_bytes
 
@@ -52,6 +51,7 @@ def fidelity_values(answer: dict, entity_type: str) -> dict[str, float]:
 def action_grid(frames: Sequence[np.ndarray], boxes: Sequence[dict[str, tuple]], names: dict[str, str],
                 rows: int = 2, cols: int = 3) -> np.ndarray:
     """Tile 6 frames 2x3 with each scheduled entity's box drawn in its own colour and labelled by name."""
+    import supervision as sv  # here, not at module level: it costs ~1.8 s of every definitions import
     ids = sorted(names)
     palette = sv.ColorPalette.DEFAULT
     box_ann = sv.BoxAnnotator(color=palette, thickness=2, color_lookup=sv.ColorLookup.CLASS)
