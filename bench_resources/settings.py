@@ -4,6 +4,8 @@
 The variables and their defaults are listed in bench_resources/config.py; this module adds
 
 BENCH_MEDIA_ROOTS   extra folders generator outputs / dataset media may link into (os.pathsep-separated); default none
+BENCH_MAX_STREAM_SIDE  longest side of streamed (chunked) frames, larger ones downscaled (core/media.py); default
+                       2048, 0 = no bound
 
 Kept free of heavy imports so that `bench` checks its environment in milliseconds.
 """
@@ -77,7 +79,7 @@ def validate_environment(env: Optional[dict] = None) -> None:
     if dev and not _DEVICE.match(dev):
         raise ConfigError(f"BENCH_DEVICE={dev!r}: use auto, cpu, cuda, cuda:N or mps")
     _number(env, "BENCH_BATCH_SIZE", int, 1)
-    for name in ("BENCH_CLIP_CACHE_BYTES", "BENCH_SHOT_FRAMES_BYTES", "BENCH_NT_SPILL_BYTES"):
+    for name in ("BENCH_CLIP_CACHE_BYTES", "BENCH_SHOT_FRAMES_BYTES", "BENCH_NT_SPILL_BYTES", "BENCH_MAX_STREAM_SIDE"):
         _number(env, name, int, 0)
     _choice(env, "BENCH_JUDGE_MODE", JUDGE_MODES)
     _choice(env, "BENCH_JUDGE_BACKEND", JUDGE_BACKENDS)

@@ -326,3 +326,34 @@ def test_narrativetrack_duplicate_id_in_the_cli(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "listed twice" in err and "no video" not in err and len(err.strip().splitlines()) == 1, err
     assert str(root / "videos.json") in err
+
+
+def test_sensor_keeps_working_beside_a_bad_generator_folder(tmp_path, monkeypatch):
+    """The UI's sensors use the same discovery: a card nested 50,000 deep is logged as its folder's error and the
+    good generator next to it is still registered and requested."""
+    from dagster import DagsterInstance, build_sensor_context
+    data = tmp_path / "data"
+    (data / "mbench" / "cases").mkdir(parents=True)
+    shutil.copy(DATA / "mbench" / "cases" / "a_obj01.json", data / "mbench" / "cases")
+    shutil.copytree(DATA / "mbench" / "frames", data / "mbench" / "frames")
+    good = data / "generators" / "mbench_consistent"
+    good.mkdir(parents=True)
+    shutil.copy(DATA / "generators" / "mbench_consistent" / "generator.yaml", good)
+    shutil.copy(DATA / "generators" / "mbench_consistent" / "a_obj01.mp4", good)
+    _card(data / "generators" / "deep", "name: " + "[" * 50000 + "]" * 50000 + "\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
+    for k, v in {"BENCH_DATA_ROOT": data, "BENCH_GENERATORS_ROOT": data / "generators", "DAGSTER_HOME": home,
+                 "BENCH_STORE_ROOT": tmp_path / "store"}.items():
+        monkeypatch.setenv(k, str(v))
+    from bench_assets import definitions as d
+    from bench_assets.mbench import assets as mb
+    instance = DagsterInstance.get()
+    try:
+        ctx = build_sensor_context(instance=instance, repository_def=d.defs.get_repository_def())
+        result = d.SENSORS["mbench"].evaluate_tick(ctx)
+        assert list(result.run_requests or []), result.skip_message
+        assert instance.get_dynamic_partitions(mb.P.generators.name) == ["mbench_consistent"]
+    finally:
+        instance.dispose()

@@ -146,8 +146,10 @@ def test_unusable_inputs_raise_one_clear_error_naming_the_file(tmp_path):
     garbage.write_bytes(b"not a video at all" * 10)
     empty = tmp_path / "empty.mp4"
     empty.write_bytes(b"")
+    short = tmp_path / "short_cut.mp4"  # index at the front: declares 40 frames, holds fewer than the minimum
+    short.write_bytes(front[: len(front) // 12])
     cases = {renamed: "still image", tmp_path: "is a directory", tiny: "2x2 is below the minimum",
-             zero: "zero frames", truncated: "Invalid data", cut: "truncated or corrupt", garbage: "cannot be opened",
+             zero: "zero frames", truncated: "Invalid data", short: "the file is truncated", garbage: "cannot be opened",
              empty: "empty file", tmp_path / "missing.mp4": "not found"}
 
     def stream_all(path):  # probing alone cannot see a cut stream: the pass that needs the frames does
@@ -160,10 +162,13 @@ def test_unusable_inputs_raise_one_clear_error_naming_the_file(tmp_path):
             with pytest.raises(media.DecodeError) as e:
                 fn(path)
             assert str(path) in str(e.value) and why in str(e.value), (path, str(e.value))
-    src = media.VideoSource(cut)  # frames before the cut are still served
-    head = src.take([0, 5])
+    src = media.VideoSource(cut)  # a file cut short is evaluated on the frames it holds, the cut recorded
+    assert src.declared_frames == N and media.MIN_FRAMES_CUT_SHORT <= src.n_frames < N
+    head = src.take([0, 5, src.n_frames - 1])
     src.run()
-    assert head.frames.shape == (2, H, W, 3)
+    assert head.frames.shape == (3, H, W, 3)
+    assert any(f"declares {N} frames but the file holds {src.n_frames}" in w for w in src.warnings)
+    assert media.decode_video(cut).n_frames >= media.MIN_FRAMES_CUT_SHORT
 
 
 def test_clip_cache_is_bounded_in_bytes(tmp_path):

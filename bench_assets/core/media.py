@@ -29,8 +29,22 @@ needed frame; chunk consumers never see more than ``chunk + overlap`` frames hel
 memory is flat in video length. Counters (``counters()``) report passes, frames decoded, frames converted and
 frames needed, so scripts and tests can check "one pass, only what is needed".
 
-Indices are native frame indices (0-based, in decode order of presentation); ``n_frames`` comes from the
-container (or a demux-only packet count when the container does not say), ``fps`` from the stream's rate.
+Indices are native frame indices (0-based, in decode order of presentation); ``n_frames`` is the number of frame
+packets the file really holds (a demux-only count, no decode), ``fps`` comes from the stream's timestamps.
+
+Files as they come (each finding is a line in ``src.warnings``, logged to the ``bench.media`` logger that Dagster
+records on the step, and counted in ``src.health()``):
+- cut short: a file whose container declares more frames than it holds is evaluated on the frames it holds (and a
+  stream that stops decoding early on the frames decoded), with declared vs present / decoded frames recorded;
+  fewer than ``MIN_FRAMES_CUT_SHORT`` usable frames is a DecodeError.
+- wrong rate in the header: frame times come from the packets' timestamps (``frame_times()``; ``fps`` is the
+  timestamps' mean rate); a header that disagrees by more than 1 % is recorded.
+- decode errors: frames FFmpeg marks corrupt (it conceals the damage and returns them) and frames lost (packets
+  that gave no frame) are counted per pass (``stats.corrupt_frames`` / ``stats.lost_frames``).
+- rotation: a display-rotation tag is reported (frames are analysed as stored, not rotated).
+- size: chunked requests (the per-frame walks that flow runs on) of frames whose longer side exceeds
+  ``max_stream_side()`` (``BENCH_MAX_STREAM_SIDE``, default 2048) are downscaled to it while converting, the
+  scale recorded (``stats.stream_scale``), so memory stays bounded on a 4096x2160 shot.
 
 The legacy whole-clip API still works while benchmarks migrate: ``ClipCache.get(path) -> Clip`` with
 ``.frames`` (every frame, RGB uint8 [T,H,W,3]), ``.take``, ``.even``, ``.n_frames``, ``.fps``, ``.size``,
@@ -47,6 +61,7 @@ the run manifest.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 import time
@@ -60,6 +75,31 @@ import numpy as np
 # Smallest frame side accepted: below this no metric (face, detection, flow) means anything.
 MIN_SIDE = 16
 DEFAULT_CHUNK = 32
+# A file cut short (or that stops decoding early) is evaluated on what it holds when at least this many frames are
+# usable: half a second at 16 fps, the fewest any temporal metric here reads; fewer is an error naming the file.
+MIN_FRAMES_CUT_SHORT = 8
+# Header rate vs timestamp rate: a relative difference beyond this is recorded (rounding of 23.976 vs 24000/1001
+# stays far below it).
+RATE_TOLERANCE = 0.01
+DEFAULT_MAX_STREAM_SIDE = 2048
+
+_log = logging.getLogger("bench.media")
+
+
+def max_stream_side() -> int:
+    """Longest frame side of chunked (streamed) requests: BENCH_MAX_STREAM_SIDE, default 2048; 0 = no bound."""
+    raw = os.environ.get("BENCH_MAX_STREAM_SIDE", "")
+    return int(raw) if raw.strip() else DEFAULT_MAX_STREAM_SIDE
+
+
+def bounded_size(size: tuple[int, int], max_side: int) -> tuple[Optional[tuple[int, int]], float]:
+    """((W, H) to resize to, scale) for frames of ``size`` whose longer side exceeds ``max_side``; (None, 1.0)
+    when they fit. Sides stay even (what swscale and every flow model here handle without padding)."""
+    w, h = size
+    if max_side <= 0 or max(w, h) <= max_side:
+        return None, 1.0
+    scale = max_side / max(w, h)
+    return (max(2, int(round(w * scale / 2)) * 2), max(2, int(round(h * scale / 2)) * 2)), scale
 
 _lock = threading.Lock()
 _counts = {"passes": 0, "frames_decoded": 0, "frames_converted": 0, "frames_needed": 0,
@@ -171,6 +211,9 @@ class PassStats:
     frames_needed: int = 0
     peak_chunk_frames: int = 0   # frames held at once in chunk buffers
     gathered_frames: int = 0     # frames kept for gathered requests (their consumers asked for all of them)
+    corrupt_frames: int = 0      # frames FFmpeg returned marked corrupt (damage concealed, not repaired)
+    lost_frames: int = 0         # frame packets that gave no frame (counted when the pass reaches the end)
+    stream_scale: float = 1.0    # scale applied to chunked requests' frames (1.0: native size)
 
 
 class VideoSource:
@@ -183,7 +226,36 @@ class VideoSource:
         self._started = False
         self.done = False
         self.stats = PassStats(self.path)
-        self.n_frames, self.fps, self.size, self.codec, self.container_format = _probe(Path(path), min_side)
+        info = _probe(Path(path), min_side)
+        self.n_frames, self.fps, self.size = info["n_frames"], info["fps"], info["size"]
+        self.codec, self.container_format = info["codec"], info["format"]
+        self.declared_frames: Optional[int] = info["declared_frames"]   # what the container says (None: silent)
+        self.fps_header: float = info["fps_header"]
+        self._times: Optional[np.ndarray] = info["times"]
+        self.rotation = 0            # display rotation in degrees (read from the first decoded frame)
+        self.warnings: list[str] = []
+        for w in info["warnings"]:
+            self._warn(w)
+
+    def _warn(self, msg: str) -> None:
+        self.warnings.append(msg)
+        _log.warning(msg)
+
+    def frame_times(self) -> np.ndarray:
+        """Presentation time of every frame in seconds from the first, from the packets' timestamps (evenly
+        spaced at ``fps`` when the file carries none)."""
+        if self._times is not None and len(self._times) == self.n_frames:
+            return self._times
+        return np.arange(self.n_frames) / (self.fps if self.fps > 0 else 1.0)
+
+    def health(self) -> dict:
+        """What was found about this file: declared / present / decoded frames, corrupt and lost frames, header vs
+        timestamp rate, rotation, the stream scale and every warning (a row or a board can carry it as is)."""
+        return {"declared_frames": self.declared_frames, "present_frames": self.n_frames,
+                "decoded_frames": self.stats.frames_decoded if self.done else None,
+                "corrupt_frames": self.stats.corrupt_frames, "lost_frames": self.stats.lost_frames,
+                "fps_header": self.fps_header, "fps": self.fps, "rotation": self.rotation,
+                "stream_scale": self.stats.stream_scale, "warnings": list(self.warnings)}
 
     # ------------------------------------------------------------------ stating needs
     @property
@@ -222,6 +294,12 @@ class VideoSource:
         if chunk < 1 or overlap < 0:
             raise ValueError(f"chunk must be >= 1 and overlap >= 0 (got {chunk}, {overlap})")
         idx = range(self.n_frames) if indices is None else indices
+        if size is None:  # native frames beyond the bound (a 4K shot) are streamed downscaled, the scale recorded
+            size, scale = bounded_size(self.size, max_stream_side())
+            if size is not None and self.stats.stream_scale == 1.0:
+                self.stats.stream_scale = scale
+                self._warn(f"{self.path}: {self.size[0]}x{self.size[1]} frames are streamed to {name} at "
+                           f"{size[0]}x{size[1]} (scale {scale:.3f}; BENCH_MAX_STREAM_SIDE={max_stream_side()})")
         return self._add(Request(self, list(idx), size, name, on_chunk=on_chunk, chunk=chunk, overlap=overlap))
 
     # ------------------------------------------------------------------ the one pass
@@ -268,6 +346,7 @@ class VideoSource:
             carried[id(r)] = keep
 
         decoded = 0
+        failed_at = ""
         if last >= 0:
             import av
             try:
@@ -286,9 +365,18 @@ class VideoSource:
                     except StopIteration:
                         break
                     except Exception as e:
-                        raise DecodeError(f"{self.path}: decoding failed at frame {decoded} ({e})") from e
+                        if decoded < MIN_FRAMES_CUT_SHORT or decoded > last:
+                            raise DecodeError(f"{self.path}: decoding failed at frame {decoded} ({e})") from e
+                        failed_at = f"decoding failed at frame {decoded} ({str(e).strip()[:120]})"
+                        break
                     finally:
                         decode_s += time.perf_counter() - t
+                    if decoded == 0 and getattr(frame, "rotation", 0):
+                        self.rotation = int(frame.rotation)
+                        self._warn(f"{self.path}: display rotation {self.rotation} degrees is not applied; frames are "
+                                   f"analysed as stored ({self.size[0]}x{self.size[1]})")
+                    if getattr(frame, "is_corrupt", False):
+                        self.stats.corrupt_frames += 1
                     i = decoded
                     decoded += 1
                     users = need.get(i)
@@ -318,10 +406,27 @@ class VideoSource:
                 _add(decode_s=decode_s, convert_s=convert_s)
         self.stats.frames_decoded = decoded
         _add(frames_decoded=decoded)
+        if decoded < self.n_frames and (decoded <= last or failed_at):   # the pass ran to where the file stops
+            self.stats.lost_frames = self.n_frames - decoded
         missing = [i for i in need if i >= decoded]
-        if missing:
+        if missing and decoded < MIN_FRAMES_CUT_SHORT:
             raise DecodeError(f"{self.path}: the stream ended after {decoded} frames but frame {min(missing)} was "
-                              f"needed (the container declares {self.n_frames}); the file is truncated or corrupt")
+                              f"needed (the file holds {self.n_frames} frame packets); the file is truncated or "
+                              f"corrupt, and fewer than {MIN_FRAMES_CUT_SHORT} frames decode")
+        if missing:  # evaluated on what decodes: every request keeps the frames it got, in order
+            self._warn(f"{self.path}: {failed_at or 'the stream ended'} after {decoded} of {self.n_frames} frames "
+                       f"(the container declares {self.declared_frames or self.n_frames}); evaluated on the "
+                       f"{decoded} decoded frames, {len(missing)} requested frames past the end left out")
+            for r in reqs:
+                kept = [i for i in r.indices if i < decoded]
+                if len(kept) < len(r.indices):
+                    r.indices = kept
+                    r._pos = {i: j for j, i in enumerate(kept)}
+                    if r._frames is not None:
+                        r._frames = r._frames[:len(kept)]
+        if self.stats.corrupt_frames:
+            self._warn(f"{self.path}: {self.stats.corrupt_frames} frames decoded with errors that FFmpeg concealed "
+                       f"(the picture is damaged, not repaired)")
         for r in reqs:
             if r.streamed:
                 flush(r, final=True)
@@ -340,8 +445,12 @@ def _to_rgb(frame, size: Size) -> np.ndarray:
 _IMAGE_FORMATS = {"image2", "image2pipe", "apng"}
 
 
-def _probe(p: Path, min_side: int) -> tuple[int, float, tuple[int, int], str, str]:
-    """(n_frames, fps, (W, H), codec, container format) without decoding; DecodeError when unusable."""
+def _probe(p: Path, min_side: int) -> dict:
+    """What the file holds, without decoding: n_frames (frame packets present), declared_frames, fps (from the
+    timestamps), fps_header, times, size (W, H), codec, format, warnings. DecodeError when unusable.
+
+    Every packet is demuxed (read, not decoded): the count is what the file really holds (a container cut short
+    declares more) and the timestamps give the frame times (a header can state the wrong rate)."""
     import av
     if not p.exists():
         raise DecodeError(f"{p}: file not found")
@@ -355,6 +464,7 @@ def _probe(p: Path, min_side: int) -> tuple[int, float, tuple[int, int], str, st
         raise DecodeError(f"{p}: ends before any frame (zero frames, or a truncated container)") from e
     except Exception as e:
         raise DecodeError(f"{p}: cannot be opened as a video ({e})") from e
+    warnings: list[str] = []
     try:
         fmt = container.format.name
         if fmt in _IMAGE_FORMATS or fmt.endswith("_pipe"):
@@ -366,13 +476,42 @@ def _probe(p: Path, min_side: int) -> tuple[int, float, tuple[int, int], str, st
         if w < min_side or h < min_side:
             raise DecodeError(f"{p}: frame size {w}x{h} is below the minimum {min_side}x{min_side}")
         rate = s.average_rate or s.guessed_rate or s.base_rate
-        fps = float(rate) if rate else 0.0
-        n = int(s.frames or 0)
-        if n <= 0:  # the container does not say (mkv, webm, avi without index): count packets, no decode
-            n = sum(1 for pkt in container.demux(s) if pkt.size)
+        fps_header = float(rate) if rate else 0.0
+        declared = int(s.frames or 0) or None
+        stamps: list[int] = []
+        n = 0
+        try:
+            for pkt in container.demux(s):
+                if not pkt.size:
+                    continue
+                n += 1
+                t = pkt.pts if pkt.pts is not None else pkt.dts
+                if t is not None:
+                    stamps.append(int(t))
+        except av.error.FFmpegError as e:  # the data stops inside a packet: what came before is what it holds
+            warnings.append(f"{p}: reading stopped after {n} frame packets ({str(e).strip()[:120]})")
         if n <= 0:
             raise DecodeError(f"{p}: has zero frames")
-        return n, fps, (w, h), s.codec_context.name, fmt
+        if declared is not None and n < declared:
+            if n < MIN_FRAMES_CUT_SHORT:
+                raise DecodeError(f"{p}: the container declares {declared} frames but the file holds {n}; the file "
+                                  f"is truncated, and fewer than {MIN_FRAMES_CUT_SHORT} frames are present")
+            warnings.append(f"{p}: the container declares {declared} frames but the file holds {n} (cut short or "
+                            f"damaged); evaluated on the {n} present")
+        times, fps = None, fps_header
+        tb = float(s.time_base) if s.time_base else 0.0
+        if len(stamps) == n and n >= 2 and tb > 0:
+            st = np.sort(np.asarray(stamps, np.int64))
+            span = float(st[-1] - st[0]) * tb
+            if span > 0 and len(np.unique(st)) == n:
+                times = (st - st[0]).astype(np.float64) * tb
+                fps_ts = (n - 1) / span
+                if fps_header <= 0 or abs(fps_ts / fps_header - 1) > RATE_TOLERANCE:
+                    warnings.append(f"{p}: the header states {fps_header:.3f} fps but the timestamps give "
+                                    f"{fps_ts:.3f} fps; frame times follow the timestamps")
+                    fps = fps_ts
+        return {"n_frames": n, "declared_frames": declared, "fps": fps, "fps_header": fps_header, "times": times,
+                "size": (w, h), "codec": s.codec_context.name, "format": fmt, "warnings": warnings}
     except DecodeError:
         raise
     except Exception as e:
