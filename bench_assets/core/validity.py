@@ -26,9 +26,20 @@ Core knows no benchmark: the callers (bench_assets/cli.py, definitions.py) pass 
 benchmark's suite builder (``build_suite`` of ``bench_assets/<benchmark>/validity.py``).
 
 The perturbation builders here are pure functions on frame arrays; writing them as videos is ``write_video``.
+
+Held out (issue 23). Every case names the footage sources it reads (``Case.sources``); ``evaluate_suite`` refuses a
+case naming a source that is not registered as ``validation`` (core/footage.py) and ``run_validity`` builds every
+suite with the validation split in force, so reading a calibration clip fails even where a case forgot to name it.
+Cases are frozen: ``validity_cases.json`` beside this file holds each case's version and the fingerprint of what it
+runs and expects (``case_fingerprint``); a case whose fingerprint differs from its frozen one is not run (its row
+says so) until ``scripts/freeze_validity_cases.py --reason ...`` records a new version, in a commit of its own. The
+table carries each row's ``case_version``. A suite may carry the held-out error rates of the thresholds its
+benchmark fitted on calibration sources (``Suite.thresholds``); ``bench validate`` prints them under the table.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import tempfile
 import time
@@ -45,7 +56,8 @@ from dagster import Output, asset
 from bench_assets.core import stats
 from bench_assets.core.metric_spec import MetricSpecs
 
-VALIDITY_COLUMNS = ["benchmark", "case", "perturbation", "metric_id", "paper_id", "addition", "expected_direction",
+VALIDITY_COLUMNS = ["benchmark", "case", "case_version", "perturbation", "metric_id", "paper_id", "addition",
+                    "expected_direction",
                     "margin", "n_units", "reference_mean", "perturbed_mean", "difference", "effect_size_d", "d_low",
                     "d_high", "passed", "reason"]
 D_PASS = 1.0
@@ -210,6 +222,7 @@ class Case:
     generator: str                 # the perturbed generator's folder name
     expectations: list[Expect]
     description: str = ""
+    sources: tuple = ()            # the footage (core/footage.py) it reads: every one must be a validation source
 
 
 @dataclass
@@ -222,6 +235,62 @@ class Suite:
     # store -> DataFrame[generator, unit, metric_id, value, reason]: the per-unit values of every metric
     unit_values: Callable[["object"], pd.DataFrame] = None
     notes: list[str] = field(default_factory=list)
+    # per threshold fitted on calibration sources: {"threshold", "value", "fitted_on", "held_out_on",
+    # "false_merge_rate", "false_split_rate", "n_same", "n_different", ...} (printed by bench validate)
+    thresholds: list[dict] = field(default_factory=list)
+
+
+# --- the split and the frozen cases ---------------------------------------------------------------------------
+
+LOCK_FILE = Path(__file__).with_name("validity_cases.json")
+
+
+class CaseNotFrozen(ValueError):
+    """A case changed (or is new) since its expectations were frozen."""
+
+
+def case_fingerprint(case: Case) -> str:
+    """What a case runs and expects, hashed: its id, perturbation, generator, sources and every expectation (metric,
+    direction, margin, units). The description is prose and not part of it."""
+    body = {"case": case.case_id, "perturbation": case.perturbation, "generator": case.generator,
+            "sources": sorted(case.sources),
+            "expect": [[e.metric_id, e.direction, e.margin, e.units] for e in case.expectations]}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def load_lock(path: Path = LOCK_FILE) -> dict:
+    return json.loads(Path(path).read_text()) if Path(path).is_file() else {}
+
+
+def frozen_versions(benchmark: str, cases: Sequence[Case], lock: Optional[dict] = None) -> dict[str, object]:
+    """case id -> its frozen version, or a ``CaseNotFrozen`` naming what differs (the case is then not run)."""
+    lock = load_lock() if lock is None else lock
+    out = {}
+    for c in cases:
+        key = f"{benchmark}/{c.case_id}"
+        fp = case_fingerprint(c)
+        entry = lock.get(key)
+        if entry is None:
+            out[c.case_id] = CaseNotFrozen(f"case {key} is not frozen: run scripts/freeze_validity_cases.py "
+                                           f"--reason '...' and commit the lock on its own")
+        elif entry["fingerprint"] != fp:
+            out[c.case_id] = CaseNotFrozen(
+                f"case {key} differs from its frozen version {entry['version']} (fingerprint {fp} != "
+                f"{entry['fingerprint']}): a change to a case or an expectation is frozen in a commit of its own "
+                f"(scripts/freeze_validity_cases.py --reason '...') before it is run")
+        else:
+            out[c.case_id] = int(entry["version"])
+    return out
+
+
+def check_split(suite: Suite) -> None:
+    """Raise ``footage.SplitViolation`` for a case that names no source or a source that is not a validation one."""
+    from bench_assets.core import footage
+    for c in suite.cases:
+        if not c.sources:
+            raise footage.SplitViolation(f"{suite.benchmark} validity case {c.case_id!r} names no source: every case "
+                                         f"lists the footage it reads (Case.sources)")
+        footage.require_split(c.sources, footage.VALIDATION, f"{suite.benchmark} validity case {c.case_id!r}")
 
 
 # the row schema every benchmark's per-item tables share (core record rows): finer levels first
@@ -273,18 +342,29 @@ def check_expectations(suite: Suite, specs: MetricSpecs) -> None:
                                f"expectation)")
 
 
-def validity_rows(suite: Suite, values: pd.DataFrame, specs: MetricSpecs) -> pd.DataFrame:
+def validity_rows(suite: Suite, values: pd.DataFrame, specs: MetricSpecs,
+                  versions: Optional[dict] = None) -> pd.DataFrame:
     """Pure: the validity table of one evaluated suite from its per-unit values; ``specs``: the benchmark's metric
-    specs (an expectation on an undeclared metric is refused, ``check_expectations``)."""
+    specs (an expectation on an undeclared metric is refused, ``check_expectations``); ``versions``: case id -> frozen
+    version or ``CaseNotFrozen`` (``frozen_versions``; None: versions not checked, as for a table built in a test)."""
     check_expectations(suite, specs)
+    versions = versions or {}
     rows = []
     for case in suite.cases:
+        version = versions.get(case.case_id)
         for exp in case.expectations:
             spec = specs.for_unit(exp.metric_id)
-            base = {"benchmark": suite.benchmark, "case": case.case_id, "perturbation": case.perturbation,
+            base = {"benchmark": suite.benchmark, "case": case.case_id,
+                    "case_version": version if isinstance(version, int) else None,
+                    "perturbation": case.perturbation,
                     "metric_id": exp.metric_id + (f" [{exp.units}]" if exp.units else ""),
                     "paper_id": spec.paper_id, "addition": spec.addition,
                     "expected_direction": exp.direction, "margin": exp.margin}
+            if isinstance(version, CaseNotFrozen):   # not run: its expectations were not frozen before the run
+                rows.append({**base, "n_units": 0, "reference_mean": None, "perturbed_mean": None, "difference": None,
+                             "effect_size_d": None, "d_low": None, "d_high": None, "passed": None,
+                             "reason": f"cannot run: {version}"})
+                continue
             m = values[values["metric_id"] == exp.metric_id]
             if exp.units:
                 m = m[m["unit"].astype(str).str.contains(exp.units, regex=True)]
@@ -338,6 +418,8 @@ def evaluate_suite(suite: Suite, benchmark: Any, work_dir: Path,
 
     b = benchmark
     check_expectations(suite, b.metrics)
+    check_split(suite)
+    versions = frozen_versions(suite.benchmark, suite.cases)
     paths = BenchPaths(data_root=str(suite.data_root), generators_root=str(suite.generators_root))
     resources = build_resources(store_root=str(work_dir / "store"), paths=paths)
     gens, errors = discover_generators(paths.generators_dir, suite.benchmark)
@@ -350,7 +432,7 @@ def evaluate_suite(suite: Suite, benchmark: Any, work_dir: Path,
              progress=progress, only_stale=False)
     progress(f"  {suite.benchmark}: evaluated {len(gens)} generators in {time.perf_counter() - t0:.0f} s")
     values = suite.unit_values(resources["store"])
-    return validity_rows(suite, values, b.metrics)
+    return validity_rows(suite, values, b.metrics, versions)
 
 
 def run_validity(benchmarks: Mapping[str, Any], suites: Mapping[str, SuiteBuilder],
@@ -359,9 +441,11 @@ def run_validity(benchmarks: Mapping[str, Any], suites: Mapping[str, SuiteBuilde
     """Build, evaluate and judge every suite in ``suites`` (or the named benchmarks'); ``benchmarks``: the
     benchmark table. A benchmark whose suite is missing, cannot be built, expects an undeclared metric or cannot be
     evaluated gives one row with the reason instead of disappearing."""
+    from bench_assets.core import footage
+
     names = names or list(suites)
-    tables = []
-    with tempfile.TemporaryDirectory(prefix="bench-validity-") as tmp:
+    tables, thresholds = [], []
+    with tempfile.TemporaryDirectory(prefix="bench-validity-") as tmp, footage.use_split(footage.VALIDATION):
         root = Path(work_dir or tmp)
         for name in names:
             if name not in suites or name not in benchmarks:
@@ -373,10 +457,29 @@ def run_validity(benchmarks: Mapping[str, Any], suites: Mapping[str, SuiteBuilde
             progress(f"{name}: building the validity suite from real footage")
             try:
                 suite = suites[name](wd)
+                thresholds += [{"benchmark": name, **t} for t in suite.thresholds]
                 tables.append(evaluate_suite(suite, benchmarks[name], wd, progress))
             except Exception as e:  # the benchmark's row says why; the other benchmarks still run
                 tables.append(_failed_row(name, f"{type(e).__name__}: {e}"))
-    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=VALIDITY_COLUMNS)
+    out = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=VALIDITY_COLUMNS)
+    out.attrs["thresholds"] = thresholds
+    return out
+
+
+def format_thresholds(thresholds: Sequence[dict]) -> str:
+    """Each fitted threshold with what it was fitted on and its error rates on held-out (validation) pairs."""
+    def f(v):
+        return "-" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
+    lines = [f"{'benchmark':14s} {'threshold':34s} {'value':>7s} {'false merge':>12s} {'false split':>12s} "
+             f"{'same':>5s} {'diff':>6s}  fitted on -> held out on"]
+    for t in thresholds:
+        lines.append(f"{t['benchmark']:14s} {t['threshold']:34s} {f(t.get('value')):>7s} "
+                     f"{f(t.get('false_merge_rate')):>12s} {f(t.get('false_split_rate')):>12s} "
+                     f"{f(t.get('n_same')):>5s} {f(t.get('n_different')):>6s}  "
+                     f"{len(t.get('fitted_on') or [])} calibration sources -> "
+                     f"{', '.join(t.get('held_out_on') or []) or '-'}"
+                     + (f"  ({t['note']})" if t.get("note") else ""))
+    return "\n".join(lines)
 
 
 def _failed_row(benchmark: str, reason: str) -> pd.DataFrame:
@@ -399,7 +502,10 @@ def format_table(df: pd.DataFrame) -> str:
             and not (isinstance(r["expected_direction"], float) and math.isnan(r["expected_direction"])) else "?"
         ci = (f"[{f(r['d_low'], '{:.2f}')}, {f(r['d_high'], '{:.2f}')}]"
               if f(r["d_low"]) != "-" or f(r["d_high"]) != "-" else "-")
-        line = (f"{str(r['benchmark']):14s} {str(r['case']):20s} {str(r['metric_id'] or '*'):34s} {exp:>3s} "
+        cv = r.get("case_version")
+        case = str(r["case"]) + (f"@v{int(cv)}" if cv is not None and not (isinstance(cv, float) and math.isnan(cv))
+                                 else "")
+        line = (f"{str(r['benchmark']):14s} {case:20s} {str(r['metric_id'] or '*'):34s} {exp:>3s} "
                 f"{f(r['reference_mean']):>8s} {f(r['perturbed_mean']):>8s} {f(r['difference']):>8s} "
                 f"{f(r['effect_size_d'], '{:.2f}'):>7s} {ci:>17s}  {verdict}")
         if isinstance(r["reason"], str) and r["reason"]:
@@ -428,6 +534,9 @@ def main_validate(args, benchmarks: Mapping[str, Any], suites: Mapping[str, Suit
     keep = Path(args.keep) if getattr(args, "keep", None) else None
     df = run_validity(benchmarks, suites, names, keep)
     print(format_table(df))
+    if df.attrs.get("thresholds"):
+        print("\nthresholds fitted on calibration sources, error rates on validation sources (held out):")
+        print(format_thresholds(df.attrs["thresholds"]))
     path = write_table(build_resources()["store"], df)
     print(f"validity table: {path}")
     return 1 if (df["passed"] == False).any() else 0  # noqa: E712

@@ -68,6 +68,11 @@ CASES = [
     Case("colour_shift", "hue +90 degrees, saturation x1.4", "p_colour_shift",
          [Expect("cs_face_identity", 0, 0.15)]),
 ]
+# the footage every case reads (each case runs on every episode, swaps take donors from other clips): all of it is
+# registered as validation (core/footage.py), which evaluate_suite checks before a case runs
+FOOTAGE = tuple(sorted({e[1] for e in EPISODES} | {d[0] for _, d in SWAP.values() if isinstance(d, tuple)}))
+for _case in CASES:
+    _case.sources = FOOTAGE
 
 
 def episode_json(eid: str, entities: list[tuple[str, list[int]]], n_shots: int) -> dict:

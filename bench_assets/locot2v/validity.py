@@ -64,6 +64,11 @@ CASES = [
     validity.Case("blur", "Gaussian blur sigma 4", "p_blur",
                   [validity.Expect("technical_quality", -1, 5.0), validity.Expect("aesthetic_quality", -1, 5.0)]),
 ]
+# the footage every case reads (each case runs on every sample; swaps take donors from other clips): all of it is
+# registered as validation (core/footage.py), which evaluate_suite checks before a case runs
+FOOTAGE = tuple(sorted({s[1] for s in SAMPLES} | {d[0][0] for d in SWAP.values()}))
+for _case in CASES:
+    _case.sources = FOOTAGE
 
 
 def sample_json(sid: str, events: list[dict]) -> dict:

@@ -41,6 +41,11 @@ CASES = [
                   [validity.Expect("csd_cross", -1, 5.0),
                    validity.Expect("cids_cross", 0, 10.0, units=HUMAN_UNITS)]),
 ]
+# the footage every case reads (each case runs on every story; swaps take donors from other clips): all of it is
+# registered as validation (core/footage.py), which evaluate_suite checks before a case runs
+FOOTAGE = tuple(sorted({v[4] for v in STORIES.values()} | {v[8][0] for v in STORIES.values()}))
+for _case in CASES:
+    _case.sources = FOOTAGE
 
 
 def _frames(clip: str, idx: list[int], size) -> list[np.ndarray]:
