@@ -13,6 +13,7 @@ from bench_assets.core.deploy import executor_from_env, executor_kind
 from bench_assets.core.evaluate_job import evaluate_job_factory
 from bench_assets.core.partitions import ENTITYBENCH  # noqa: F401  (re-exported for scripts and tests)
 from bench_assets.core.validity import validity_asset
+from bench_assets.entitymem import assets as entitymem  # the paper's baseline: generation, not a benchmark
 from bench_resources.config import build_resources
 from bench_resources.paths import BenchPaths
 
@@ -83,10 +84,10 @@ entitybench_nightly = SCHEDULES["entitybench"]
 
 defs = Definitions(
     # the validity table evaluates every registered suite from scratch: materialised on demand, never automated
-    assets=[*ALL_ASSETS, validity_table],
+    assets=[*ALL_ASSETS, validity_table, *entitymem.ASSETS],
     sensors=[*SENSORS.values(), automation_sensor],
     schedules=list(SCHEDULES.values()),
-    jobs=[*JOBS.values(), *EVALUATE_JOBS.values()],
+    jobs=[*JOBS.values(), *EVALUATE_JOBS.values(), entitymem.JOB],
     resources=build_resources(),
     # Launched runs execute in one process by default, so models load once per run as in `bench evaluate`;
     # BENCH_EXECUTOR=multiprocess|celery|k8s picks Dagster's other engines (core/deploy.py, docs/deployment.md)

@@ -78,8 +78,10 @@ GRAPH = {m: imports_of(m) for m in MODULES}
 
 
 # bridges/ holds assets that combine two benchmarks: above the benchmark folders (it may import them), below the
-# benchmark table; neither core nor a benchmark folder may import it
-ABOVE_FOLDERS = ("core", "bridges")
+# benchmark table; neither core nor a benchmark folder may import it. entitymem/ (the EntityBench paper's baseline, a
+# generation pipeline reading EntityBench episodes and scores) sits on the same layer, under the same rules.
+ABOVE_FOLDERS = ("core", "bridges", "entitymem")
+ABOVE_BENCHMARKS = ("bench_assets.bridges", "bench_assets.entitymem")  # importable by no folder nor core
 
 
 def _folder(module: str) -> str | None:
@@ -103,8 +105,8 @@ def rule_violations(graph: dict[str, list[tuple[str, int]]]) -> list[str]:
             if _folder(mod) is not None and _folder(target) not in (None, _folder(mod)):
                 bad.append(f"{where} (a benchmark folder imports another)")
             if (mod.startswith("bench_assets.core") or _folder(mod) is not None) \
-                    and target.startswith("bench_assets.bridges"):
-                bad.append(f"{where} (a bridge sits above the benchmark folders; they must not import it)")
+                    and target.startswith(ABOVE_BENCHMARKS):
+                bad.append(f"{where} (bridges / entitymem sit above the benchmark folders; they must not import it)")
             if mod.startswith("bench_resources") and target.startswith("bench_assets"):
                 bad.append(f"{where} (bench_resources imports bench_assets)")
     return bad
