@@ -1,4 +1,10 @@
-"""Sensors and schedules: new generators become partitions and runs; stale partitions re-run nightly."""
+"""Sensors and schedules: new generators become partitions and runs; stale partitions re-run nightly.
+
+Staleness (issue 25): a partition is re-run when Dagster's resolver says it is missing or stale (code versions,
+upstream data versions), when a file it read changed since (each input asset registers its files' content digest
+here with ``@input_version``, records it as ``input_sha256`` and gives its output a content ``DataVersion``), or
+when an evaluator failure it holds could now pass (``evaluator_rerun``: scoped to what the asset uses). Whatever
+re-runs in a partition takes the assets downstream of it in that partition along (``rerun_plan``)."""
 from __future__ import annotations
 
 import hashlib
@@ -42,6 +48,80 @@ def evaluate_op_name(benchmark: str) -> str:
     return f"{benchmark}_evaluate_op"
 
 
+INPUT_SHA_KEY = "input_sha256"  # materialization metadata: the content digest of the files the asset read
+_INPUT_VERSIONS: dict[str, Callable] = {}
+_ALSO_READ_BY: dict[str, tuple] = {}
+
+
+def input_version(asset_name: str, also_read_by: Sequence[str] = ()):
+    """Register ``fn(paths, partition_key) -> digest`` as the content digest of the files ``asset_name`` reads for
+    a partition (None: none to read). The asset records the same digest under ``input_sha256``; the runner, the
+    sensors and the nightly schedule re-run the partition when the two differ. ``also_read_by``: assets of the
+    same partition that read the same files without being downstream of ``asset_name`` (they re-run with it)."""
+    def register(fn: Callable) -> Callable:
+        _INPUT_VERSIONS[asset_name] = fn
+        _ALSO_READ_BY[asset_name] = tuple(also_read_by)
+        return fn
+    return register
+
+
+def file_digest(path) -> str:
+    """sha256 of one file's bytes (streamed)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def files_digest(files) -> str:
+    """One digest over (name, sha256) of several files (names relative to the caller's choice); a missing file
+    counts as its name with no content, so deleting a shot changes the digest too."""
+    from pathlib import Path
+    parts = []
+    for name, path in sorted((str(n), Path(p)) for n, p in files):
+        parts.append([name, file_digest(path) if path.is_file() else None])
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def content_data_version(*parts) -> "DataVersion":
+    """A DataVersion from content (file digests, upstream rows, the code version): what an input asset gives its
+    output, so Dagster marks exactly the partitions downstream of a changed file stale."""
+    from dagster import DataVersion
+    return DataVersion(hashlib.sha256(json.dumps([str(p) for p in parts]).encode()).hexdigest()[:24])
+
+
+def current_input_version(asset_name: str, paths, pk: str | None) -> str | None:
+    fn = _INPUT_VERSIONS.get(asset_name)
+    if fn is None or paths is None or pk is None:
+        return None
+    try:
+        return fn(paths, pk)
+    except (OSError, ValueError):  # unreadable input: the asset's own run reports it
+        return None
+
+
+def _latest_record(instance, key: AssetKey, partition: str | None):
+    recs = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition is not None else None),
+        limit=1).records
+    return recs[0] if recs else None
+
+
+def input_changed(instance, key: AssetKey, pk: str | None, paths) -> bool:
+    """True when the files ``key`` read for ``pk`` changed since its last materialization."""
+    now = current_input_version(key.to_user_string(), paths, pk)
+    if now is None:
+        return False
+    rec = _latest_record(instance, key, pk)
+    if rec is None:
+        return False
+    mv = (rec.asset_materialization.metadata or {}).get(INPUT_SHA_KEY)
+    if mv is None:  # materialised before inputs were versioned: unknown, not changed (no surprise full re-run)
+        return False
+    return getattr(mv, "value", mv) != now
+
+
 def _latest_storage_id(instance, key: AssetKey, partition: str | None = None) -> int | None:
     recs = instance.fetch_materializations(
         AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition is not None else None),
@@ -55,8 +135,10 @@ class Staleness:
     a new one after materialising: the resolver caches. ``bulk``: the materialised partitions of each asset are
     read once (worth it when many partitions of an asset are asked about, as in a sensor tick)."""
 
-    def __init__(self, instance, assets: Sequence, bulk: bool = False):
-        self.instance, self.bulk = instance, bulk
+    INPUT_CHANGED = "INPUT_CHANGED"
+
+    def __init__(self, instance, assets: Sequence, bulk: bool = False, paths=None):
+        self.instance, self.bulk, self.paths = instance, bulk, paths
         self._materialized: dict[AssetKey, set] = {}
         self.graph = AssetGraph.from_assets(assets)
         view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
@@ -80,6 +162,8 @@ class Staleness:
         status = self.resolver.get_status(key, pk)
         if status in (StaleStatus.MISSING, StaleStatus.STALE):
             return status.value
+        if self.paths is not None and input_changed(self.instance, key, pk, self.paths):
+            return self.INPUT_CHANGED
         if pk is None and not self.graph.get(key).is_partitioned:
             mine = _latest_storage_id(self.instance, key)
             newer = [p for p in self.graph.get(key).parent_keys
@@ -94,9 +178,11 @@ class Staleness:
 
 
 def stale_or_missing(instance, assets: Sequence, keys: Sequence[AssetKey],
-                     partition_keys: Callable[[AssetKey], Sequence[str | None]]) -> list[tuple[AssetKey, str | None, str]]:
-    """(asset, partition, status) for every partition whose data is missing or stale (``Staleness``)."""
-    st = Staleness(instance, assets)
+                     partition_keys: Callable[[AssetKey], Sequence[str | None]],
+                     paths=None) -> list[tuple[AssetKey, str | None, str]]:
+    """(asset, partition, status) for every partition whose data is missing or stale (``Staleness``; with
+    ``paths``, also whose input files changed)."""
+    st = Staleness(instance, assets, paths=paths)
     out = []
     for key in keys:
         for pk in partition_keys(key):
@@ -133,6 +219,97 @@ def evaluator_failures(materialization) -> int:
         return int(value or 0)
     except (TypeError, ValueError):
         return 0
+
+
+def uses_judge(assets: Sequence, key: AssetKey) -> bool:
+    """Whether the asset asks the judge (its definition requires the ``judge`` resource)."""
+    for a in assets:
+        if key in getattr(a, "keys", ()):
+            return "judge" in (getattr(a, "required_resource_keys", None) or set())
+    return False
+
+
+def scoped_evaluator_state(resources: dict, judge: bool) -> str:
+    """``evaluator_state`` of what an asset uses: the judge only for assets that ask it, the model slots always
+    (an asset's slots are not declared; every slot's weights count)."""
+    return evaluator_state({k: v for k, v in resources.items() if k != "judge" or judge})
+
+
+def evaluator_rerun(instance, assets: Sequence, key: AssetKey, partition: str | None,
+                    resources: dict) -> str | None:
+    """Why the last materialization's evaluator failures should be tried again now, or None.
+
+    An asset that asks the judge and counted failures is re-run whenever the judge can ask (live): an evaluator
+    failure is never final, and the re-run asks exactly the failed questions (answered ones are cache hits).
+    Otherwise a re-run needs a change of the evaluator state the asset uses: the judge's only for judge-using
+    assets, so switching the judge never re-runs what it does not touch."""
+    rec = _latest_record(instance, key, partition)
+    if rec is None or evaluator_failures(rec.asset_materialization) <= 0:
+        return None
+    judge = resources.get("judge")
+    asks = uses_judge(assets, key)
+    if asks and judge is not None and getattr(judge, "mode", None) == "live" and judge.available()[0]:
+        return f"{evaluator_failures(rec.asset_materialization)} evaluator failures, judge live: re-asking"
+    run = instance.get_run_by_id(rec.run_id)
+    recorded = run.tags.get(SCOPED_STATE_TAG_JUDGE if asks else SCOPED_STATE_TAG_SLOTS) if run else None
+    if recorded is None and run is not None and SCOPED_STATE_TAG_SLOTS not in run.tags:
+        recorded = run.tags.get(EVALUATOR_STATE_TAG)  # a run from before scoped states: the whole state
+        now = evaluator_state(resources)
+    else:
+        now = scoped_evaluator_state(resources, asks)
+    if recorded != now:
+        return "evaluator failures and the evaluator state it uses changed"
+    return None
+
+
+SCOPED_STATE_TAG_JUDGE = "bench/evaluator_state_judge"   # judge + slots: for judge-using assets
+SCOPED_STATE_TAG_SLOTS = "bench/evaluator_state_slots"   # slots only: for every other asset
+
+
+def evaluator_tags(resources: dict) -> dict[str, str]:
+    """The run tags ``evaluator_rerun`` compares against."""
+    return {EVALUATOR_STATE_TAG: evaluator_state(resources),
+            SCOPED_STATE_TAG_JUDGE: scoped_evaluator_state(resources, True),
+            SCOPED_STATE_TAG_SLOTS: scoped_evaluator_state(resources, False)}
+
+
+def _descendants(graph, key: AssetKey, within: set) -> set:
+    out, todo = set(), [key]
+    while todo:
+        for child in graph.get(todo.pop()).child_keys:
+            if child in within and child not in out:
+                out.add(child)
+                todo.append(child)
+    return out
+
+
+def rerun_plan(instance, assets: Sequence, keys: Sequence[AssetKey], pk: str | None, resources: dict,
+               force: bool = False) -> dict[AssetKey, str]:
+    """The assets among ``keys`` to materialise for partition ``pk``, each with why: missing, stale (Dagster's
+    resolver), input changed (its files' content), evaluator failures to retry, or forced; an asset that re-runs
+    takes its descendants among ``keys`` along (their rows rest on it: no row mixes two versions of an input)."""
+    if force:
+        return {k: "forced (--force)" for k in keys}
+    st = Staleness(instance, assets, paths=resources.get("paths"))
+    why: dict[AssetKey, str] = {}
+    for k in keys:
+        status = st.status(k, pk)
+        if status == Staleness.INPUT_CHANGED:
+            why[k] = "input files changed"
+            for other in _ALSO_READ_BY.get(k.to_user_string(), ()):
+                if AssetKey(other) in keys:
+                    why.setdefault(AssetKey(other), f"reads the changed files of {k.to_user_string()}")
+        elif status:
+            why[k] = status.lower()
+        else:
+            reason = evaluator_rerun(instance, assets, k, pk, resources)
+            if reason:
+                why[k] = reason
+    within = set(keys)
+    for k in sorted(why, key=str):
+        for d in _descendants(st.graph, k, within):
+            why.setdefault(d, f"upstream {k.to_user_string()} re-runs")
+    return why
 
 
 def needs_rerun_for_evaluator(instance, key: AssetKey, partition: str | None, state: str) -> bool:

@@ -7,6 +7,7 @@ import json
 import pandas as pd
 from dagster import AssetExecutionContext, AutomationCondition, MetadataValue, Output, asset
 
+from bench_assets.core.automation import INPUT_SHA_KEY, content_data_version
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.partitions import ENTITYBENCH as P
 from bench_assets.core.slots import load_slot
@@ -31,7 +32,11 @@ def entitybench_episode(context: AssetExecutionContext, paths: BenchPaths) -> Ou
                         "statistics_json": json.dumps(stats, sort_keys=True),
                         "warnings": "; ".join(ep.warnings)}])
     meta = {k: v for k, v in stats.items() if isinstance(v, (int, float, str)) and v is not None}
-    return Output(df, metadata={**meta, "warnings": MetadataValue.text("; ".join(ep.warnings) or "none")})
+    sha = W.episode_version(paths, context.partition_key)
+    # the file's content is the data version: an edited schedule marks this episode's partitions stale
+    return Output(df, data_version=content_data_version(sha, context.assets_def.code_versions_by_key[context.asset_key]),
+                  metadata={**meta, "warnings": MetadataValue.text("; ".join(ep.warnings) or "none"),
+                            INPUT_SHA_KEY: sha})
 
 
 @asset(partitions_def=P.items, group_name=W.METRIC_GROUP, code_version="1")
@@ -75,8 +80,14 @@ def entitybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
             context.log.error(row["error"])
     df = pd.DataFrame(rows)
     n_err = int(df["error"].notna().sum())
-    return Output(df, metadata={"shots": len(df), "errors": n_err,
-                                "first_error": MetadataValue.text(str(df["error"].dropna().iloc[0]) if n_err else "none")})
+    sha = W.shots_version(paths, context.partition_key)
+    # content, not code: the shot files and the episode they were indexed against (and this asset's code version,
+    # which Dagster's logical version would otherwise have carried downstream)
+    version = content_data_version(sha, entitybench_episode["episode_json"].iloc[0],
+                                   context.assets_def.code_versions_by_key[context.asset_key])
+    return Output(df, data_version=version,
+                  metadata={"shots": len(df), "errors": n_err, INPUT_SHA_KEY: sha,
+                            "first_error": MetadataValue.text(str(df["error"].dropna().iloc[0]) if n_err else "none")})
 
 
 # ----------------------------------------------------------------------------- grounding

@@ -6,6 +6,7 @@ from typing import Any, Optional
 import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue
 
+from bench_assets.core.automation import file_digest, files_digest, input_version
 from bench_assets.core.manifest import protocol_digest
 from bench_assets.core.partitions import ENTITYBENCH as P
 from bench_assets.entitybench import constants, counts, dataset
@@ -21,8 +22,27 @@ def split(context: AssetExecutionContext) -> tuple[str, str]:
     return P.split(context.partition_key)
 
 
+def episode_path(paths: BenchPaths, episode_id: str):
+    return paths.benchmark_dir(BENCH) / "episodes" / f"{episode_id}.json"
+
+
 def load_episode(paths: BenchPaths, episode_id: str) -> dataset.Episode:
-    return dataset.load_episode(paths.benchmark_dir(BENCH) / "episodes" / f"{episode_id}.json")
+    return dataset.load_episode(episode_path(paths, episode_id))
+
+
+# Content digests of the files each input asset reads (core/automation.py): an edited episode or a replaced,
+# added or deleted shot file marks exactly its partitions, and what is downstream of them, stale.
+@input_version("entitybench_episode")
+def episode_version(paths: BenchPaths, episode_id: str) -> str:
+    return file_digest(episode_path(paths, episode_id))
+
+
+@input_version("entitybench_outputs")
+def shots_version(paths: BenchPaths, partition_key: str) -> str:
+    generator, episode_id = P.split(partition_key)
+    folder = paths.generator_dir(generator) / episode_id
+    return files_digest((f.name, f) for f in sorted(folder.iterdir()) if f.is_file()) if folder.is_dir() else \
+        files_digest([])
 
 
 GROUNDING_SLOTS = ["open_vocab_detector", "clip_b32", "text_embedder"]

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from dagster import AssetExecutionContext, Failure, MetadataValue, Output, asset
 
+from bench_assets.core.automation import INPUT_SHA_KEY, content_data_version
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.slots import load_slot
 from bench_assets.mbench import dataset
@@ -16,7 +17,7 @@ from bench_assets.mbench import geometry
 from bench_assets.mbench import pipeline as PL
 from bench_assets.mbench import tracking
 from bench_assets.mbench import wiring as W
-from bench_assets.mbench.constants import BENCH, TRACK_COLUMNS
+from bench_assets.mbench.constants import TRACK_COLUMNS
 from bench_assets.mbench.wiring import GROUP, P
 from bench_resources.device import Device
 from bench_resources.models import ModelRegistry
@@ -27,12 +28,15 @@ from bench_resources.paths import BenchPaths
 def mbench_case(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.DataFrame]:
     """One validated case (canonical format, T or A mode)."""
     try:
-        case = dataset.load_case(paths.benchmark_dir(BENCH) / "cases" / f"{context.partition_key}.json")
+        case = dataset.load_case(W.case_path(paths, context.partition_key))
+        sha = W.case_version(paths, context.partition_key)
     except dataset.CaseError as e:
         raise Failure(description=str(e)) from None
     df = pd.DataFrame([{"case_id": case.case_id, "subset": case.subset, "mode": case.mode,
-                        "case_json": json.dumps(case.to_json(), sort_keys=True)}])
-    return Output(df, metadata={"subset": case.subset, "mode": case.mode})
+                        "case_json": json.dumps(case.to_json(), sort_keys=True), "case_sha256": sha}])
+    # the files' content is the data version: a fixed box marks this case's partitions stale
+    return Output(df, data_version=content_data_version(sha, context.assets_def.code_versions_by_key[context.asset_key]),
+                  metadata={"subset": case.subset, "mode": case.mode, INPUT_SHA_KEY: sha})
 
 
 @asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
@@ -48,7 +52,9 @@ def mbench_poses(context: AssetExecutionContext, paths: BenchPaths, mbench_case:
         df = pd.DataFrame([{"kind": "unavailable", "frame": None, "R": None, "C": None, "step_failed": None,
                             "i": None, "j": None, "reason": why}])
         df["generator"], df["case_id"], df["source_sha256"] = generator, case_id, src.sha256
-        return Output(df, metadata={"frames": 0, "pairs": 0, "pairing": MetadataValue.text(why)})
+        return Output(df, data_version=_video_data_version(context, paths, mbench_case),
+                      metadata={"frames": 0, "pairs": 0, "pairing": MetadataValue.text(why),
+                                INPUT_SHA_KEY: W.video_version(paths, context.partition_key)})
     # every frame, walked once in chunks: the trajectory keeps each frame's features, never the frames
     frames = FR.VideoFrames(src, walk=True, name="mbench_poses")
     K = geometry.intrinsics(src.size[0], src.size[1])
@@ -76,7 +82,15 @@ def mbench_poses(context: AssetExecutionContext, paths: BenchPaths, mbench_case:
         meta["step_kinds"] = MetadataValue.json({k: est.kinds.count(k) for k in sorted(set(est.kinds))})
     if getattr(est, "loop", None):
         meta["loop_closure"] = MetadataValue.json(est.loop)
-    return Output(df, metadata=meta)
+    meta[INPUT_SHA_KEY] = W.video_version(paths, context.partition_key)
+    return Output(df, data_version=_video_data_version(context, paths, mbench_case), metadata=meta)
+
+
+def _video_data_version(context: AssetExecutionContext, paths: BenchPaths, case_df: pd.DataFrame):
+    """Content, not code alone: the output video, the case it was read against and this asset's code version, so a
+    replaced video marks what reads the trajectory stale in the asset graph too."""
+    return content_data_version(W.video_version(paths, context.partition_key), case_df["case_json"].iloc[0],
+                                context.assets_def.code_versions_by_key[context.asset_key])
 
 
 @asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="3", pool="gpu", op_tags=GPU_OP_TAGS)

@@ -8,6 +8,7 @@ from typing import Any, Optional
 import pandas as pd
 from dagster import Failure
 
+from bench_assets.core.automation import files_digest, input_version
 from bench_assets.core.manifest import protocol_digest
 from bench_assets.core.media import DecodeError, VideoSource
 from bench_assets.core.partitions import BenchmarkPartitions
@@ -32,6 +33,27 @@ def protocol(models: ModelRegistry, judge: Optional[Judge] = None) -> str:
 
 def case_of(df: pd.DataFrame) -> dataset.Case:
     return dataset.parse_case(json.loads(df["case_json"].iloc[0]), "table")
+
+
+def case_path(paths: BenchPaths, case_id: str):
+    return paths.benchmark_dir(BENCH) / "cases" / f"{case_id}.json"
+
+
+# Content digests of the files the input assets read (core/automation.py): an edited case (a fixed box) or its init
+# frame, or a replaced output video, marks exactly its partitions, and what is downstream of them, stale.
+@input_version("mbench_case")
+def case_version(paths: BenchPaths, case_id: str) -> str:
+    files = [("case", case_path(paths, case_id))]
+    init = json.loads(case_path(paths, case_id).read_text()).get("init_frame")
+    if isinstance(init, str) and init:
+        files.append(("init_frame", paths.benchmark_dir(BENCH) / "frames" / init))
+    return files_digest(files)
+
+
+@input_version("mbench_poses", also_read_by=("mbench_tracks", "mbench_trigger"))
+def video_version(paths: BenchPaths, partition_key: str) -> str:
+    generator, case_id = P.split(partition_key)
+    return files_digest([("video", dataset.output_video(paths.generator_dir(generator), case_id))])
 
 
 def video(paths: BenchPaths, generator: str, case_id: str) -> VideoSource:
