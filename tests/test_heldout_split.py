@@ -153,3 +153,19 @@ def test_held_out_rates_by_hand():
     assert r["real"]["n_different"] == 2 and r["real"]["false_merges"] == 2 and r["real"]["false_merge_rate"] == 1.0
     assert r["all"]["n_different"] == 5 and r["all"]["false_merges"] == 2
     assert r["animated"]["n_same"] == 0 and r["animated"]["false_split_rate"] is None
+
+
+def test_narrativetrack_invariance_cases_move_labels_with_the_frames():
+    from bench_assets.narrativetrack import validity as NV
+    lab = ("woman", 24, ("point", [300.0, 250.0]))
+    assert NV.scale_label(lab, 0.5) == ("woman", 24, ("point", [150.0, 125.0]))
+    assert NV.shift_label(lab, 359) == ("woman", 383, ("point", [300.0, 250.0]))
+    box = ("red_jacket_man", 550, ("box", [168, 378, 225, 545]))
+    # the campus (768x576, 10 fps) placed in a 720x528 file at 23.976 fps from its frame 500 on
+    moved = NV.shift_label(box, 0, 720 / 768, 528 / 576, lambda f: int(round((f - 500) * 23.976 / 10)))
+    assert moved[1] == 120 and moved[2][1] == pytest.approx([157.5, 346.5, 210.9375, 499.5833], abs=1e-3)
+    # every invariance video belongs to a frozen case whose expectation names it, and reads validation footage
+    cases = {c.case_id: c for c in NV.CASES}
+    for vid, (case, base, _) in NV.INVARIANCE.items():
+        assert any(vid in (e.units or "") for e in cases[case].expectations) and base in NV.CLIPS
+        assert all(e.direction == 0 and e.margin == NV.INVARIANCE_MARGIN for e in cases[case].expectations)
