@@ -401,7 +401,9 @@ def face_refine(labels: dict[int, int], face_emb: dict[int, np.ndarray], frames:
     """Face recognition refines the ReID clusters: (1) a tracklet whose face disagrees with the rest of its cluster's
     faces (cosine < ``split``) is split off; (2) clusters whose mean faces agree (cosine >= ``merge``) and that never
     share a frame are merged (an outfit change splits ReID clusters; the face joins them). Tracklets without a face
-    keep their ReID cluster. Returns (tracklet -> cluster, log of decisions)."""
+    keep their ReID cluster. Returns (tracklet -> cluster, log of decisions). Every decision carries its margin
+    (cosine minus the threshold it was taken against), and the closest pair left apart is logged as ``kept_apart``,
+    so a reader sees how near a merge or a refusal was (issue 23)."""
     labels = dict(labels)
     log = []
     nxt = max(labels.values(), default=-1) + 1
@@ -417,7 +419,8 @@ def face_refine(labels: dict[int, int], face_emb: dict[int, np.ndarray], frames:
             cos = float(l2_normalise(face_emb[t]) @ rest)
             if cos < split:
                 labels[t] = nxt
-                log.append({"op": "split", "tracklet": t, "from": c, "to": nxt, "face_cosine": round(cos, 3)})
+                log.append({"op": "split", "tracklet": t, "from": c, "to": nxt, "face_cosine": round(cos, 3),
+                            "margin": round(cos - split, 3)})
                 nxt += 1
     while True:
         by = defaultdict(list)
@@ -436,11 +439,15 @@ def face_refine(labels: dict[int, int], face_emb: dict[int, np.ndarray], frames:
                 if s > best:
                     best, pair = s, (a, b)
         if pair is None or best < merge:
+            if pair is not None:
+                log.append({"op": "kept_apart", "a": pair[0], "b": pair[1], "face_cosine": round(best, 3),
+                            "margin": round(best - merge, 3)})
             break
         a, b = pair
         for t in by[b]:
             labels[t] = a
-        log.append({"op": "merge", "into": a, "from": b, "face_cosine": round(best, 3)})
+        log.append({"op": "merge", "into": a, "from": b, "face_cosine": round(best, 3),
+                    "margin": round(best - merge, 3)})
     order = {c: k for k, c in enumerate(sorted(set(labels.values()), key=lambda c: min(t for t in labels
                                                                                      if labels[t] == c)))}
     return {t: order[c] for t, c in labels.items()}, log
