@@ -155,10 +155,14 @@ def even_indices(n_frames: int, k: int) -> list[int]:
     return [int(round(i)) for i in np.linspace(0, n_frames - 1, k)]
 
 
-def fps_indices(n_frames: int, fps: float, target_fps: float) -> list[int]:
-    """Indices that resample a clip at ~target_fps (never faster than native)."""
+def fps_indices(n_frames: int, fps: float, target_fps: float, whole_step: bool = False) -> list[int]:
+    """Indices that resample a clip at ~target_fps (never faster than native). ``whole_step``: every
+    max(1, round(fps / target_fps))-th frame, as VBench samples (dynamic degree: 0, 4, 8, 12 at 30 fps where the
+    fractional step gives 0, 4, 8, 11)."""
     if n_frames <= 0:
         return []
+    if whole_step:
+        return list(range(0, n_frames, max(1, round(fps / target_fps)) if fps > 0 else 1))
     step = max(1.0, fps / target_fps) if fps > 0 else 1.0
     return sorted({int(round(i * step)) for i in range(int((n_frames - 1) / step) + 1)})
 

@@ -58,7 +58,8 @@ def motion_smoothness(frames: np.ndarray, flow: FlowFn) -> Optional[float]:
 def dynamic_indices(n_frames: int, fps: float) -> list[int]:
     """The native frames of dynamic degree's ~8 fps resampling (fixed from the frame count and the rate)."""
     from bench_assets.core.media import fps_indices
-    return fps_indices(n_frames, fps or DYNAMIC_FPS, DYNAMIC_FPS)
+    # VBench keeps every round(fps / 8)-th frame (0, 4, 8, 12 at 30 fps), not a fractional step
+    return fps_indices(n_frames, fps or DYNAMIC_FPS, DYNAMIC_FPS, whole_step=True)
 
 
 def dynamic_degree(frames: np.ndarray, fps: float, flow: FlowFn) -> Optional[float]:
@@ -72,7 +73,7 @@ def dynamic_degree(frames: np.ndarray, fps: float, flow: FlowFn) -> Optional[flo
     moving = []
     for f in flows:
         mag = np.sqrt((f.astype(np.float64) ** 2).sum(-1)).ravel()
-        k = max(1, int(round(DYNAMIC_TOP_FRACTION * mag.size)))
+        k = max(1, int(DYNAMIC_TOP_FRACTION * mag.size))   # VBench: int(h * w * 0.05), truncated
         moving.append(float(np.mean(np.partition(mag, -k)[-k:])) > threshold)
     return float(np.mean(moving))
 
@@ -249,7 +250,7 @@ class _Dynamic:
             pairs = list(zip(picked[:-1], picked[1:]))
             for fl in self.flow([(a, b) for (_, a), (_, b) in pairs], [(i, j) for (i, _), (j, _) in pairs]):
                 mag = flow_magnitude(fl)
-                k = max(1, int(round(DYNAMIC_TOP_FRACTION * mag.size)))
+                k = max(1, int(DYNAMIC_TOP_FRACTION * mag.size))   # VBench: int(h * w * 0.05), truncated
                 self.moving.append(float(np.mean(np.partition(mag, -k)[-k:])) > threshold)
         if picked:
             self.prev = picked[-1]

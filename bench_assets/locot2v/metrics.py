@@ -157,17 +157,16 @@ def clip_bounds(n_frames: int, fps: float, max_seconds: float = constants.TQ_MAX
 # ----------------------------------------------------------------------------------------- temporal
 
 def analysis_indices(n_frames: int, fps: float, target: float = constants.ANALYSIS_FPS) -> list[int]:
-    """Frame indices at most ``target`` fps (all frames when the video is not faster)."""
-    if n_frames <= 0:
-        return []
-    step = max(1.0, (fps or target) / target)
-    return sorted({int(round(i * step)) for i in range(int((n_frames - 1) / step) + 1)})
+    """Every max(1, round(fps / target))-th frame: VBench's dynamic-degree sampling, which LoCoT2V adopts directly
+    (at 30 fps frames 0, 4, 8, 12; the fractional step 3.75 gave 0, 4, 8, 11; at 10 fps every frame)."""
+    from bench_assets.core.media import fps_indices
+    return fps_indices(n_frames, fps or target, target, whole_step=True)
 
 
 def top_mean(flow: np.ndarray, fraction: float, mag: Optional[np.ndarray] = None) -> float:
     """Mean of the top ``fraction`` of flow magnitudes (``mag``: ``flow_magnitude(flow)`` when already computed)."""
     mag = flow_magnitude(flow) if mag is None else mag
-    k = max(1, int(round(fraction * mag.size)))
+    k = max(1, int(fraction * mag.size))   # VBench: cut_index = int(h * w * fraction), truncated
     return float(np.mean(np.partition(mag, -k)[-k:]))
 
 
@@ -190,10 +189,12 @@ def moving_static(flow: np.ndarray, shape: tuple[int, int]) -> tuple[bool, bool]
 
 
 def dynamic_verdict(moving: int, pairs: int) -> tuple[Optional[float], dict]:
-    """The video is dynamic (100) when at least round(4 * pairs / 16) pairs move, else 0; no pair -> None."""
+    """The video is dynamic (100) when at least round(4 * frames / 16) of its pairs move, else 0; no pair -> None.
+    As VBench's ``check_move``: the count is over the sampled FRAMES (pairs + 1), Python's round (half to even),
+    and a need of 0 (2 frames) makes any video with a pair dynamic."""
     if not pairs:
         return None, {"pairs": 0}
-    need = max(1, round(constants.DYNAMIC_COUNT_PER_16 * pairs / 16.0))
+    need = round(constants.DYNAMIC_COUNT_PER_16 * (pairs + 1) / 16.0)
     return (100.0 if moving >= need else 0.0), {"pairs": int(pairs), "moving": int(moving), "needed": int(need)}
 
 

@@ -60,19 +60,71 @@ class DisFlow:
         return out
 
 
-class RaftFlow:
-    """torchvision RAFT; frames padded to a multiple of 8, flow returned at the input size."""
+# torchvision's RAFT module names for the original (princeton-vl) RAFT's, in the order they are tried: VBench ships
+# the original's raft-things.pth, so the paper slot must load that file as it is
+_RAFT_RENAMES = [
+    (r"^module\.", ""),
+    (r"^fnet\.", "feature_encoder."), (r"^cnet\.", "context_encoder."),
+    (r"^(feature_encoder|context_encoder)\.conv1\.", r"\1.convnormrelu.0."),
+    (r"^(feature_encoder|context_encoder)\.norm1\.", r"\1.convnormrelu.1."),
+    (r"^(feature_encoder|context_encoder)\.conv2\.", r"\1.conv."),
+    (r"\.(layer\d\.\d)\.conv([12])\.", r".\1.convnormrelu\2.0."),
+    (r"\.(layer\d\.\d)\.norm([12])\.", r".\1.convnormrelu\2.1."),
+    (r"^update_block\.encoder\.convc([12])\.", r"update_block.motion_encoder.convcorr\1.0."),
+    (r"^update_block\.encoder\.convf([12])\.", r"update_block.motion_encoder.convflow\1.0."),
+    (r"^update_block\.encoder\.conv\.", "update_block.motion_encoder.conv.0."),
+    (r"^update_block\.gru\.conv([zrq])([12])\.", r"update_block.recurrent_block.convgru\2.conv\1."),
+    (r"^update_block\.mask\.0\.", "mask_predictor.convrelu.0."),
+    (r"^update_block\.mask\.2\.", "mask_predictor.conv."),
+]
 
-    def __init__(self, module, device, batch_size: int):
+
+def raft_state_dict(sd: dict) -> dict:
+    """A RAFT-large state dict in torchvision's names, from either torchvision's or the original RAFT's
+    (``raft-things.pth``, as VBench loads it, ``module.`` prefix from DataParallel included). The original registers
+    a strided block's downsample norm twice (``norm3`` and ``downsample.1``): the alias is dropped."""
+    import re
+    if any(k.startswith(("feature_encoder.", "context_encoder.")) for k in sd):
+        return dict(sd)
+    out = {}
+    for k, v in sd.items():
+        if re.search(r"\.layer\d\.\d\.norm3\.", k):
+            continue
+        for pat, rep in _RAFT_RENAMES:
+            k = re.sub(pat, rep, k)
+        out[k] = v
+    return out
+
+
+def sintel_pad(h: int, w: int) -> tuple[int, int, int, int]:
+    """(left, right, top, bottom) replicate padding to multiples of 8, split as VBench's RAFT ``InputPadder``
+    (mode 'sintel': half each side, the odd pixel after); frames under 128 px per side are padded up to 128 the same
+    way (RAFT's correlation pyramid needs it; VBench would fail there)."""
+    th, tw = max(128, -(-h // 8) * 8), max(128, -(-w // 8) * 8)
+    ph, pw = th - h, tw - w
+    return pw // 2, pw - pw // 2, ph // 2, ph - ph // 2
+
+
+class RaftFlow:
+    """torchvision RAFT; frames padded to a multiple of 8 as VBench pads them, flow returned at the input size.
+    ``iters`` refinement steps: 20 as VBench runs RAFT (torchvision's default 12 changed a pair's score 17.1 -> 10.2
+    with the same weights)."""
+
+    VBENCH_ITERS = 20
+
+    def __init__(self, module, device, batch_size: int, iters: int = VBENCH_ITERS):
         self.module, self.device, self.batch_size = module.eval().to(device), device, batch_size
+        self.iters = int(iters)
 
     @classmethod
-    def load(cls, weights_path, device, batch_size, small: bool = False):
+    def load(cls, weights_path, device, batch_size, small: bool = False, iters: int = VBENCH_ITERS):
         import torch
         from torchvision.models.optical_flow import raft_large, raft_small
+        from bench_resources.models.vision import load_strict
         m = (raft_small if small else raft_large)(weights=None)
-        m.load_state_dict(torch.load(weights_path, map_location="cpu", weights_only=True))
-        return cls(m, device, batch_size)
+        sd = torch.load(weights_path, map_location="cpu", weights_only=True)
+        load_strict(m, raft_state_dict(sd.get("state_dict", sd)), "flow", weights_path)
+        return cls(m, device, batch_size, iters)
 
     def flow(self, pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
         import torch
@@ -80,14 +132,16 @@ class RaftFlow:
         out = []
         for chunk in batches(list(pairs), self.batch_size):
             h, w = chunk[0][0].shape[:2]
-            # RAFT's correlation pyramid needs >= 128 px per side and multiples of 8
-            ph, pw = max(128, -(-h // 8) * 8) - h, max(128, -(-w // 8) * 8) - w
+            left, right, top, bottom = sintel_pad(h, w)
 
             def prep(frames):
-                x = torch.from_numpy(np.stack(frames).astype(np.float32).transpose(0, 3, 1, 2) / 127.5 - 1.0)
-                return F.pad(x, (0, pw, 0, ph), mode="replicate").to(self.device)
+                # VBench: 2 * (x / 255) - 1 inside RAFT's forward
+                x = torch.from_numpy(np.stack(frames).astype(np.float32).transpose(0, 3, 1, 2))
+                x = 2.0 * (x / 255.0) - 1.0
+                return F.pad(x, (left, right, top, bottom), mode="replicate").to(self.device)
 
             with torch.inference_mode(), counted(len(chunk)):
-                flows = self.module(prep([a for a, _ in chunk]), prep([b for _, b in chunk]))[-1]
-            out += [f[:, :h, :w].permute(1, 2, 0).cpu().numpy() for f in flows]
+                flows = self.module(prep([a for a, _ in chunk]), prep([b for _, b in chunk]),
+                                    num_flow_updates=self.iters)[-1]
+            out += [f[:, top:top + h, left:left + w].permute(1, 2, 0).cpu().numpy() for f in flows]
         return out
