@@ -225,6 +225,28 @@ def test_bench_entitymem_writes_two_generator_folders_and_resumes(data_root, tmp
     text = capsys.readouterr().out
     assert "recomputed {}" in text
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*.mp4")} == mtimes
+    # Bo's description changes in the episode file: Dagster sees the partition's input changed, and the run
+    # regenerates Bo's portrait, the one keyframe showing him, EntityMem's shot 2, and the control's shots 2-4
+    # (its shot-2 prompt describes Bo; shots 3 and 4 remember shot 2's frames); nothing else
+    from dagster import AssetKey, DagsterInstance
+    from bench_assets.core.automation import stale_or_missing
+    from bench_assets.entitymem import assets as A
+    from bench_resources.paths import BenchPaths
+    changed = copy.deepcopy(EPISODE)
+    changed["entities"][2]["description"] = "a boy with blonde hair in a yellow raincoat"
+    (data_root / "entitybench" / "episodes" / "t0001.json").write_text(json.dumps(changed))
+    pk = "offline-stand-in|t0001"
+    with DagsterInstance.get() as inst:
+        stale = stale_or_missing(inst, A.PARTITIONED, [AssetKey("entitymem_bank")], lambda _k: [pk],
+                                 paths=BenchPaths())
+    assert [(k.to_user_string(), s) for k, _, s in stale] == [("entitymem_bank", "INPUT_CHANGED")]
+    assert main(["entitymem", "--episodes", "t0001", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "recomputed {'keyframe': 1, 'reference': 1, 'shot': 4}" in text, text
+    now = {p: p.stat().st_mtime_ns for p in out.rglob("*.mp4")}
+    moved = sorted(f"{p.parent.parent.name}/{p.name}" for p in now if now[p] != mtimes[p])
+    assert moved == ["entitymem_offline-stand-in/shot_02.mp4", "storymem-control_offline-stand-in/shot_02.mp4",
+                     "storymem-control_offline-stand-in/shot_03.mp4", "storymem-control_offline-stand-in/shot_04.mp4"]
     # a bad configuration or episode is one error line
     assert main(["entitymem", "--episodes", "nope", "--out", str(out)]) == 2
     assert "no EntityBench episode nope" in capsys.readouterr().err

@@ -119,7 +119,7 @@ def cmd_entitymem(args) -> int:
     for step, ep, msg in out["failed"]:
         print(f"FAILED {step} for {cfg.name} x {ep}: {msg}", file=sys.stderr)
     print(f"entitymem {cfg.name}{' (offline stand-in)' if cfg.offline else ''}: {len(episodes)} episode(s); "
-          f"steps recomputed {out['recomputed'] or {}}, reused {out['reused'] or {}}")
+          f"steps recomputed {dict(sorted(out['recomputed'].items()))}, reused {dict(sorted(out['reused'].items()))}")
     for arm, folder in out["folders"].items():
         print(f"  {arm}: {folder}")
     if out["failed"]:
