@@ -223,6 +223,7 @@ class Case:
     expectations: list[Expect]
     description: str = ""
     sources: tuple = ()            # the footage (core/footage.py) it reads: every one must be a validation source
+    build: int = 1                 # bumped when how the case's videos / labels are made changes (part of the freeze)
 
 
 @dataclass
@@ -255,6 +256,8 @@ def case_fingerprint(case: Case) -> str:
     body = {"case": case.case_id, "perturbation": case.perturbation, "generator": case.generator,
             "sources": sorted(case.sources),
             "expect": [[e.metric_id, e.direction, e.margin, e.units] for e in case.expectations]}
+    if case.build != 1:   # (absent at 1, so fingerprints frozen before the field existed stay valid)
+        body["build"] = case.build
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -48,6 +48,9 @@ INVARIANCE = {
     "dialogue_then_campus": ("concat_after", "dialogue", "campus_last"),
 }
 INVARIANCE_MARGIN = 0.05
+# build 2 of concat_after: its campus labels fell between 1 fps samples (up to 6 frames from one; identity_at matches
+# within 2), so the harness counted the walkers as lost; the campus now starts on a sample (expectation unchanged)
+BUILD = {"concat_after": 2}
 _DESCRIBE = {"resize_half": "every labelled clip at half its size", "resize_double": "every labelled clip at twice "
              "its size", "reencode": "every labelled clip re-encoded (JPEG quality 30 per frame, then MPEG-4)",
              "concat_before": "15 s of the campus clip placed before the dialogue in one file",
@@ -57,7 +60,7 @@ for _case in dict.fromkeys(c for c, _, _ in INVARIANCE.values()):
         _case, _DESCRIBE[_case], PIPELINE,
         [core_validity.Expect(METRIC, 0, INVARIANCE_MARGIN,
                               units="^(" + "|".join(v for v, (c, _, _) in INVARIANCE.items() if c == _case) + ")$")],
-        sources=SOURCES))
+        sources=SOURCES, build=BUILD.get(_case, 1)))
 CAMPUS_SPAN = (500, 650)    # native campus frames (10 fps): its two labelled walkers at 550 and 600
 
 
@@ -138,8 +141,12 @@ def derived_videos(root: Path, lab: dict) -> dict[str, list]:
                 _write(np.concatenate([campus_rs, frames]), path, fps)
                 out[vid] = campus_labs + [shift_label(x, n_out) for x in labs]
             else:
-                _write(np.concatenate([frames, campus_rs]), path, fps)
-                out[vid] = list(labs) + [shift_label(x, len(frames)) for x in campus_labs]
+                # the campus starts on a 1 fps sample (the dialogue's last frame held until then): its labelled
+                # frames, whole seconds into the campus, then fall on samples as they do in the campus alone
+                start = next(int(round(j * fps)) for j in range(10 ** 6) if int(round(j * fps)) >= len(frames))
+                hold = np.repeat(frames[-1:], start - len(frames), axis=0)
+                _write(np.concatenate([frames, hold, campus_rs]), path, fps)
+                out[vid] = list(labs) + [shift_label(x, start) for x in campus_labs]
     return out
 
 
