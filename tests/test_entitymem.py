@@ -219,6 +219,14 @@ def test_bench_entitymem_writes_two_generator_folders_and_resumes(data_root, tmp
         assert len(frames) == 16 and frames[0].shape == (144, 256, 3)
     card = read_generator(out / "entitymem_offline-stand-in").card["entitymem"]
     assert card["pair"] == "storymem-control_offline-stand-in" and card["backends"]["prompts"]["entitymem_layout"]
+    # the audit page shows every artifact, each link resolving to a stored file
+    import re
+    page = tmp_path / "store" / "reports" / "entitymem" / "offline-stand-in" / "t0001.html"
+    html = page.read_text()
+    links = re.findall(r'src="([^"]+)"', html)
+    assert links and all((page.parent / link).resolve().is_file() for link in links)
+    assert html.count("<video") == 8 and "fail: missing_body_region" in html and "on <b>magenta</b>" in html
+    assert html.count('title="candidate') == 5 * 5                 # N = 5 per attempt: the Knight 2, Mara, Bo, the Cat
     mtimes = {p: p.stat().st_mtime_ns for p in out.rglob("*.mp4")}
     # again: every step is reused, and no file is rewritten (the sensor's fingerprint stays)
     assert main(["entitymem", "--episodes", "t0001", "--out", str(out)]) == 0

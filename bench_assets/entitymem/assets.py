@@ -17,7 +17,7 @@ from dagster import (AssetExecutionContext, AutomationCondition, DynamicPartitio
 from bench_assets.core.automation import INPUT_SHA_KEY, content_data_version, files_digest, input_version
 from bench_assets.core.partitions import ENTITYBENCH
 from bench_assets.entitybench.dataset import load_episode
-from bench_assets.entitymem import configs, pipeline, rows
+from bench_assets.entitymem import audit, configs, pipeline, rows
 from bench_resources.judge import Judge
 from bench_resources.paths import BenchPaths
 from bench_resources.store import Store
@@ -135,6 +135,30 @@ def entitymem_control_shots(context: AssetExecutionContext, paths: BenchPaths, s
     return _out(df, run, {"shots": len(df), "files_written": len(written)})
 
 
+@asset(partitions_def=PARTITIONS, group_name=GROUP, code_version="1")
+def entitymem_audit(context: AssetExecutionContext, store: Store, entitymem_bank: pd.DataFrame,
+                    entitymem_layouts: pd.DataFrame, entitymem_keyframes: pd.DataFrame,
+                    entitymem_shots: pd.DataFrame, entitymem_control_shots: pd.DataFrame) -> Output[pd.DataFrame]:
+    """The (configuration, episode)'s audit page (audit.py): every candidate, grid, verdict, layout, keyframe,
+    reference, first frame and shot, written to ``<store>/reports/entitymem/<config>/<episode>.html``."""
+    import os
+    config, episode = split(context.partition_key)
+    path = store._join("reports", "entitymem", config, f"{episode}.html")
+    here = os.path.dirname(path)
+
+    def href(sha: str, ext: str) -> str:
+        target = store.artifact_path(sha, ext)
+        return os.path.relpath(target, here) if store.is_local else target
+
+    text = audit.page(config, episode, entitymem_bank, entitymem_layouts, entitymem_keyframes, entitymem_shots,
+                      entitymem_control_shots, href)
+    store._atomic_write(path, lambda f: f.write(text.encode()))
+    n_img = text.count("<img")
+    df = pd.DataFrame([{"config": config, "episode": episode, "page": path, "images": n_img,
+                        "videos": text.count("<video")}])
+    return Output(df, metadata={"page": MetadataValue.path(path), "images": n_img})
+
+
 @asset(group_name=GROUP, code_version="1",
        deps=["entitybench_leaderboard", "entitybench_gap_decay"],
        automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
@@ -149,7 +173,8 @@ def entitymem_comparison(context: AssetExecutionContext, store: Store) -> Output
                                 "table19": MetadataValue.md(rows.table19_markdown(t19))})
 
 
-PARTITIONED = [entitymem_bank, entitymem_layouts, entitymem_keyframes, entitymem_shots, entitymem_control_shots]
+PARTITIONED = [entitymem_bank, entitymem_layouts, entitymem_keyframes, entitymem_shots, entitymem_control_shots,
+               entitymem_audit]
 ASSETS = [*PARTITIONED, entitymem_comparison]
 PARTITIONED_KEYS = [a.key.to_user_string() for a in PARTITIONED]
 # the UI's job: one (configuration, episode) partition per run
