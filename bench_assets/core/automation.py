@@ -65,13 +65,25 @@ def input_version(asset_name: str, also_read_by: Sequence[str] = ()):
     return register
 
 
+_DIGESTS: dict = {}  # (path, size, mtime_ns, inode) -> sha256: a long-lived sensor process re-hashes only what moved
+
+
 def file_digest(path) -> str:
-    """sha256 of one file's bytes (streamed)."""
+    """sha256 of one file's bytes (streamed), remembered per (path, size, mtime, inode) within the process, so a
+    sensor tick over every item's files costs stat calls once they have been read."""
+    import os
+    st = os.stat(path)
+    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+    if key in _DIGESTS:
+        return _DIGESTS[key]
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
-    return h.hexdigest()
+    if len(_DIGESTS) > 200_000:
+        _DIGESTS.clear()
+    _DIGESTS[key] = h.hexdigest()
+    return _DIGESTS[key]
 
 
 def files_digest(files) -> str:
@@ -82,6 +94,15 @@ def files_digest(files) -> str:
     for name, path in sorted((str(n), Path(p)) for n, p in files):
         parts.append([name, file_digest(path) if path.is_file() else None])
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def folder_digest(folder) -> str:
+    """``files_digest`` over every file under ``folder`` (names relative to it); a missing folder digests as empty."""
+    from pathlib import Path
+    folder = Path(folder)
+    if not folder.is_dir():
+        return files_digest([])
+    return files_digest((f.relative_to(folder).as_posix(), f) for f in folder.rglob("*") if f.is_file())
 
 
 def content_data_version(*parts) -> "DataVersion":

@@ -7,6 +7,7 @@ cannot run), which go to ``n_failed_evaluator`` and never lower a generator's co
 """
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from typing import Callable, Optional
@@ -19,9 +20,17 @@ from bench_assets.core.tables import instance_row, record_row
 from bench_assets.entitybench import counts, dataset, judging
 from bench_assets.entitybench.constants import ACTION_FRAMES, LOCATION_FRAMES
 from bench_assets.entitybench.metrics import centroid_scores
-from bench_resources.judge import JudgeResult
+from bench_resources.judge import JUDGE_OFF, JudgeResult
 
 FIDELITY_GATE_TAU = 0.5
+# The fidelity gate's three states for a crop (issue 25). A crop the judge scored is admitted iff fidelity >= tau.
+# With the judge off nothing is gated (the value in the fidelity map is None): the row is ``ungated``, a different
+# construct from the paper's gated value, marked on the board and never comparable with gated rows. With the judge
+# on, a crop whose fidelity question failed is GATE_UNKNOWN: not admitted, not gated out (counted apart), and the
+# rows that would have read it are evaluator failures, re-run once the judge answers: an outage can never move a
+# judge-independent number by admitting crops the healthy judge would gate out.
+GATE_UNKNOWN = "gate unknown"
+UNGATED = "ungated: judge off, fidelity gate not applied"
 SHOT_ERROR = "shot_error"      # grounding status of a missing or undecodable shot (the generator's failure)
 UNAVAILABLE = "unavailable"    # grounding status when the evaluator cannot ground (no class, no detector)
 
@@ -121,28 +130,97 @@ def touched(ep: dataset.Episode, entity_id: str, lost: set[tuple[int, str]]) -> 
     return [k for k in shots if (k, entity_id) in lost] if len(shots) >= 2 else []
 
 
-def fidelity_overall(fidelity: Optional[pd.DataFrame]) -> dict[tuple[int, str], Optional[float]]:
-    """(shot, entity) -> overall fidelity in [0, 1] (None where the judge gave none)."""
+def fidelity_overall(fidelity: Optional[pd.DataFrame]) -> dict[tuple[int, str], object]:
+    """(shot, entity) -> overall fidelity in [0, 1]; None where the judge was off (ungated); GATE_UNKNOWN where the
+    judge was on and the question failed (replay miss, outage, bad answer, no key)."""
     if fidelity is None or fidelity.empty:
         return {}
     f = fidelity[(fidelity["level"] == "appearance") & fidelity["metric_id"].str.endswith("_fidelity")]
-    return {(int(r.shot), r.entity_id): (None if pd.isna(r.value) else float(r.value)) for r in f.itertuples()}
+    out: dict[tuple[int, str], object] = {}
+    for r in f.itertuples():
+        if pd.notna(r.value):
+            out[(int(r.shot), r.entity_id)] = float(r.value)
+            continue
+        reason = r.reason if isinstance(r.reason, str) else ""
+        evaluator = getattr(r, counts.EVAL, 0)
+        failed = bool(evaluator) and not pd.isna(evaluator) and reason != JUDGE_OFF
+        out[(int(r.shot), r.entity_id)] = GATE_UNKNOWN if failed else None
+    return out
+
+
+def gate_state(fidelity: Optional[pd.DataFrame]) -> str:
+    """'gated by <judge model>' when any crop was judged, else 'ungated' (judge off or nothing to judge): part of
+    the protocol of every gated family, so rows under different judges or gate states are never comparable."""
+    if fidelity is None or fidelity.empty or "detail" not in fidelity:
+        return "ungated"
+    f = fidelity[(fidelity["level"] == "appearance") & fidelity["metric_id"].str.endswith("_fidelity")]
+    models = set()
+    for d in f["detail"].dropna():
+        try:
+            doc = json.loads(d) if isinstance(d, str) else d
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and doc.get("judge_status") == "ok" and doc.get("judge_model"):
+            models.add(str(doc["judge_model"]))
+    return f"gated by {'+'.join(sorted(models))}" if models else "ungated"
+
+
+GATED_IDS = ("cs_face", "cs_object", "cs_transition_boundary", "cs_face_identity")  # read C(e): the gate
+
+
+def withhold_unknown_gate(df: pd.DataFrame, n_unknown: int, gate: str) -> pd.DataFrame:
+    """The gated families' item rows under an unknown gate (``n_unknown`` crops whose fidelity question failed):
+    no value, the evaluator's failure with its reason, so an outage never moves them (the next run re-runs them
+    once the judge answers). With the judge off (``gate`` 'ungated') the rows keep their values and are marked
+    UNGATED (a construct apart from the paper's gated one, shown on the board). Returns ``df`` changed in place."""
+    if not len(df):
+        return df
+    item = (df["level"] == "item") & df["metric_id"].isin(GATED_IDS)
+    if n_unknown:
+        df.loc[item, "value"] = None
+        for col in ("raw_mean", "coverage"):
+            if col in df:
+                df.loc[item, col] = None
+        df.loc[item, counts.EVAL] = df.loc[item, counts.EVAL].fillna(0) + n_unknown if counts.EVAL in df else n_unknown
+        df.loc[item, "reason"] = (f"{GATE_UNKNOWN} for {n_unknown} present crops (fidelity question failed): "
+                                  "not scored until the judge answers")
+    elif gate == "ungated" and "substitute" in df:
+        from bench_assets.core.metric_spec import join_substitutes
+        df["substitute"] = pd.array([join_substitutes([v, UNGATED]) if g else v
+                                     for g, v in zip(item, df["substitute"])], dtype="string")
+    return df
+
+
+def gate_unknown(fidelity: dict, shot: int, entity_id: str) -> bool:
+    return fidelity.get((shot, entity_id)) is GATE_UNKNOWN
 
 
 def _passes_gate(fidelity: dict, shot: int, entity_id: str) -> bool:
     v = fidelity.get((shot, entity_id))
+    if v is GATE_UNKNOWN:  # never admitted on a failed question (the old ``v is None or ...`` admitted it)
+        return False
     return v is None or v >= FIDELITY_GATE_TAU
 
 
 def admitted(grounding: pd.DataFrame, fidelity: dict, entity_id: str) -> tuple[pd.DataFrame, int]:
-    """C(e): present, attributable crops with fidelity >= tau or fidelity None; and how many were gated out."""
+    """C(e): present, attributable crops with fidelity >= tau or fidelity None (judge off: ungated); and how many
+    were gated out. A GATE_UNKNOWN crop is neither (``gate_unknown_count``)."""
     g = grounding[(grounding["entity_id"] == entity_id) & (grounding["status"] == "present")
                   & grounding["crop_id"].notna()]
     if "ambiguous" in g:
         g = g[~g["ambiguous"].fillna(False).astype(bool)]
     keep = [_passes_gate(fidelity, int(r.shot), entity_id) for r in g.itertuples()]
+    unknown = sum(gate_unknown(fidelity, int(r.shot), entity_id) for r in g.itertuples())
     mask = pd.Series(keep, index=g.index, dtype=bool)
-    return g[mask].sort_values("shot"), int(len(keep) - sum(keep))
+    return g[mask].sort_values("shot"), int(len(keep) - sum(keep) - unknown)
+
+
+def gate_unknown_count(grounding: pd.DataFrame, fidelity: dict, entity_ids=None) -> int:
+    """Present crops whose gate is unknown (fidelity question failed): the evaluator's, counted apart."""
+    g = grounding[grounding["status"] == "present"]
+    if entity_ids is not None:
+        g = g[g["entity_id"].isin(list(entity_ids))]
+    return int(sum(gate_unknown(fidelity, int(r.shot), r.entity_id) for r in g.itertuples()))
 
 
 def appearance_states(grounding: pd.DataFrame, fidelity: dict) -> dict[tuple[int, str], tuple[str, str]]:
@@ -158,6 +236,8 @@ def appearance_states(grounding: pd.DataFrame, fidelity: dict) -> dict[tuple[int
                 out[key] = ("evaluator", reason or "not attributable (shared class)")
             elif not isinstance(r.crop_id, str):
                 out[key] = ("evaluator", "no crop stored")
+            elif gate_unknown(fidelity, *key):
+                out[key] = ("evaluator", f"{GATE_UNKNOWN}: the fidelity question failed")
             elif _passes_gate(fidelity, *key):
                 out[key] = ("admitted", "")
             else:
@@ -298,6 +378,15 @@ def llm_entity_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFrame
                         rows.append(counts.failed_instance(m, "pair", why, shot=k, entity_id=ent.id, **keys))
                 failed[etype] += len(scheduled) - 1
                 continue
+            unknown = [k for k in scheduled if gate_unknown(fidelity, k, ent.id)]
+            if unknown:  # the anchor is chosen over the admitted crops, which are not known: the evaluator's
+                why = f"{ent.id}: {GATE_UNKNOWN} for shots {unknown} (fidelity question failed)"
+                reasons[etype].add(f"{GATE_UNKNOWN} (fidelity question failed)")
+                for k in scheduled[1:]:
+                    for m in ids:
+                        rows.append(counts.evaluator_instance(m, "pair", why, shot=k, entity_id=ent.id, **keys))
+                evaluator[etype] += len(scheduled) - 1
+                continue
             adm, _ = admitted(grounding, fidelity, ent.id)
             by_shot = {int(s): i for i, s in enumerate(adm["shot"])}
             no_anchor = judge_reason or (embed_reason if embed is None and len(adm) >= 2 else None)
@@ -374,7 +463,7 @@ def location_admitted(ep: dataset.Episode, grounding: pd.DataFrame, fidelity: di
         elif st == "present":
             if _passes_gate(fidelity, k, loc_id):
                 ok.append(k)
-            else:
+            elif not gate_unknown(fidelity, k, loc_id):
                 gated += 1
     return ok, gated, ungated
 
@@ -403,6 +492,14 @@ def llm_location_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFra
             why = f"{loc.id}: shots {missing} not delivered"
             reasons.add("a location's shot not delivered")
             rows.append(counts.failed_instance("llm_scene_accuracy", "entity", why, entity_id=loc.id, **keys))
+            continue
+        unknown = [k for k in shots if gate_unknown(fidelity or {}, k, loc.id)]
+        if unknown:  # which shots are admitted is not known: the evaluator's failure, re-run once judged
+            evaluator += 1
+            reasons.add(f"{GATE_UNKNOWN} (fidelity question failed)")
+            rows.append(counts.evaluator_instance("llm_scene_accuracy", "entity",
+                                                  f"{loc.id}: {GATE_UNKNOWN} for shots {unknown}",
+                                                  entity_id=loc.id, **keys))
             continue
         ok, gated, ungated = location_admitted(ep, grounding, fidelity or {}, clips, loc.id)
         ungated_by_loc[loc.id] = ungated

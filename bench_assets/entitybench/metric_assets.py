@@ -48,7 +48,7 @@ def entitybench_pillar1(context: AssetExecutionContext, entitybench_outputs: pd.
 
 # ----------------------------------------------------------------------------- Pillar 2 presence, Pillar 3 DINOv2
 
-@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="6", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="7", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_presence_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                                      entitybench_outputs: pd.DataFrame, entitybench_episode: pd.DataFrame,
                                      entitybench_fidelity: pd.DataFrame, models: ModelRegistry, device: Device,
@@ -77,8 +77,11 @@ def entitybench_presence_consistency(context: AssetExecutionContext, entitybench
                                         if n_present else "no present crop"),
                            benchmark=BENCH, generator=generator, item=ep.episode_id))
     df = counts.frame(rows)
-    df["protocol"] = W.protocol(models, ["image_embedder", "face", *W.GROUNDING_SLOTS])
+    gate = judged.gate_state(entitybench_fidelity)
+    df["protocol"] = W.protocol(models, ["image_embedder", "face", *W.GROUNDING_SLOTS], gate=gate)
     W.label_substitutes(df, models)
+    # issue 25: a failed fidelity question leaves the gate unknown (the evaluator's failure, retried); judge off: ungated
+    judged.withhold_unknown_gate(df, judged.gate_unknown_count(entitybench_grounding, fid), gate)
     items = df[df.level == "item"]
     return Output(df, metadata={**{r.metric_id: (float(r.value) if pd.notna(r.value) else "None")
                                    for r in items.itertuples()},
@@ -123,7 +126,7 @@ def entitybench_action(context: AssetExecutionContext, entitybench_outputs: pd.D
     return Output(df, metadata=W.item_metadata(df) | W.evaluator_metadata(df))
 
 
-@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="4", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="5", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_llm_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                                 entitybench_fidelity: pd.DataFrame, entitybench_outputs: pd.DataFrame,
                                 entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,

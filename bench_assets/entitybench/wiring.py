@@ -48,12 +48,16 @@ def shots_version(paths: BenchPaths, partition_key: str) -> str:
 GROUNDING_SLOTS = ["open_vocab_detector", "clip_b32", "text_embedder"]
 
 
-def protocol(models: ModelRegistry, names: list[str], judge: Optional[Judge] = None) -> str:
+def protocol(models: ModelRegistry, names: list[str], judge: Optional[Judge] = None,
+             gate: Optional[str] = None) -> str:
     """Digest of what decides a number's meaning here: checkpoints, fingerprints, every constant and threshold,
     the protocol id, and the judge where one answers. Families fed by grounding crops pass GROUNDING_SLOTS, so
-    crops from the offline detector and from GroundingDINO are never marked comparable."""
+    crops from the offline detector and from GroundingDINO are never marked comparable; gated families pass the
+    fidelity gate's state (judged.gate_state: ungated, or gated by which judge), so rows under different judges or
+    gate states are never comparable either."""
     return protocol_digest({"protocol": PROTOCOL, "models": slot_manifest(models, names), "constants": CONSTANTS,
-                            **({"judge": judge.fingerprint()} if judge is not None else {})})
+                            **({"judge": judge.fingerprint()} if judge is not None else {}),
+                            **({"gate": gate} if gate is not None else {})})
 
 
 def label_substitutes(df: pd.DataFrame, models: ModelRegistry) -> None:

@@ -10,12 +10,14 @@ import numpy as np
 import pandas as pd
 from dagster import AssetExecutionContext, Failure, MetadataValue, Output, asset
 
+from bench_assets.core.automation import INPUT_SHA_KEY, content_data_version
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.slots import load_slot
 from bench_assets.vistorybench import characters, dataset
 from bench_assets.vistorybench.constants import BENCH
 from bench_assets.vistorybench.manifest import slot_manifest
 from bench_assets.vistorybench.shots import ok_shots, reference_vectors, shot_image, story_of
+from bench_assets.vistorybench import wiring as W
 from bench_assets.vistorybench.wiring import GROUP, P, encoders, generator_language
 from bench_resources.device import Device
 from bench_resources.judge import summarize_reasons
@@ -39,8 +41,11 @@ def vistorybench_story(context: AssetExecutionContext, paths: BenchPaths) -> Out
                         "n_references": sum(len(c.references) for c in story.characters.values()),
                         "story_json": json.dumps(story.to_json(), ensure_ascii=False, sort_keys=True),
                         "warnings": "; ".join(story.warnings)}])
-    return Output(df, metadata={"shots": len(story.shots), "characters": len(story.characters), "lite": story.lite,
-                                "tags": MetadataValue.json(tags)})
+    sha = W.story_version(paths, context.partition_key)
+    # the story folder's content is the data version: an edited story marks its partitions stale
+    return Output(df, data_version=content_data_version(sha, context.assets_def.code_versions_by_key[context.asset_key]),
+                  metadata={"shots": len(story.shots), "characters": len(story.characters), "lite": story.lite,
+                            "tags": MetadataValue.json(tags), INPUT_SHA_KEY: sha})
 
 
 @asset(partitions_def=P.items, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
@@ -88,6 +93,10 @@ def vistorybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
     generator, sid = P.split(context.partition_key)
     story = story_of(vistorybench_story)
     language = generator_language(paths, generator)
+    sha = W.shots_version(paths, context.partition_key)
+    # content, not code alone: the shot images, the story they were indexed against and this asset's code version
+    version = content_data_version(sha, vistorybench_story["story_json"].iloc[0], language,
+                                   context.assets_def.code_versions_by_key[context.asset_key])
     base = {"generator": generator, "story_id": sid, "language": language}
     rows = []
     try:
@@ -96,7 +105,7 @@ def vistorybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
         context.log.error(str(e))
         df = pd.DataFrame([{**base, "shot": None, "path": None, "sha256": None, "status": "story_error",
                             "error": str(e)}])
-        return Output(df, metadata={"error": MetadataValue.text(str(e))})
+        return Output(df, data_version=version, metadata={"error": MetadataValue.text(str(e)), INPUT_SHA_KEY: sha})
     if index.warning:
         context.log.warning(index.warning)
     for s in story.shots:
@@ -116,7 +125,8 @@ def vistorybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
     bad = df[df.status != "ok"]
     for e in bad["error"]:
         context.log.warning(e)
-    return Output(df, metadata={"shots": len(df), "ok": int((df.status == "ok").sum()),
+    return Output(df, data_version=version, metadata={"shots": len(df), "ok": int((df.status == "ok").sum()),
+                                                      INPUT_SHA_KEY: sha,
                                 "missing": MetadataValue.json([int(x) for x in bad["shot"]]),
                                 "warning": MetadataValue.text(index.warning or "none"),
                                 "language": language})

@@ -4,6 +4,7 @@ and the identity encoders loaded from their slots."""
 
 from dagster import Failure
 
+from bench_assets.core.automation import folder_digest, input_version
 from bench_assets.core.generators import GeneratorError, read_generator
 from bench_assets.core.partitions import BenchmarkPartitions
 from bench_assets.core.slots import load_slot
@@ -32,3 +33,16 @@ def encoders(models: ModelRegistry, device: Device) -> characters.Encoders:
     face, face_reason = load_slot(models, device, "face")
     feats, feats_reason = load_slot(models, device, "character_embedder")
     return characters.Encoders(face, face_reason, feats, feats_reason)
+
+
+# Content digests of the files the input assets read (core/automation.py): an edited story (its JSON or a reference
+# image) or a replaced shot image marks exactly its partitions, and what is downstream of them, stale.
+@input_version("vistorybench_story")
+def story_version(paths: BenchPaths, story_id: str) -> str:
+    return folder_digest(paths.benchmark_dir(BENCH) / story_id)
+
+
+@input_version("vistorybench_outputs")
+def shots_version(paths: BenchPaths, partition_key: str) -> str:
+    generator, sid = P.split(partition_key)
+    return folder_digest(paths.generator_dir(generator) / sid)
