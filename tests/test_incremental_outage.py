@@ -1,0 +1,121 @@
+"""Issue 25: a judge outage, then a plain rerun against the healed endpoint, on a real Dagster instance (EntityBench,
+offline profile, one episode). The rerun re-asks exactly the questions that failed (counted), runs no model forward
+(grounding is not re-run), and ends with tables equal to a run that never saw the outage; the judge-independent
+grounding table is identical throughout."""
+import hashlib
+import shutil
+import threading
+
+import pandas as pd
+from dagster import instance_for_test
+
+from bench_assets import definitions as d
+from bench_assets.core.generators import discover_generators
+from bench_assets.core.runner import evaluate
+from bench_resources.config import build_resources
+from bench_resources.judge import Judge
+from bench_resources.paths import BenchPaths
+from tests.conftest import DATA
+from tests.fake_anthropic import FakeAnthropic, server_error, tool_answer
+
+# grounding (models), then the two judge-only families; the consistency families add minutes, not coverage here
+GEN = ["entitybench_outputs", "entitybench_grounding", "entitybench_fidelity", "entitybench_action"]
+JUDGE_ASSETS = {"entitybench_fidelity", "entitybench_action"}
+
+
+class Endpoint:
+    """Answers from the images asked about (a judge that says the same to everything tests nothing); while
+    ``outage`` is set, every question whose images hash to 0 mod 3 gets HTTP 500 (counted)."""
+
+    def __init__(self):
+        self.outage = False
+        self.failed = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, body):
+        content = body["messages"][0]["content"]
+        blob = "".join(c["source"]["data"] for c in content if c["type"] == "image")
+        h = int(hashlib.sha256(blob.encode()).hexdigest(), 16)
+        if self.outage and h % 3 == 0:
+            with self.lock:
+                self.failed += 1
+            return server_error(500)
+        score = 3 + h % 7
+        schema = body["tools"][0]["input_schema"]
+        out = {}
+        for k in schema["required"]:
+            p = schema["properties"][k]
+            t = p.get("type")
+            out[k] = ("a place" if t == "string" else (p["enum"][h % len(p["enum"])] if "enum" in p else
+                      score / 10 if t == "number" else score))
+        return tool_answer(out)
+
+
+def world(tmp):
+    data = tmp / "data"
+    (data / "entitybench" / "episodes").mkdir(parents=True)
+    shutil.copy(DATA / "entitybench" / "episodes" / "e0001.json", data / "entitybench" / "episodes")
+    shutil.copytree(DATA / "generators" / "faithful" / "e0001", data / "generators" / "faithful" / "e0001")
+    shutil.copy(DATA / "generators" / "faithful" / "generator.yaml", data / "generators" / "faithful")
+    return data
+
+
+def run(instance, data, store, judge):
+    paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
+    resources = build_resources(paths=paths, store_root=str(store), judge=judge)
+    gens, _ = discover_generators(paths.generators_dir, "entitybench")
+    stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=d.ENTITYBENCH, items=["e0001"],
+                     generators=gens, item_assets=list(d.ENTITYBENCH_ITEM_ASSETS), generator_assets=GEN,
+                     aggregate_assets=[], progress=lambda s: None, show_progress=False)
+    assert not stats.failed, stats.failed
+    return stats, resources["store"]
+
+
+def table(store, name):
+    cols = "metric_id, level, shot, entity_id, value, n_failed_evaluator"
+    if name == "entitybench_grounding":
+        cols = "shot, entity_id, status, crop_id"
+    df = store.query(f"SELECT {cols} FROM {name}")
+    return df.sort_values(list(df.columns[:4])).reset_index(drop=True)
+
+
+def test_outage_then_healed_rerun_reasks_exactly_the_failed_questions(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    data = world(tmp_path)
+    endpoint = Endpoint()
+    with FakeAnthropic(responder=endpoint) as srv, instance_for_test() as instance:
+        def judge(cache):
+            return Judge(mode="live", base_url=srv.base_url, cache_dir=str(cache), backoff_s=0.001, max_retries=0,
+                         breaker_threshold=0)
+
+        endpoint.outage = True
+        first, store = run(instance, data, tmp_path / "store", judge(tmp_path / "cache"))
+        failed = endpoint.failed
+        assert failed > 0 and len(srv.requests) > failed  # some questions answered, some lost
+        fid = table(store, "entitybench_fidelity")
+        assert fid["n_failed_evaluator"].fillna(0).sum() > 0
+        grounding_before = table(store, "entitybench_grounding")
+
+        endpoint.outage = False
+        n0 = len(srv.requests)
+        healed, store = run(instance, data, tmp_path / "store", judge(tmp_path / "cache"))
+        # exactly the failed questions, each asked once more; every answered one reused from the cache
+        assert len(srv.requests) - n0 == failed
+        assert healed.judge["questions_reasked"] == failed
+        assert healed.judge["answers_reused"] > 0
+        assert sum(healed.judge["requests_by_endpoint"].values()) == failed
+        # only the judge-using assets of the partition re-ran, for their evaluator failures: no model forward
+        assert {a for a, _ in healed.materialized} <= JUDGE_ASSETS and healed.materialized
+        assert healed.forwards == 0
+        assert any("evaluator failures" in why for why in healed.reruns)
+        assert table(store, "entitybench_grounding").equals(grounding_before)
+
+        again, _ = run(instance, data, tmp_path / "store", judge(tmp_path / "cache"))
+        assert again.materialized == [] and sum(again.judge["requests_by_endpoint"].values()) == 0
+
+        # a run that never saw the outage (fresh home, store and cache) ends with the same tables
+        with instance_for_test() as fresh:
+            _, ref = run(fresh, data, tmp_path / "store_ref", judge(tmp_path / "cache_ref"))
+        for name in ("entitybench_grounding", "entitybench_fidelity", "entitybench_action"):
+            mine, theirs = table(store, name), table(ref, name)
+            pd.testing.assert_frame_equal(mine, theirs, check_dtype=False, obj=name)
