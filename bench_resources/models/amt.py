@@ -1,0 +1,78 @@
+"""AMT-S frame interpolation as VBench runs it for motion_smoothness (not yet wired to a model slot).
+
+The network is the AMT-S class of VBench's package (``vbench.third_party.amt.networks.AMT-S``, imported from the
+installed PyPI package, not copied), built with VBench's config (corr_radius 3, corr_lvls 4, num_flows 3) and
+loaded strictly from ``amt-s.pth`` (``{'state_dict': ...}``). Each midpoint is computed as
+``vbench.motion_smoothness.MotionSmoothness.motion_score`` does it at scale 1 (what it uses on CPU and, for frames
+up to ~1080p, on a large GPU): frames / 255, replicate padding to multiples of 16 split half each side,
+``embt = 0.5``, ``eval=True``, unpadded, then quantised to uint8 by truncation (``tensor2img``: ``x * 255``,
+clipped, ``astype(uint8)``) before the difference is taken.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Sequence
+
+import numpy as np
+
+from bench_resources.models.base import counted
+
+AMT_S_PARAMS = {"corr_radius": 3, "corr_lvls": 4, "num_flows": 3}   # vbench/third_party/amt/cfgs/AMT-S.yaml
+
+
+def amt_s_module():
+    """VBench's AMT-S network class, untrained."""
+    return importlib.import_module("vbench.third_party.amt.networks.AMT-S").Model(**AMT_S_PARAMS)
+
+
+def pad16(h: int, w: int) -> tuple[int, int, int, int]:
+    """(left, right, top, bottom): AMT's InputPadder(divisor=16)."""
+    ph, pw = (-h) % 16, (-w) % 16
+    return pw // 2, pw - pw // 2, ph // 2, ph - ph // 2
+
+
+class AmtInterpolator:
+    """Pairs of RGB uint8 frames -> their uint8 midpoint frames."""
+
+    def __init__(self, module, device):
+        self.module, self.device = module.eval().to(device), device
+
+    @classmethod
+    def load(cls, weights_path, device, slot: str = "interpolator"):
+        import torch
+        from bench_resources.models.vision import load_strict
+        sd = torch.load(weights_path, map_location="cpu", weights_only=True)
+        module = amt_s_module()
+        load_strict(module, sd.get("state_dict", sd), slot, weights_path)
+        return cls(module, device)
+
+    def midpoints(self, pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+        import torch
+        import torch.nn.functional as F
+        out = []
+        for a, b in pairs:
+            h, w = a.shape[:2]
+            left, right, top, bottom = pad16(h, w)
+
+            def prep(x):
+                t = torch.from_numpy(np.ascontiguousarray(x)).permute(2, 0, 1)[None] / 255.0
+                return F.pad(t, (left, right, top, bottom), mode="replicate").to(self.device)
+
+            embt = torch.tensor(0.5).float().view(1, 1, 1, 1).to(self.device)
+            with torch.no_grad(), counted(1):
+                mid = self.module(prep(a), prep(b), embt, scale_factor=1.0, eval=True)["imgt_pred"]
+            mid = mid[..., top:top + h, left:left + w]
+            out.append((mid * 255.0).squeeze(0).permute(1, 2, 0).cpu().numpy().clip(0, 255).astype(np.uint8))
+        return out
+
+
+def amt_smoothness(frames: np.ndarray, interpolator: AmtInterpolator) -> float | None:
+    """VBench's motion smoothness on native frames: each odd frame rebuilt from its even neighbours, score
+    (255 - mean |rebuilt - frame|) / 255 over uint8 frames; None without a triple."""
+    triples = [(i - 1, i, i + 1) for i in range(1, len(frames) - 1, 2)]
+    if not triples:
+        return None
+    mids = interpolator.midpoints([(frames[p], frames[n]) for p, _, n in triples])
+    errs = [float(np.mean(np.abs(mid.astype(np.int16) - frames[m].astype(np.int16)))) for mid, (_, m, _) in
+            zip(mids, triples)]
+    return (255.0 - float(np.mean(errs))) / 255.0
