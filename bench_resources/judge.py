@@ -45,7 +45,8 @@ Using it (the whole API)::
   and re-asks); ``max_retries`` bounds transport retries (429 honouring ``retry-after``, 5xx, timeouts, connection
   errors). After ``breaker_threshold`` consecutive questions lost to the endpoint itself (connect errors,
   timeouts, 5xx; not 429 and not a bad answer, which show the endpoint is up), questions fail at once for
-  ``breaker_cooldown_s``; then one question probes the endpoint, and its outcome closes or reopens the breaker. Our loop sits on top of clients with ``max_retries=0``, so attempts are exact.
+  ``breaker_cooldown_s``; then one question probes the endpoint, and its outcome closes or reopens the breaker.
+  Our loop sits on top of clients with ``max_retries=0``, so attempts are exact.
 * Sampling parameters (``temperature``, ``top_p``, ``seed``) are sent only when set, and are part of the
   fingerprint, the cache key and the cache entry.
 * The API key is read from the environment variable named by ``api_key_env`` at call time (default
@@ -554,6 +555,13 @@ class Judge(ConfigurableResource):
             log.warning("judge %s/%s failed after %d request(s): %s", req.prompt_id, req.prompt_version,
                         out.attempts, out.reason)
         return result(out.status, out.answer, out.reason, attempts=out.attempts)
+
+    def has_failed_questions(self) -> bool:
+        """Whether a question asked under this cache failed and has not been answered since (its marker is left):
+        what makes re-running a judge-using asset worth it."""
+        cache = Path(self.cache_dir)
+        root = cache.with_name(cache.name + "_failures")
+        return root.is_dir() and any(f.is_file() for d in root.iterdir() if d.is_dir() for f in d.iterdir())
 
     def _failure_path(self, key: str) -> Path:
         """Beside the cache, not in it (the cache holds answers only): ``<cache_dir>_failures/<key>``."""

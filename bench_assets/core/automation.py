@@ -267,8 +267,10 @@ def evaluator_rerun(instance, assets: Sequence, key: AssetKey, partition: str | 
                     resources: dict) -> str | None:
     """Why the last materialization's evaluator failures should be tried again now, or None.
 
-    An asset that asks the judge and counted failures is re-run whenever the judge can ask (live): an evaluator
-    failure is never final, and the re-run asks exactly the failed questions (answered ones are cache hits).
+    An asset that asks the judge and counted failures is re-run whenever the judge can ask (live) and some question
+    failed and is still unanswered (the judge's failure markers): an evaluator failure is never final, and the
+    re-run asks exactly the failed questions (answered ones are cache hits); failures of another kind (a missing
+    weight) in a judge-using asset do not re-run it on every run.
     Otherwise a re-run needs a change of the evaluator state the asset uses: the judge's only for judge-using
     assets, so switching the judge never re-runs what it does not touch."""
     rec = _latest_record(instance, key, partition)
@@ -276,7 +278,8 @@ def evaluator_rerun(instance, assets: Sequence, key: AssetKey, partition: str | 
         return None
     judge = resources.get("judge")
     asks = uses_judge(assets, key)
-    if asks and judge is not None and getattr(judge, "mode", None) == "live" and judge.available()[0]:
+    if (asks and judge is not None and getattr(judge, "mode", None) == "live" and judge.available()[0]
+            and getattr(judge, "has_failed_questions", lambda: True)()):
         return f"{evaluator_failures(rec.asset_materialization)} evaluator failures, judge live: re-asking"
     run = instance.get_run_by_id(rec.run_id)
     recorded = run.tags.get(SCOPED_STATE_TAG_JUDGE if asks else SCOPED_STATE_TAG_SLOTS) if run else None

@@ -34,7 +34,8 @@ def entitybench_episode(context: AssetExecutionContext, paths: BenchPaths) -> Ou
     meta = {k: v for k, v in stats.items() if isinstance(v, (int, float, str)) and v is not None}
     sha = W.episode_version(paths, context.partition_key)
     # the file's content is the data version: an edited schedule marks this episode's partitions stale
-    return Output(df, data_version=content_data_version(sha, context.assets_def.code_versions_by_key[context.asset_key]),
+    code = context.assets_def.code_versions_by_key[context.asset_key]
+    return Output(df, data_version=content_data_version(sha, code),
                   metadata={**meta, "warnings": MetadataValue.text("; ".join(ep.warnings) or "none"),
                             INPUT_SHA_KEY: sha})
 

@@ -7,7 +7,8 @@ from typing import Any
 import pandas as pd
 from dagster import AssetExecutionContext, Failure, MetadataValue, Output, asset
 
-from bench_assets.core.automation import board_condition
+from bench_assets.core.automation import (INPUT_SHA_KEY, board_condition, content_data_version, file_digest,
+                                          files_digest, input_version)
 from bench_assets.core.board_text import board_markdown
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.manifest import build_manifest, protocol_digest
@@ -35,6 +36,19 @@ CHUNK = 32   # native frames per streamed chunk
 
 def samples_dir(paths: BenchPaths):
     return paths.benchmark_dir(BENCH) / "samples"
+
+
+# Content digests of the files the input assets read (core/automation.py): an edited sample or a replaced output
+# video marks exactly its partitions stale; the judged asset reads the same video.
+@input_version("locot2v_sample")
+def sample_version(paths: BenchPaths, sample_id: str) -> str:
+    return file_digest(samples_dir(paths) / f"{sample_id}.json")
+
+
+@input_version("locot2v_visual", also_read_by=("locot2v_judged",))
+def video_version(paths: BenchPaths, partition_key: str) -> str:
+    generator, sample_id = P.split(partition_key)
+    return files_digest([("video", paths.generator_dir(generator) / f"{sample_id}.mp4")])
 
 
 def rrub_value(paths: BenchPaths) -> tuple[float, str]:
@@ -152,7 +166,11 @@ def locot2v_sample(context: AssetExecutionContext, paths: BenchPaths) -> Output[
         raise Failure(description=str(e)) from None
     df = pd.DataFrame([{"sample_id": s.sample_id, "theme": s.theme, "category": s.category,
                         "prompt_words": len(s.prompt.split()), "sample_json": json.dumps(s.to_json(), sort_keys=True)}])
-    return Output(df, metadata={"theme": s.theme, "category": s.category, "prompt_words": len(s.prompt.split())})
+    sha = sample_version(paths, context.partition_key)
+    code = context.assets_def.code_versions_by_key[context.asset_key]
+    return Output(df, data_version=content_data_version(sha, code),
+                  metadata={"theme": s.theme, "category": s.category, "prompt_words": len(s.prompt.split()),
+                            INPUT_SHA_KEY: sha})
 
 
 @asset(partitions_def=P.items, group_name=GROUP, code_version="1")
@@ -195,6 +213,7 @@ def locot2v_visual(context: AssetExecutionContext, paths: BenchPaths, locot2v_sa
                            models)
     st = src.stats
     return Output(df, metadata={**_meta(values), "frames": int(src.n_frames), "fps": float(src.fps),
+                                INPUT_SHA_KEY: video_version(paths, context.partition_key),
                                 "frames_converted": int(st.frames_converted), "frames_needed": int(st.frames_needed),
                                 "peak_chunk_frames": int(st.peak_chunk_frames),
                                 "gathered_frames": int(st.gathered_frames),

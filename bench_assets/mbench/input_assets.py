@@ -35,7 +35,8 @@ def mbench_case(context: AssetExecutionContext, paths: BenchPaths) -> Output[pd.
     df = pd.DataFrame([{"case_id": case.case_id, "subset": case.subset, "mode": case.mode,
                         "case_json": json.dumps(case.to_json(), sort_keys=True), "case_sha256": sha}])
     # the files' content is the data version: a fixed box marks this case's partitions stale
-    return Output(df, data_version=content_data_version(sha, context.assets_def.code_versions_by_key[context.asset_key]),
+    code = context.assets_def.code_versions_by_key[context.asset_key]
+    return Output(df, data_version=content_data_version(sha, code),
                   metadata={"subset": case.subset, "mode": case.mode, INPUT_SHA_KEY: sha})
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 from dagster import AssetExecutionContext, Failure, MetadataValue, Output, asset
 
+from bench_assets.core.automation import INPUT_SHA_KEY, content_data_version
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.media import even_indices
 from bench_assets.core.slots import load_slot
@@ -18,7 +19,7 @@ from bench_assets.narrativetrack.frame_cache import frame_view, open_video, samp
 from bench_assets.narrativetrack.judged import verify_identities
 from bench_assets.narrativetrack.manifest import FACE_MERGE, protocol
 from bench_assets.narrativetrack.tables import as_list, as_strings, det_records
-from bench_assets.narrativetrack.wiring import GROUP, P, data_dir
+from bench_assets.narrativetrack.wiring import GROUP, P, data_dir, video_version
 from bench_resources.device import Device
 from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry
@@ -38,7 +39,10 @@ def narrativetrack_video(context: AssetExecutionContext, paths: BenchPaths) -> O
     row = {"video_id": vid, "path": v.path, "sha256": src.sha256, "native_fps": fps, "n_frames": src.n_frames,
            "width": src.size[0], "height": src.size[1], "duration": src.n_frames / fps,
            "sample_fps": v.sample_fps}
-    return Output(pd.DataFrame([row]), metadata={"duration_s": round(row["duration"], 2), "fps": fps})
+    sha = video_version(paths, vid)
+    # content is the data version: a replaced video or a changed sampling rate marks its partitions stale
+    return Output(pd.DataFrame([row]), data_version=content_data_version(sha, context.assets_def.code_versions_by_key[
+        context.asset_key]), metadata={"duration_s": round(row["duration"], 2), "fps": fps, INPUT_SHA_KEY: sha})
 
 
 @asset(partitions_def=P.items, group_name=GROUP, code_version="1")

@@ -43,7 +43,8 @@ def vistorybench_story(context: AssetExecutionContext, paths: BenchPaths) -> Out
                         "warnings": "; ".join(story.warnings)}])
     sha = W.story_version(paths, context.partition_key)
     # the story folder's content is the data version: an edited story marks its partitions stale
-    return Output(df, data_version=content_data_version(sha, context.assets_def.code_versions_by_key[context.asset_key]),
+    code = context.assets_def.code_versions_by_key[context.asset_key]
+    return Output(df, data_version=content_data_version(sha, code),
                   metadata={"shots": len(story.shots), "characters": len(story.characters), "lite": story.lite,
                             "tags": MetadataValue.json(tags), INPUT_SHA_KEY: sha})
 
