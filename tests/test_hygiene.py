@@ -357,3 +357,37 @@ def test_sensor_keeps_working_beside_a_bad_generator_folder(tmp_path, monkeypatc
         assert instance.get_dynamic_partitions(mb.P.generators.name) == ["mbench_consistent"]
     finally:
         instance.dispose()
+
+
+# ------------------------------------------------------------------------------------------ ViStoryBench
+
+def test_vistorybench_reference_and_output_links_out_are_refused(tmp_path):
+    from bench_assets.vistorybench import dataset as V
+    story = tmp_path / "vistorybench" / "01"
+    shutil.copytree(DATA / "vistorybench" / "01", story)
+    loaded = V.load_story(story)
+    key = sorted(loaded.characters)[0]
+    ref = sorted((story / "image" / key).iterdir())[0]
+    secret = tmp_path / "secret.png"
+    shutil.copy(ref, secret)
+    ref.unlink()
+    ref.symlink_to(secret)
+    with pytest.raises(V.StoryError, match=rf"story 01: reference image of character {key!r}: .* symlink out of"):
+        V.load_story(story)
+    ref.unlink()
+    shutil.copy(secret, ref)
+    raw = json.loads((story / "story.json").read_text(encoding="utf-8-sig"))
+    raw["Characters"]["../../../../etc"] = {**raw["Characters"][key]}
+    (story / "story.json").write_text(json.dumps(raw))
+    with pytest.raises(V.StoryError, match=r"reference folder of character '../../../../etc': .* leads outside"):
+        V.load_story(story)
+
+    out = tmp_path / "generators" / "g" / "01"
+    shutil.copytree(DATA / "generators" / "vistory_faithful" / "01", out)
+    assert V.index_outputs(loaded, out, "g").files
+    first = sorted(p for p in out.iterdir() if p.suffix.lower() in V.IMAGE_SUFFIXES + V.VIDEO_SUFFIXES)[0]
+    shutil.copy(first, tmp_path / "away")
+    first.unlink()
+    first.symlink_to(tmp_path / "away")
+    with pytest.raises(V.OutputError, match=r"generator 'g', story 01, shot \d+: .* symlink out of"):
+        V.index_outputs(loaded, out, "g")

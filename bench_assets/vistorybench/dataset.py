@@ -15,6 +15,8 @@ import cv2
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from bench_resources.paths import OutsideRoot, inside_root
+
 LANGUAGES = ("en", "ch")
 TAGS = ("non_human", "realistic_human", "unrealistic_human")
 LITE = frozenset("01 08 09 15 17 19 24 27 28 29 32 41 52 53 55 57 60 64 68 79".split())
@@ -155,12 +157,20 @@ def load_story(story_dir: str | Path) -> Story:
         if tag not in TAGS:
             raise StoryError(f"story {sid}: character {key!r} has tag {tag!r}; expected one of {list(TAGS)}")
         ref_dir = story_dir / "image" / key
+        try:  # the key names a folder: "../x" or a link must not lead out of the story's own folder
+            inside_root(ref_dir, story_dir, f"story {sid}: reference folder of character {key!r}")
+        except OutsideRoot as e:
+            raise StoryError(str(e)) from None
         if not ref_dir.is_dir():
             raise StoryError(f"story {sid}: character {key!r} has no reference folder {ref_dir}")
         refs = sorted(p for p in ref_dir.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
         if not refs:
             raise StoryError(f"story {sid}: reference folder of character {key!r} holds no image")
         for p in refs:
+            try:
+                inside_root(p, story_dir, f"story {sid}: reference image of character {key!r}")
+            except OutsideRoot as e:
+                raise StoryError(str(e)) from None
             _check_image(p, sid, key)
         names = {l: str(c.get(f"name_{l}", "")) for l in LANGUAGES if c.get(f"name_{l}")}
         prompts = {l: str(c.get(f"prompt_{l}", "")) for l in LANGUAGES if c.get(f"prompt_{l}")}
@@ -293,6 +303,10 @@ def index_outputs(story: Story, folder: str | Path, generator: str) -> OutputInd
             raise OutputError(f"{where}: cannot read a shot index from {p.name!r} (expected shot_NN, NN or x_N)")
         if idx in files:
             raise OutputError(f"{where}: shot {idx} has two outputs ({Path(files[idx]).name}, {p.name})")
+        try:  # the generator folder is the root: a shot (or the story folder) linked out of it is refused
+            inside_root(p, folder.parent, f"{where}, shot {idx}")
+        except OutsideRoot as e:
+            raise OutputError(str(e)) from None
         files[idx] = str(p)
     if not files:
         raise OutputError(f"{where}: the output folder holds no shot image or video")
