@@ -707,6 +707,10 @@ def main() -> int:
     ap.add_argument("--out")
     ap.add_argument("--json", help="also write every row here")
     args = ap.parse_args()
+    # the scaled media live in --workdir and the generator folders link to them on purpose (children and daemons
+    # inherit this)
+    os.environ["BENCH_MEDIA_ROOTS"] = os.pathsep.join(
+        p for p in (os.environ.get("BENCH_MEDIA_ROOTS", ""), str(Path(args.workdir).resolve())) if p)
     if args.child:
         bench, case = args.child.split(":")
         fn = media_child if bench.startswith("media-") else child
