@@ -278,6 +278,22 @@ def test_mbench_output_linked_out_is_refused_and_counted_undelivered(tmp_path):
     assert cases.missing_outputs(paths, "g", ["a_obj01", "a_obj02", "a_obj03"]) == {"a_obj01", "a_obj03"}
 
 
+def test_locot2v_output_linked_out_is_refused_naming_the_sample(tmp_path):
+    from dagster import Failure
+
+    from bench_assets.locot2v.assets import _video
+    from bench_resources.paths import BenchPaths
+    gen = tmp_path / "generators" / "g"
+    gen.mkdir(parents=True)
+    (tmp_path / "secret.mp4").write_bytes(b"x")
+    (gen / "nature_1.mp4").symlink_to(tmp_path / "secret.mp4")
+    paths = BenchPaths(data_root=str(tmp_path), generators_root=str(tmp_path / "generators"))
+    with pytest.raises(Failure, match=r"generator 'g', sample nature_1: .* is a symlink out of"):
+        _video(paths, "g", "nature_1")
+    shutil.copy(DATA / "generators" / "locot2v_smooth" / "nature_1.mp4", gen / "nature_2.mp4")
+    assert _video(paths, "g", "nature_2").n_frames > 0  # a real file inside the folder still opens
+
+
 # ------------------------------------------------------------------------------------------ NarrativeTrack index
 
 def _nt_root(tmp_path: Path, entries: list[dict]) -> Path:

@@ -23,7 +23,7 @@ from bench_assets.locot2v.stream import DoverClips, TemporalStream
 from bench_resources.device import Device
 from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry
-from bench_resources.paths import BenchPaths
+from bench_resources.paths import BenchPaths, OutsideRoot, inside_root
 from bench_resources.store import Store
 
 BENCH = constants.BENCH
@@ -76,6 +76,10 @@ def _video(paths: BenchPaths, generator: str, sample_id: str) -> VideoSource:
     path = paths.generator_dir(generator) / f"{sample_id}.mp4"
     if not path.is_file():
         raise Failure(f"generator {generator!r}, sample {sample_id}: no output video {path}")
+    try:
+        inside_root(path, paths.generator_dir(generator), f"generator {generator!r}, sample {sample_id}")
+    except OutsideRoot as e:
+        raise Failure(str(e)) from None
     try:
         return VideoSource(path)
     except DecodeError as e:
