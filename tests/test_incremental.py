@@ -23,12 +23,12 @@ GEN = ["entitybench_outputs", "entitybench_grounding", "entitybench_fidelity"]
 ITEM = list(d.ENTITYBENCH_ITEM_ASSETS)
 
 
-def run(instance, data, store, force=False):
+def run(instance, data, store, force=False, items=None):
     paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
     resources = build_resources(paths=paths, store_root=str(store),
                                 judge=Judge(mode="off", cache_dir=str(store / "judge_cache")))
     gens, _ = discover_generators(paths.generators_dir, "entitybench")
-    items = sorted(p.stem for p in (data / "entitybench" / "episodes").glob("*.json"))
+    items = items or sorted(p.stem for p in (data / "entitybench" / "episodes").glob("*.json"))
     stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=d.ENTITYBENCH, items=items,
                      generators=gens, item_assets=ITEM, generator_assets=GEN,
                      aggregate_assets=[], progress=lambda s: None, force=force, show_progress=False)
@@ -110,3 +110,9 @@ def test_force_reruns_a_selection_regardless(world):
     forced = rerun_plan(instance, d.ALL_ASSETS, [AssetKey(a) for a in GEN], "e0001|faithful", resources, force=True)
     assert sorted(k.to_user_string() for k in forced) == sorted(GEN)
     assert set(forced.values()) == {"forced (--force)"}
+    # what `bench evaluate --force` runs (the runner's force), on one episode: its item and its partition, again
+    stats, _ = run(instance, data, store, force=True, items=["e0001"])
+    assert partitions(stats) == ["e0001", "e0001|faithful"]
+    assert sorted(a for a, pk in stats.materialized if pk == "e0001|faithful") == sorted(GEN)
+    from bench_assets.cli import rerun_lines
+    assert rerun_lines(stats) == ["re-ran 5 asset partitions (2 partitions: e0001, e0001|faithful): forced (--force)"]
