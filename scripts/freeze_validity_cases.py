@@ -38,9 +38,11 @@ def diff(lock: dict, cases: dict[str, V.Case]) -> list[str]:
     return [k for k, c in cases.items() if lock.get(k, {}).get("fingerprint") != V.case_fingerprint(c)]
 
 
-def freeze(lock: dict, cases: dict[str, V.Case], reason: str, when: str) -> dict:
+def freeze(lock: dict, cases: dict[str, V.Case], reason: str, when: str, only=None) -> dict:
     out = json.loads(json.dumps(lock))
     for k in diff(lock, cases):
+        if only and k not in only:
+            continue
         c, old = cases[k], lock.get(k)
         entry = {"version": (old["version"] + 1) if old else 1, "fingerprint": V.case_fingerprint(c),
                  "sources": sorted(c.sources), "reason": reason, "frozen_at": when,
@@ -54,6 +56,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--reason", help="why the changed cases changed (stored with their new version)")
+    ap.add_argument("--only", nargs="*", help="freeze only these <benchmark>/<case> keys (another's cases may be "
+                                               "unfinished in a shared tree)")
     a = ap.parse_args(argv)
     lock, cases = V.load_lock(), current_cases()
     changed = diff(lock, cases)
@@ -64,9 +68,10 @@ def main(argv=None) -> int:
             print("give --reason to freeze them")
         return 1 if changed else 0
     when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    V.LOCK_FILE.write_text(json.dumps(freeze(lock, cases, a.reason, when), indent=1) + "\n")
+    V.LOCK_FILE.write_text(json.dumps(freeze(lock, cases, a.reason, when, a.only), indent=1) + "\n")
     for k in changed:
-        print(f"frozen: {k}")
+        if not a.only or k in a.only:
+            print(f"frozen: {k}")
     return 0
 
 

@@ -42,6 +42,8 @@ CASES = [core_validity.Case("identities",
 INVARIANCE = {
     "carphone_half": ("resize_half", "carphone", 0.5), "dialogue_half": ("resize_half", "dialogue", 0.5),
     "carphone_double": ("resize_double", "carphone", 2.0), "dialogue_double": ("resize_double", "dialogue", 2.0),
+    # v2 of the resize cases: the campus too (every labelled validation clip at 0.5x and 2x)
+    "campus_half": ("resize_half", "campus", 0.5), "campus_double": ("resize_double", "campus", 2.0),
     "carphone_reencoded": ("reencode", "carphone", "reencode"), "dialogue_reencoded": ("reencode", "dialogue",
                                                                                       "reencode"),
     "campus_then_dialogue": ("concat_before", "dialogue", "campus_first"),
@@ -112,7 +114,7 @@ def derived_videos(root: Path, lab: dict) -> dict[str, list]:
     by_vid = {v["video_id"]: (clip, v["labels"]) for clip, v in lab.items()}
     gt = {vid: footage.ground_truth(clip) for vid, (clip, _) in by_vid.items()}
     native = {vid: core_validity.read_segment(footage.footage_path(clip), 0, 10 ** 6)
-              for vid, (clip, _) in by_vid.items() if vid in ("carphone", "dialogue")}
+              for vid, (clip, _) in by_vid.items() if vid in {b for _, b, _ in INVARIANCE.values()}}
     out = {}
     for vid, (_case, base, how) in INVARIANCE.items():
         frames, labs, fps = native[base], by_vid[base][1], float(gt[base]["fps"])
