@@ -2,6 +2,7 @@
 centroid scores with their gap-decay pairs, cs_transition_boundary, and the face-identity addition. Pure (no
 Dagster): embedders, the face model and the crop store come in as arguments."""
 
+import json
 from typing import TYPE_CHECKING, Optional
 
 import cv2
@@ -10,7 +11,7 @@ import pandas as pd
 
 from bench_assets.core import grounding as core_grounding
 from bench_assets.core.tables import instance_row
-from bench_assets.entitybench import counts, dataset, judged, judging, metrics
+from bench_assets.entitybench import counts, dataset, identity, judged, judging, metrics
 from bench_assets.entitybench.constants import BENCH
 
 if TYPE_CHECKING:  # the annotation only: bench_resources.store is Dagster resource wiring
@@ -54,27 +55,80 @@ def presence_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFrame) 
 
 
 FACE_CANVAS = 320
+WITHIN_ID = "cs_face_within_shot"
 
 
-def _face_in_box(face_model, frame: np.ndarray, box) -> Optional[tuple[np.ndarray, float]]:
-    """(SFace identity vector, YuNet confidence) of the most confident face inside the padded box, at native
-    resolution (the 224x224 canonical crop squeezes the aspect ratio, which alignment does not survive)."""
+def _faces_in_box(face_model, frame: np.ndarray, box) -> list:
+    """Every face (``models.face.Face``: identity vector, box in frame pixels, quality) inside the padded box, at
+    native resolution (the 224x224 canonical crop squeezes the aspect ratio, which alignment does not survive)."""
     x1, y1, x2, y2 = core_grounding.padded_box(np.asarray(box, float), frame.shape)
     region = frame[y1:y2, x1:x2]
     if region.shape[0] < 16 or region.shape[1] < 16:
-        return None
+        return []
     # letterboxed onto one canvas size: the detector is built per input size, and box sizes vary per shot
     scale = FACE_CANVAS / max(region.shape[:2])
     resized = cv2.resize(region, (max(1, round(region.shape[1] * scale)), max(1, round(region.shape[0] * scale))),
                          interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR)
-    region = np.zeros((FACE_CANVAS, FACE_CANVAS, 3), np.uint8)
-    region[:resized.shape[0], :resized.shape[1]] = resized
-    dets = face_model.detect([region])[0]
-    if len(dets) == 0:
-        return None
-    best = int(np.argmax(dets.confidence))
-    emb = face_model.embed_faces(region, dets[best:best + 1])
-    return (emb[0], float(dets.confidence[best])) if len(emb) else None
+    canvas = np.zeros((FACE_CANVAS, FACE_CANVAS, 3), np.uint8)
+    canvas[:resized.shape[0], :resized.shape[1]] = resized
+    return face_model.faces(canvas, scale=scale, offset=(float(x1), float(y1)))
+
+
+def _box_iou(a, b) -> float:
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def _best(faces: list):
+    """The box's own face before matching: the most confident good-quality one, else the most confident."""
+    good = [f for f in faces if f.quality.ok]
+    pool = good or faces
+    return max(pool, key=lambda f: f.quality.confidence) if pool else None
+
+
+def _match_shots(apps: dict) -> dict:
+    """Faces to characters by matching, shot by shot (issue 23 item 3): every character the shot schedules and
+    grounds is compared with every face found in the shot's boxes (one face seen through two boxes counts once),
+    by cosine to the character's prototype = the mean of its *other* shots' box faces (good quality only); scipy's
+    Hungarian solver decides, and each decision keeps its margin. A character without a prototype keeps its
+    box's own face (margin None, ``how`` says so). ``apps``: entity -> [(row, faces)]. Returns
+    (entity, shot) -> (face or None, margin, how)."""
+    own = {(e, int(r.shot)): _best(fs) for e, lst in apps.items() for r, fs in lst}
+    protos = {}
+    for e, lst in apps.items():
+        for r, _ in lst:
+            others = [own[(e, int(q.shot))] for q, _ in lst if int(q.shot) != int(r.shot)]
+            vecs = [f.vector for f in others if f is not None and f.quality.ok]
+            if vecs:
+                protos[(e, int(r.shot))] = metrics._l2n(np.mean(metrics._l2n(np.stack(vecs)), axis=0))
+    out = {}
+    shots = sorted({int(r.shot) for lst in apps.values() for r, _ in lst})
+    for k in shots:
+        chars = [(e, r, fs) for e, lst in apps.items() for r, fs in lst if int(r.shot) == k]
+        pool: list = []
+        for _, r, fs in chars:
+            for f in fs:   # the same face seen through two overlapping boxes of the same frame is one candidate
+                if not any(fr == int(r.frame_index) and _box_iou(f.box, g.box) > 0.5 for fr, g in pool):
+                    pool.append((int(r.frame_index), f))
+        matched = [(e, r) for e, r, _ in chars if (e, k) in protos]
+        for e, r, _ in chars:
+            if (e, k) not in protos:
+                out[(e, k)] = (own[(e, k)], None, "box (no prototype from other shots)")
+        if not matched:
+            continue
+        if not pool:
+            for e, _ in matched:
+                out[(e, k)] = (None, None, "matching")
+            continue
+        sim = np.stack([protos[(e, k)] for e, _ in matched]) @ np.stack([f.vector for _, f in pool]).T
+        got = {i: (j, m) for i, j, m in identity.assign_faces(sim)}
+        for i, (e, _) in enumerate(matched):
+            j, m = got.get(i, (None, None))
+            out[(e, k)] = (pool[j][1] if j is not None else None, m, "matching")
+    return out
 
 
 def face_identity_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFrame, fidelity: dict, clips: dict,
@@ -84,18 +138,25 @@ def face_identity_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFr
     (YuNet + SFace offline, ArcFace in the paper profile) scored against the centroid of the character's *other*
     face appearances (leave-one-out: with few appearances a centroid that includes the appearance itself hides
     an identity swap - on real footage a swapped shot moved the self-inclusive mean .066, the leave-one-out
-    mean .113). An appearance with no detectable face is skipped with that reason; the embedder is written
-    on every row."""
+    mean .113). Which face is which character's is decided by matching within each shot (``_match_shots``), not
+    by a threshold; every row keeps its margin. A face below the quality floors (``models.face``) is reported as
+    low quality (no value, its own count ``n_low_quality`` and reason) instead of as another person. An
+    appearance with no detectable face is skipped with that reason; the embedder is written on every row.
+
+    Also returns ``cs_face_within_shot`` (``within_shot_rows``), the within-shot drift addition."""
     keys = {"benchmark": BENCH, "generator": generator, "item": ep.episode_id}
     mid = "cs_face_identity"
-    rows, pooled, skipped, failed, evaluator, reasons = [], [], 0, 0, 0, set()
+    rows, pooled, skipped, failed, evaluator, reasons, n_low = [], [], 0, 0, 0, set(), 0
     lost = judged.undelivered(grounding)
+    apps: dict = {}
+    touched: dict = {}
     for ent in (e for e in ep.entities if e.type == "character"):
         adm, _ = judged.admitted(grounding, fidelity, ent.id)
         missing = judged.touched(ep, ent.id, lost)
         if missing:  # each score reads the other appearances' faces, the undelivered ones too
             failed += _touched_rows(rows, mid, ent.id, adm, missing, keys)
             reasons.add("appearances of a character with undelivered shots")
+            touched[ent.id] = (adm, missing)
             continue
         if len(adm) < 2:
             continue
@@ -103,33 +164,144 @@ def face_identity_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFr
             evaluator += len(adm)
             reasons.add(face_reason)
             continue
-        faces = []
+        apps[ent.id] = []
         for r in adm.itertuples():
             clip = clips.get(int(r.shot))
-            got = (_face_in_box(face_model, clip.frames[int(r.frame_index)], (r.x1, r.y1, r.x2, r.y2))
-                   if clip is not None else None)
-            faces.append((r, got))
-        found = [(r, g) for r, g in faces if g is not None]
-        for r, g in faces:
-            if g is None or len(found) < 2:
-                why = "no face detected in the box" if g is None else "fewer than 2 appearances show a face"
+            fs = (_faces_in_box(face_model, clip.frames[int(r.frame_index)], (r.x1, r.y1, r.x2, r.y2))
+                  if clip is not None else [])
+            apps[ent.id].append((r, fs))
+    chosen = _match_shots(apps) if apps else {}
+    for eid, lst in apps.items():
+        found = []
+        for r, _ in lst:
+            face, margin, how = chosen.get((eid, int(r.shot)), (None, None, "matching"))
+            info = {"embedder": face_name, "assignment": how, "assignment_margin": margin}
+            if face is not None:
+                info["face_quality"] = face.quality.as_dict()
+            if face is not None and face.quality.ok:
+                found.append((r, face, info))
+                continue
+            if face is None:
+                why = "no face detected in the box" if how != "matching" else "no face left for it by the matching"
+            else:
+                why = "low-quality face: " + "; ".join(face.quality.low)
+                n_low += 1
+            skipped += 1
+            reasons.add(why.split(":")[0] if face is not None else why)
+            rows.append(instance_row(mid, None, "appearance", reason=why, shot=int(r.shot), entity_id=eid,
+                                     crop_id=r.crop_id, frame_index=int(r.frame_index), detail=info, **keys))
+        if len(found) < 2:
+            for r, _, info in found:
+                skipped += 1
+                reasons.add("fewer than 2 appearances show a good-quality face")
+                rows.append(instance_row(mid, None, "appearance", reason="fewer than 2 appearances show a "
+                                         "good-quality face", shot=int(r.shot), entity_id=eid, crop_id=r.crop_id,
+                                         detail=info, **keys))
+            continue
+        scores = metrics.leave_one_out_scores(np.stack([f.vector for _, f, _ in found]))
+        for (r, f, info), sc in zip(found, scores):
+            pooled.append(float(sc))
+            rows.append(instance_row(mid, float(sc), "appearance", shot=int(r.shot), entity_id=eid,
+                                     crop_id=r.crop_id, frame_index=int(r.frame_index), source_sha256=r.source_sha256,
+                                     detail={**info, "face_confidence": round(f.quality.confidence, 4)}, **keys))
+    rec = counts.record(mid, pooled, n_skipped=skipped, n_failed=failed, n_failed_evaluator=evaluator,
+                        reason="; ".join(sorted(x for x in reasons if x))[:500] or
+                        (None if pooled or skipped or evaluator
+                         else "no character with >= 2 admitted appearances"),
+                        **keys)
+    rec["detail"] = json.dumps({"n_low_quality": n_low, "embedder": face_name,
+                                "low_quality_floors": face_floors()}, sort_keys=True)
+    rows.append(rec)
+    rows += within_shot_rows(generator, ep, apps, chosen, clips, face_model, face_reason, face_name,
+                             n_evaluator=evaluator, touched=touched)
+    return rows
+
+
+def face_floors() -> dict:
+    from bench_resources.models import face as face_mod
+    return {"confidence": face_mod.QUALITY_MIN_CONFIDENCE, "size_px": face_mod.QUALITY_MIN_SIZE_PX,
+            "blur": face_mod.QUALITY_MIN_BLUR}
+
+
+def drift_frames(n_frames: int, canonical: int) -> list[int]:
+    """The other frames of a shot that drift reads: the grounding's even frames and the first and last frame
+    (all among the frames decoded once per shot, ``frames.sample_indices``), without the canonical one."""
+    from bench_assets.core.media import even_indices
+    from bench_assets.entitybench.constants import GROUNDING_FRAMES
+    return sorted(({0, n_frames - 1} | set(even_indices(n_frames, GROUNDING_FRAMES))) - {canonical}) \
+        if n_frames > 0 else []
+
+
+def within_shot_rows(generator: str, ep: dataset.Episode, apps: dict, chosen: dict, clips: dict, face_model,
+                     face_reason: Optional[str], face_name: str, n_evaluator: int = 0,
+                     touched: Optional[dict] = None) -> list[dict]:
+    """``cs_face_within_shot`` (an addition; the paper's metrics read one canonical crop per shot): per appearance
+    with a good-quality canonical face, the lowest cosine between that face and the same character's face in the
+    shot's other sampled frames (``drift_frames``); its drift from the canonical crop, 1 - value, is on the row.
+    Higher is steadier (so an undelivered shot, a zero under the spec's coverage rule, never looks better); a
+    person who turns into someone else inside the shot lowers it. In each frame the faces are assigned to the
+    shot's characters by matching on cosine to their canonical faces (``identity.assign_faces``); low-quality
+    faces are left out and counted. ``touched``: characters with undelivered shots, entity -> (admitted, missing):
+    each undelivered scheduled appearance is the generator's failure; their delivered ones are not matched
+    (the matching reads every shot) and are skipped with that reason."""
+    keys = {"benchmark": BENCH, "generator": generator, "item": ep.episode_id}
+    rows, vals, skipped, failed, reasons = [], [], 0, 0, set()
+    for eid, (adm, missing) in (touched or {}).items():
+        why = f"{eid}: shots {missing} not delivered"
+        for k in missing:
+            failed += 1
+            rows.append(counts.failed_instance(WITHIN_ID, "appearance", why, shot=int(k), entity_id=eid, **keys))
+        for k in (int(x) for x in adm["shot"]):
+            skipped += 1
+            rows.append(instance_row(WITHIN_ID, None, "appearance", reason="not matched: the character has "
+                                     "undelivered shots", shot=k, entity_id=eid, **keys))
+        reasons.add("appearances of a character with undelivered shots")
+    by_shot: dict = {}
+    for eid, lst in apps.items():
+        for r, _ in lst:
+            face, _, _ = chosen.get((eid, int(r.shot)), (None, None, ""))
+            if face is not None and face.quality.ok:
+                by_shot.setdefault(int(r.shot), []).append((eid, r, face))
+    for k, members in sorted(by_shot.items()):
+        clip = clips.get(k)
+        canon = int(members[0][1].frame_index)
+        per = {eid: [] for eid, _, _ in members}
+        low = 0
+        for i in drift_frames(len(clip.frames) if clip is not None else 0, canon):
+            try:
+                frame = clip.frames[i]
+            except IndexError:
+                continue
+            faces = face_model.faces(frame)
+            low += sum(not f.quality.ok for f in faces)
+            faces = [f for f in faces if f.quality.ok]
+            if not faces:
+                continue
+            sim = np.stack([f.vector for _, _, f in members]) @ np.stack([f.vector for f in faces]).T
+            for a, j, m in identity.assign_faces(sim):
+                per[members[a][0]].append((i, float(sim[a, j]), m))
+        for eid, r, face in members:
+            got = per[eid]
+            info = {"embedder": face_name, "canonical_frame": int(r.frame_index),
+                    "frames": [{"frame": i, "cos": round(c, 4), "margin": m} for i, c, m in got],
+                    "low_quality_faces_left_out": low}
+            if not got:
+                why = "no good-quality face of the character in the shot's other sampled frames"
                 skipped += 1
                 reasons.add(why)
-                rows.append(instance_row(mid, None, "appearance", reason=why, shot=int(r.shot), entity_id=ent.id,
-                                         crop_id=r.crop_id, detail={"embedder": face_name}, **keys))
-        if len(found) < 2:
-            continue
-        scores = metrics.leave_one_out_scores(np.stack([g[0] for _, g in found]))
-        for (r, g), sc in zip(found, scores):
-            pooled.append(float(sc))
-            rows.append(instance_row(mid, float(sc), "appearance", shot=int(r.shot), entity_id=ent.id,
-                                     crop_id=r.crop_id, frame_index=int(r.frame_index), source_sha256=r.source_sha256,
-                                     detail={"embedder": face_name, "face_confidence": round(g[1], 4)}, **keys))
-    rows.append(counts.record(mid, pooled, n_skipped=skipped, n_failed=failed, n_failed_evaluator=evaluator,
-                              reason="; ".join(sorted(x for x in reasons if x))[:500] or
-                              (None if pooled or skipped or evaluator
-                               else "no character with >= 2 admitted appearances"),
-                              **keys))
+                rows.append(instance_row(WITHIN_ID, None, "appearance", reason=why, shot=k, entity_id=eid,
+                                         crop_id=r.crop_id, detail=info, **keys))
+                continue
+            drift = identity.drift([c for _, c, _ in got])
+            vals.append(1.0 - drift)
+            rows.append(instance_row(WITHIN_ID, 1.0 - drift, "appearance", shot=k, entity_id=eid,
+                                     crop_id=r.crop_id, frame_index=int(r.frame_index),
+                                     source_sha256=r.source_sha256, detail={**info, "drift": round(drift, 4)},
+                                     **keys))
+    rows.append(counts.record(WITHIN_ID, vals, n_skipped=skipped, n_failed=failed, n_failed_evaluator=n_evaluator,
+                              reason="; ".join(sorted(x for x in reasons | ({face_reason} if n_evaluator else set())
+                                                      if x))[:500] or
+                              (None if vals else "no appearance with a good-quality canonical face"), **keys))
     return rows
 
 

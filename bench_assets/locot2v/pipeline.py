@@ -213,9 +213,43 @@ def event_frame_indices(n_frames: int, n_events: int) -> list[int]:
     return sorted({int(round(x)) for x in np.linspace(0, n_frames - 1, k)}) if n_frames > 0 else []
 
 
+FACE_IDENTITY_ID = "inter_event_subject_face_identity"
+
+
+def subject_faces(face_model, frame: np.ndarray, box) -> list:
+    """Every face inside a grounded subject's box (``models.face.Face``: vector, box in frame pixels, quality)."""
+    x1, y1, x2, y2 = (int(v) for v in box)
+    region = frame[max(0, y1):y2, max(0, x1):x2]
+    if region.shape[0] < 16 or region.shape[1] < 16:
+        return []
+    return face_model.faces(np.ascontiguousarray(region), offset=(float(max(0, x1)), float(max(0, y1))))
+
+
+def face_identity_value(per_event: Sequence[dict[str, list]], face_name: str) -> Value:
+    """``inter_event_subject_face_identity``, an addition beside the paper's crop-embedding
+    ``inter_event_subject_consistency`` (issue 23): the same B.7 inter-event formula (eqs. 13-15) over the
+    face-identity vectors of each subject's grounded appearances, where a face is visible. A face below the
+    quality floors (``models.face``) is left out and counted (``n_low_quality``), not read as another person;
+    a subject whose face shows in fewer than 2 events is skipped."""
+    good = [{n: [f for f in fs if f.quality.ok] for n, fs in e.items()} for e in per_event]
+    n_low = sum(not f.quality.ok for e in per_event for fs in e.values() for f in fs)
+    n_faces = sum(len(fs) for e in per_event for fs in e.values())
+    vecs = [{n: np.stack([f.vector for f in fs]) for n, fs in e.items() if fs} for e in good]
+    v, d = metrics.inter_event_consistency(vecs)
+    detail = {**d, "embedder": face_name, "n_faces": n_faces, "n_low_quality": n_low,
+              "addition": "face identity beside the paper's crop embedding"}
+    if v is None:
+        why = ("no subject shows a good-quality face in >= 2 events"
+               + (f" ({n_low} of {n_faces} faces below the quality floors)" if n_low else
+                  "" if n_faces else " (no face detected in the grounded subjects)"))
+        return none(FACE_IDENTITY_ID, why, **detail)
+    return Value(FACE_IDENTITY_ID, v, len(d["elements"]), detail=detail)
+
+
 def event_consistency(n_frames: int, cuts: Sequence[int], frames: dict[int, np.ndarray],
                       events: Optional[Sequence[dict]], events_why: Optional[str], segmenter, detector,
-                      locate_why: Optional[str], embedder, embedder_why: Optional[str], clip_model=None
+                      locate_why: Optional[str], embedder, embedder_why: Optional[str], clip_model=None,
+                      face_model=None, face_why: Optional[str] = None, face_name: str = "face"
                       ) -> list[Value]:
     """Intra- and inter-event subject / background consistency (B.7). Events are split at the detected shot
     boundaries where they exist (``metrics.event_ranges_at_cuts``), else uniformly; each event's subject is grounded by
@@ -261,18 +295,21 @@ def event_consistency(n_frames: int, cuts: Sequence[int], frames: dict[int, np.n
             if same:
                 groups.union(e1, e2)
     subj_crops: list[dict[str, list]] = []
+    subj_faces: list[dict[str, list]] = []   # the face-identity addition: faces inside the grounded boxes
     backgrounds: list[list[np.ndarray]] = []
     found = []
     how = "mask" if segmenter is not None else "box"
     for e, ((a, b), sel) in enumerate(zip(ranges, picks)):
         name = f"subject{groups.find(e)}" if texts[e] else None
-        crops, bgs = [], []
+        crops, bgs, faces = [], [], []
         for i, f in sel:
             bg = f.copy()
             cand = grounded[e].get(i)
             if cand is not None:
                 mask, (x1, y1, x2, y2) = _subject_mask(segmenter, f, texts[e], cand.box)
                 if x2 - x1 >= 4 and y2 - y1 >= 4:
+                    if face_model is not None:
+                        faces += subject_faces(face_model, f, (x1, y1, x2, y2))
                     crop = f[y1:y2, x1:x2].copy()
                     crop[~mask[y1:y2, x1:x2]] = 0
                     crops.append(crop)
@@ -281,6 +318,7 @@ def event_consistency(n_frames: int, cuts: Sequence[int], frames: dict[int, np.n
                                   "box": [int(x1), int(y1), int(x2), int(y2)], "a": round(cand.score, 4)})
             bgs.append(bg)
         subj_crops.append({name: crops} if name and crops else {})
+        subj_faces.append({name: faces} if name and faces else {})
         backgrounds.append(bgs)
     weights = [b - a for a, b in ranges]
     flat = [c for d in subj_crops for cs in d.values() for c in cs]
@@ -325,6 +363,10 @@ def event_consistency(n_frames: int, cuts: Sequence[int], frames: dict[int, np.n
     v, d = metrics.inter_event_consistency(per_bg)
     out.append(Value("inter_event_background_consistency", v, 1, detail={**common, **d})
                if v is not None else none("inter_event_background_consistency", "fewer than 2 events"))
+    if face_model is not None:
+        out.append(face_identity_value(subj_faces, face_name))
+    elif face_why:
+        out.append(none(FACE_IDENTITY_ID, face_why))
     return out
 
 
