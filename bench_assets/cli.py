@@ -498,14 +498,24 @@ def _pid_alive(pid: int) -> bool:
 
 
 def cmd_ui(args) -> int:
-    """`dagster dev` (webserver + daemon) in its own process group; SIGINT/SIGTERM stop the whole group."""
+    """`dagster dev` (webserver + daemon) in its own process group; SIGINT/SIGTERM stop the whole group. The report
+    site is served over HTTP on 127.0.0.1 beside it, so the UI's report and audit links open in a browser."""
     import signal
     from bench_assets.core.runner import dagster_home
+    from bench_assets.core.site import REPORT_URL_ENV, serve_site
+    from bench_resources.config import build_resources
     home = dagster_home()
+    try:
+        server, site_url = serve_site(build_resources()["store"], args.report_port)
+    except OSError as e:
+        raise CLIError(f"cannot serve the report site on 127.0.0.1:{args.report_port} ({e.strerror or e}); "
+                       f"pick another with --report-port") from None
     cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"),
            "-h", "127.0.0.1", "-p", str(args.port)]
     print(f"DAGSTER_HOME={home}: {' '.join(cmd)}", flush=True)
-    proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True)
+    print(f"report site: {site_url}/index.html", flush=True)
+    proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True,
+                            env={**os.environ, REPORT_URL_ENV: site_url})
     stopping = {"sig": None}
 
     def _stop(signum, _frame):
@@ -520,6 +530,7 @@ def cmd_ui(args) -> int:
                 pass
     finally:
         stop_process_tree(proc)
+        server.shutdown()
         for s, h in old.items():
             signal.signal(s, h)
     if stopping["sig"] is not None:
@@ -562,6 +573,8 @@ def _parser() -> argparse.ArgumentParser:
     demo.set_defaults(fn=cmd_demo)
     ui = sub.add_parser("ui", help="Dagster webserver + daemon on 127.0.0.1")
     ui.add_argument("--port", type=int, default=3000)
+    ui.add_argument("--report-port", type=int, default=3001,
+                    help="where the report site is served on 127.0.0.1 (the UI's report and audit links)")
     ui.set_defaults(fn=cmd_ui)
     ev = sub.add_parser("evaluate", help="evaluate one generator folder on one benchmark")
     ev.add_argument("--benchmark", required=True, help=f"one of {', '.join(names)}")

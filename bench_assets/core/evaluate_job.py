@@ -12,16 +12,30 @@ evaluate`). Every inner run is tagged with this run's id (``bench/parent_run``).
 Launch it from the UI's Launchpad (empty config: every discovered item and generator, stale parts only), with
 `dagster job launch -j <benchmark>_evaluate`, or let the generator sensor request it when a folder appears.
 """
-from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from dagster import Failure, Field, JobDefinition, MetadataValue, in_process_executor, job, op
+from dagster import Config, Failure, JobDefinition, MetadataValue, in_process_executor, job, op
+from pydantic import Field
 
 # the op's name and the benchmark tag are shared with the sensor that requests this job's runs (automation.py)
 from bench_assets.core.automation import BENCHMARK_TAG, evaluate_op_name
 
 PARENT_TAG = "bench/parent_run"
+
+
+class EvaluateConfig(Config):
+    """What the Launchpad shows for `<benchmark>_evaluate`: every field may stay empty (its default)."""
+
+    items: list[str] = Field(
+        default=[], description="Item ids to evaluate (episodes, stories, cases, samples or videos). EMPTY = every "
+                                "item found under BENCH_DATA_ROOT; only missing or stale partitions are computed.")
+    generators: list[str] = Field(
+        default=[], description="Generator folder names to evaluate. EMPTY = every generator folder of this "
+                                "benchmark under BENCH_GENERATORS_ROOT; only missing or stale partitions are computed.")
+    aggregates: bool = Field(
+        default=True, description="Also refresh the aggregates (leaderboard, effect sizes, manifest) once the "
+                                  "partitions are done. false = partitions only.")
 
 
 def evaluate_job_factory(*, benchmark: str, assets_fn: Callable[[], Sequence], partitions,
@@ -30,19 +44,13 @@ def evaluate_job_factory(*, benchmark: str, assets_fn: Callable[[], Sequence], p
                          aggregate_assets: Sequence[str], resources_fn: Callable[[], dict]) -> JobDefinition:
     """The `<benchmark>_evaluate` job: one op that evaluates the configured (or every) item and generator."""
 
-    @op(name=evaluate_op_name(benchmark),
-        config_schema={
-            "items": Field([str], default_value=[], description="items to evaluate; empty: every item found"),
-            "generators": Field([str], default_value=[],
-                                description="generator names; empty: every generator folder of this benchmark"),
-            "aggregates": Field(bool, default_value=True, description="also refresh the leaderboard and report"),
-        },
-        tags={"kind": "bench-evaluate"})
-    def _evaluate(context) -> None:
+    @op(name=evaluate_op_name(benchmark), tags={"kind": "bench-evaluate"},
+        description=f"Evaluate {benchmark}: empty config = every item and generator found, stale parts only.")
+    def _evaluate(context, config: EvaluateConfig) -> None:
         from bench_assets.core.generators import discover_generators
         from bench_assets.core.runner import evaluate
 
-        cfg = context.op_config
+        cfg = {"items": list(config.items), "generators": list(config.generators), "aggregates": config.aggregates}
         found = item_ids()
         items = [i for i in found if not cfg["items"] or i in set(cfg["items"])]
         unknown_items = sorted(set(cfg["items"]) - set(found))

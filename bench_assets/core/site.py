@@ -753,6 +753,55 @@ def default_out_dir(store) -> Path:
 BENCH_ROOT = Path(__file__).resolve().parents[1]
 
 
+REPORT_URL_ENV = "BENCH_REPORT_URL"
+SITE_PREFIX = "reports/site"  # default_out_dir relative to the store root; the pages link ../../artifacts/...
+SERVED = ("reports/", "artifacts/")
+DEFAULT_REPORT_PORT = 3001
+
+
+def report_base_url() -> str:
+    """Where a browser opens the report site: `bench ui` serves ``<store>/reports/site`` over HTTP on 127.0.0.1
+    (a browser refuses file:// links from the UI's http page) and passes the address to the webserver's runs as
+    BENCH_REPORT_URL; a run outside the UI links the default address `bench ui` uses."""
+    return os.environ.get(REPORT_URL_ENV, f"http://127.0.0.1:{DEFAULT_REPORT_PORT}/{SITE_PREFIX}").rstrip("/")
+
+
+def audit_url(benchmark: str, metric_id: str, generator: str) -> str:
+    """The report site's audit page of one metric and generator (every unit row with its crops and frames)."""
+    return f"{report_base_url()}/audit/{benchmark}/{AU.audit_filename(metric_id, generator)}"
+
+
+def serve_site(store, port: int = DEFAULT_REPORT_PORT):
+    """An HTTP server on 127.0.0.1:``port`` over the store's report site and the artifacts its pages link (GET only,
+    nothing else of the store); returns (server, the site's base URL). ``server.shutdown()`` stops it."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    root = Path(store.root).resolve()
+    default_out_dir(store).mkdir(parents=True, exist_ok=True)
+
+    class Handler(SimpleHTTPRequestHandler):
+        def send_head(self):
+            from urllib.parse import unquote, urlsplit
+            rel = unquote(urlsplit(self.path).path).lstrip("/")
+            if ".." in rel.split("/") or not rel.startswith(SERVED):
+                self.send_error(404, "only the report site and its artifacts are served")
+                return None
+            return super().send_head()
+
+        def log_message(self, *_args) -> None:  # quiet: the UI's console is the webserver's
+            pass
+
+        def list_directory(self, path):  # pages and their images only, no folder listings
+            self.send_error(404, "no listing")
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), functools.partial(Handler, directory=str(root)))
+    threading.Thread(target=server.serve_forever, name="bench-report-http", daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/{SITE_PREFIX}"
+
+
 def report_metadata(store, benchmark: str) -> dict:
     """Materialization metadata linking the store's report site: this benchmark's page and the overview, as
     path and file:// URL (the pages ``build_site`` writes: ``<store>/reports/site/<benchmark>.html`` and
@@ -767,8 +816,9 @@ def report_metadata(store, benchmark: str) -> dict:
         return {}
     out = default_out_dir(store).resolve()
     page, index = out / f"{benchmark}.html", out / "index.html"
-    return {"report_page": MetadataValue.path(str(page)), "report_url": MetadataValue.url(page.as_uri()),
-            "report_index": MetadataValue.path(str(index)), "report_index_url": MetadataValue.url(index.as_uri()),
+    base = report_base_url()
+    return {"report_page": MetadataValue.path(str(page)), "report_url": MetadataValue.url(f"{base}/{benchmark}.html"),
+            "report_index": MetadataValue.path(str(index)), "report_index_url": MetadataValue.url(f"{base}/index.html"),
             "report_status": MetadataValue.text(
                 "written" if page.is_file() else "not written when this materialised: `bench report` writes it "
                 "(demo and evaluate do at their end)")}

@@ -20,6 +20,18 @@ from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry
 from bench_resources.store import Store
 
+def _explain(df: pd.DataFrame, generator: str, store: Store | None = None) -> dict:
+    """The UI's answer to "why this number": rounded values with coverage and audit links, the per-unit rows
+    (shots, appearances, pairs) worst first, crop previews of the worst (core/explain.py)."""
+    from bench_assets.core.explain import artifact_url_fn, explain_metadata
+    from bench_assets.core.site import audit_url, report_base_url
+    from bench_assets.entitybench.metric_specs import METRICS
+    dirs = {s.id: s.direction for s in METRICS.specs}
+    return explain_metadata(df, benchmark=BENCH, generator=generator, directions=dirs,
+                            audit_url=lambda m: audit_url(BENCH, m, generator) if m in dirs else None,
+                            artifact_url=artifact_url_fn(store, report_base_url()) if store is not None else None)
+
+
 # Pillar 1 runs first among a run's steps: its pass fills frames.SHOTS, so the sampling assets decode nothing more.
 PILLAR1_OP_TAGS = {**GPU_OP_TAGS, "dagster/priority": "1"}
 
@@ -39,9 +51,7 @@ def entitybench_pillar1(context: AssetExecutionContext, entitybench_outputs: pd.
     df = counts.frame(pillar1.pillar1_rows(generator, ep, lambda k: pillar1.ShotStream(paths[k]), errors, slots))
     df["protocol"] = W.protocol(models, pillar1.PILLAR1_SLOTS)
     W.label_substitutes(df, models)
-    items = df[df.level == "item"]
-    return Output(df, metadata={**{r.metric_id: (float(r.value) if pd.notna(r.value) else "None")
-                                   for r in items.itertuples()},
+    return Output(df, metadata={**_explain(df, generator),
                                 **W.evaluator_metadata(df),
                                 "models": MetadataValue.json(W.slot_manifest(models, pillar1.PILLAR1_SLOTS))})
 
@@ -82,9 +92,7 @@ def entitybench_presence_consistency(context: AssetExecutionContext, entitybench
     W.label_substitutes(df, models)
     # issue 25: a failed fidelity question leaves the gate unknown (the evaluator's failure, retried); judge off: ungated
     judged.withhold_unknown_gate(df, judged.gate_unknown_count(entitybench_grounding, fid), gate)
-    items = df[df.level == "item"]
-    return Output(df, metadata={**{r.metric_id: (float(r.value) if pd.notna(r.value) else "None")
-                                   for r in items.itertuples()},
+    return Output(df, metadata={**_explain(df, generator, store),
                                 "gated_out": gated_out, **W.evaluator_metadata(df),
                                 "models": MetadataValue.json(W.slot_manifest(models, ["image_embedder", "face"]))})
 
@@ -105,7 +113,7 @@ def entitybench_fidelity(context: AssetExecutionContext, entitybench_grounding: 
     df = counts.frame(judged.fidelity_rows(generator, ep, entitybench_grounding, store.get_png, judge.ask_many))
     df["protocol"] = W.protocol(models, W.GROUNDING_SLOTS, judge)
     W.label_substitutes(df, models)
-    return Output(df, metadata=W.item_metadata(df) | W.evaluator_metadata(df)
+    return Output(df, metadata=_explain(df, generator, store) | W.evaluator_metadata(df)
                   | {"judge": MetadataValue.json(judge.fingerprint())})
 
 
@@ -123,7 +131,7 @@ def entitybench_action(context: AssetExecutionContext, entitybench_outputs: pd.D
                                          judge_reason=None if ok else judge_why))
     df["protocol"] = W.protocol(models, ["open_vocab_detector", "text_embedder"], judge)
     W.label_substitutes(df, models)
-    return Output(df, metadata=W.item_metadata(df) | W.evaluator_metadata(df))
+    return Output(df, metadata=_explain(df, generator) | W.evaluator_metadata(df))
 
 
 @asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="5", pool="gpu", op_tags=GPU_OP_TAGS)
@@ -146,5 +154,5 @@ def entitybench_llm_consistency(context: AssetExecutionContext, entitybench_grou
     df = counts.frame(rows)
     df["protocol"] = W.protocol(models, ["image_embedder", *W.GROUNDING_SLOTS], judge)
     W.label_substitutes(df, models)
-    return Output(df, metadata=W.item_metadata(df) | W.evaluator_metadata(df))
+    return Output(df, metadata=_explain(df, generator) | W.evaluator_metadata(df))
 

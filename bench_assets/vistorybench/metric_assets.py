@@ -33,6 +33,16 @@ from bench_resources.store import Store
 
 # ----------------------------------------------------------------------------------------- scores
 
+def _explain(df: pd.DataFrame, generator: str) -> dict:
+    """The UI's answer to "why this number": rounded values with coverage and audit links, the per-character /
+    per-shot rows worst first (core/explain.py)."""
+    from bench_assets.core.explain import explain_metadata
+    from bench_assets.core.site import audit_url
+    dirs = {s.id: s.direction for s in METRICS.specs}
+    return explain_metadata(df, benchmark=BENCH, generator=generator, directions=dirs,
+                            audit_url=lambda m: audit_url(BENCH, m, generator) if m in dirs else None)
+
+
 @asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="4", pool="gpu", op_tags=GPU_OP_TAGS)
 def vistorybench_scores(context: AssetExecutionContext, paths: BenchPaths, vistorybench_outputs: pd.DataFrame,
                         vistorybench_story: pd.DataFrame, vistorybench_references: pd.DataFrame,
@@ -66,9 +76,7 @@ def vistorybench_scores(context: AssetExecutionContext, paths: BenchPaths, visto
         df = with_evaluator_counts(df, [])  # misaligned outputs: the generator's failure, not the evaluator's
     df["protocol"] = protocol(models)
     df = label_rows(df, models, spaces(story))
-    items = df[df.level == "item"]
-    return Output(df, metadata={**{r.metric_id: (round(float(r.value), 3) if pd.notna(r.value) else "None")
-                                   for r in items.itertuples()}, **evaluator_metadata(df)})
+    return Output(df, metadata={**_explain(df, generator), **evaluator_metadata(df)})
 
 
 # ----------------------------------------------------------------------------------------- alignment (judge)
