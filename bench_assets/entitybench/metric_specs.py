@@ -120,14 +120,16 @@ def _cross_shot() -> list[MetricSpec]:
                    "admitted character appearance against the leave-one-out centroid of its other faces",
                    paper_id=ADDITION, slots=("face", *GROUNDING), inputs=table,
                    aggregation="mean over admitted appearances with a face (as cs_face)",
-                   validity=("identity_swap", "shot_duplication", "colour_shift")),
+                   validity=("identity_swap", "shot_duplication", "colour_shift", "heavy_compression",
+                             "identity_swap_face_donor")),
         # issue 23 item 5: an addition, not the paper's (paper_id None); cs_face keeps the paper's one crop per shot
         MetricSpec("cs_face_within_shot", CROSS_SHOT, "higher",
                    "an addition (within-shot identity drift): the lowest face-identity cosine between a character's "
                    "canonical face in a shot and its face in the shot's other sampled frames (first, last and the "
                    "grounding's even frames; faces assigned per frame by matching); drift = 1 - value per row",
                    paper_id=ADDITION, slots=("face", *GROUNDING), inputs=table,
-                   aggregation="mean over admitted appearances with a good-quality canonical face"),
+                   aggregation="mean over admitted appearances with a good-quality canonical face",
+                   validity=("cross_fade",)),
     ]
 
 
