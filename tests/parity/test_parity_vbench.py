@@ -152,3 +152,38 @@ def test_imaging_quality(name, musiq_pair, clip_frames, close, cut_loader):
     _, per_video = viq.technical_quality(ref_model, [str(path)], "cpu")
     close(per_video[0]["video_results"], run_shot_metric("imaging_quality", musiq, frames, fps),
           f"{name} imaging quality")
+
+
+# ------------------------------------------------------------------------------------------- subject consistency
+
+@pytest.mark.parametrize("name", ["bikes.mp4", "carphone_pristine.mp4"])
+def test_subject_consistency_documented_difference(name, clip_frames, cut_loader):
+    """vbench.subject_consistency.subject_consistency averages, per frame, the clipped cosine to the previous and to
+    the first frame; EntityBench's Eq. 2 is the mean consecutive cosine (the paper's definition, kept). Same
+    per-frame features on both sides (a fixed pooling 'model' fed VBench's dino_transform): VBench's value is the
+    documented formula and EntityBench's the paper's. Not yet compared: the embedding models themselves (VBench's
+    DINO ViT-B/16 on short-side-224 frames; the image_embedder slot's DINOv2 on squashed 224 frames)."""
+    import torch.nn.functional as F
+    import vbench.subject_consistency as vsc
+    from vbench.utils import dino_transform
+    from bench_assets.entitybench.metrics import subject_consistency
+    n = 6
+    cut_loader(vsc, n)
+    _, _, path = clip_frames(name, n)
+
+    class Pool(torch.nn.Module):          # a fixed 'embedder': 4 x 4 average-pooled normalised pixels (48-d)
+        def forward(self, x):
+            return F.adaptive_avg_pool2d(x, 4).flatten(1)
+
+    model = Pool()
+    _, per_video = vsc.subject_consistency(model, [str(path)], "cpu", read_frame=False)
+    with torch.no_grad():
+        feats = model(dino_transform(224)(vsc.load_video(str(path)))).numpy()
+    e = feats / np.linalg.norm(feats, axis=1, keepdims=True)
+    pre, first = np.sum(e[1:] * e[:-1], axis=1), e[1:] @ e[0]
+    documented = float(np.mean((np.clip(pre, 0, None) + np.clip(first, 0, None)) / 2))
+    assert per_video[0]["video_results"] == pytest.approx(documented, abs=1e-6)   # VBench's formula, as documented
+    ours = subject_consistency(feats)
+    assert ours == pytest.approx(float(np.mean(pre)), abs=1e-6)                     # EntityBench's Eq. 2
+    print(f"\nparity {name} subject consistency formula: VBench {documented:.6f} EntityBench Eq. 2 {ours:.6f} "
+          f"(documented difference {ours - documented:+.2e})")
