@@ -23,7 +23,6 @@ threshold from there (as max cosine distance = 1 - cosine) and the manifest reco
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Optional
