@@ -94,7 +94,8 @@ def evaluate_and_compare(cfg, episodes: list[str], resources: dict) -> tuple[str
                      generators=gens, item_assets=b.item_assets, generator_assets=b.generator_assets,
                      aggregate_assets=b.aggregate_assets, show_progress=False)
     guarded_materialize([*b.assets, *A.ASSETS], instance=instance, selection=[AssetKey("entitymem_comparison")],
-                        resources=resources)
+                        resources=resources,
+                        run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}})
     records, gap = rows.read_scores(resources["store"])
     mine = {g.name for g in gens}
     records = records[records.generator.isin(mine)]

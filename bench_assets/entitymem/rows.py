@@ -164,7 +164,7 @@ def metric_effects(records: pd.DataFrame) -> pd.DataFrame:
             reason = ("not comparable: the arms' protocols differ" if len(protocols) > 1
                       else (undefined_reason(xa, xb, paired=False) if d is None else None))
             if not shared:
-                reason = "no episode scored by both arms"
+                reason = f"no episode scored by both arms (episodes with a value: EntityMem {len(ea)}, control {len(eb)})"
             rows.append({"configuration": cfg, "category": cat, "metric_id": mid, "cohens_d": d,
                          "d_z": paired_dz(xa, xb) if len(protocols) <= 1 else None, "n_paired": len(shared),
                          "mean_entitymem": sum(xa) / len(xa) if xa else None,
@@ -223,7 +223,7 @@ def table5_markdown(t5: pd.DataFrame) -> str:
                 "| category | # metrics | avg d | n paired | why none |", "|---|---|---|---|---|"]
         for r in part.to_dict("records"):
             out.append(f"| {r['category']} | {r['n_metrics']}/{r['n_declared']} | {_fmt(r['avg_d'])} | "
-                       f"{_fmt(r['avg_n_paired'], 0, False)} | {r['reason'] or ''} |")
+                       f"{_fmt(r['avg_n_paired'], 0, False)} | {r['reason'] if isinstance(r['reason'], str) else ''} |")
         out.append("")
     return "\n".join(out)
 
