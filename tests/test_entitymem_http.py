@@ -115,6 +115,25 @@ def test_an_agent_outage_fails_the_step_with_its_reason(world, servers, monkeypa
     assert "did not answer" in out["failed"][0][2] and images.requests == []
 
 
+def test_a_run_stopped_by_a_backbone_outage_resumes_without_redoing_anything(world, servers):
+    chat, images, video = servers
+    answer, calls = video.responder, []
+
+    def flaky(body):  # the third shot request finds the backbone down
+        calls.append(1)
+        return {"status": 503, "body": {"error": {"message": "backbone down"}}} if len(calls) == 3 else answer(body)
+    video.responder = flaky
+    out, _ = _generate(world)
+    assert out["failed"] and "HTTP 503" in out["failed"][0][2]
+    n_img, n_chat = len(images.requests), len(chat.requests)
+    assert len(calls) == 8 - 1            # the failed arm stopped at its third shot; the other arm finished
+    out2, _ = _generate(world)
+    assert out2["failed"] == []
+    assert out2["recomputed"] == {"shot": 2}                             # only the stopped arm's shots 3 and 4
+    assert (len(images.requests), len(chat.requests)) == (n_img, n_chat)  # the bank was not redone
+    assert len(video.requests) == 8 + 1                                  # every shot generated once, plus the 503
+
+
 def test_backends_name_the_endpoint_when_a_reply_is_wrong(servers):
     chat, images, video = servers
     images.push({"status": 200, "body": {"data": []}})
