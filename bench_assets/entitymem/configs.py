@@ -108,7 +108,6 @@ def load_config(name_or_path: str, data_root: str | Path) -> EntityMemConfig:
     except yaml.YAMLError as e:
         raise ConfigError(f"EntityMem configuration {p}: not valid YAML ({str(e).splitlines()[0]})") from None
     cfg = parse_config(raw, str(p))
-    if not p.suffix or p.stem != cfg.name:
-        if p.stem != cfg.name:
-            raise ConfigError(f"EntityMem configuration {p}: name {cfg.name!r} differs from the file name")
+    if p.stem != cfg.name:  # the name partitions the assets and names the folders: one name, one file
+        raise ConfigError(f"EntityMem configuration {p}: name {cfg.name!r} differs from the file name")
     return cfg
