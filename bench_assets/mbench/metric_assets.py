@@ -18,6 +18,19 @@ from bench_resources.models import ModelRegistry
 from bench_resources.paths import BenchPaths
 
 
+def _explain(df: pd.DataFrame, generator: str) -> dict:
+    """The UI's answer to "why this number": each sub-dimension of the case rounded with its coverage, the rows
+    worst first and the audit page of the M-Score it feeds (core/explain.py); rows carry the unit id
+    (``identity``), the board the spec id (``m_score.identity``)."""
+    from bench_assets.core.explain import explain_metadata
+    from bench_assets.core.site import audit_url
+    from bench_assets.mbench.metric_specs import METRICS
+    board_id = {(s.unit_id or s.id): s.id for s in METRICS.specs}
+    dirs = {u: METRICS[b].direction for u, b in board_id.items()}
+    return explain_metadata(df, benchmark="mbench", generator=generator, directions=dirs,
+                            audit_url=lambda m: audit_url("mbench", board_id[m], generator) if m in board_id else None)
+
+
 @asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1")
 def mbench_trigger(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
                    judge: Judge, models: ModelRegistry) -> Output[pd.DataFrame]:
@@ -79,7 +92,7 @@ def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case
     df["protocol"] = W.protocol(models, judge)
     df["substitute"] = scoring.substitutes(df, models, judge)
     ev = df[df["n_failed_evaluator"] > 0]
-    meta = {r.metric_id: (round(r.value, 4) if pd.notna(r.value) else "None") for r in df.itertuples()}
+    meta = _explain(df, generator)
     meta["evaluator_failures"] = int(len(ev))
     meta["evaluator_failure_reasons"] = MetadataValue.text("; ".join(sorted(set(ev["reason"].astype(str))))[:800])
     return Output(df, metadata=meta)
