@@ -1,5 +1,6 @@
 """The `bench` CLI in-process: evaluate one generator folder, leaderboard JSON, weights list/import."""
 import json
+import re
 
 import pytest
 
@@ -141,7 +142,7 @@ def test_ui_stops_webserver_daemon_and_children_on_signal(tmp_path, sig):
             p.kill()
 
 
-def test_progress_bar_on_a_terminal_quiet_elsewhere(capsys):
+def test_progress_bar_on_a_terminal_lines_elsewhere(capsys):
     from bench_assets.core.runner import Progress
     bar = Progress(3, "mbench", enabled=True)
     for label in ("case a", "case b", "leaderboard"):
@@ -150,10 +151,16 @@ def test_progress_bar_on_a_terminal_quiet_elsewhere(capsys):
     bar.close()
     err = capsys.readouterr().err
     assert "mbench 3/3" in err and "<00:00" in err  # elapsed<remaining (ETA)
-    quiet = Progress(3, "mbench")  # captured stderr is not a TTY
-    quiet.step()
-    quiet.close()
-    assert quiet.bar is None and capsys.readouterr().err == ""
+    lines = Progress(3, "mbench")  # captured stderr is not a TTY: timestamped lines, no bar (issue 26)
+    lines.label("case a")
+    lines.stage("mbench_case")
+    lines.step()
+    lines.close()
+    err = capsys.readouterr().err.splitlines()
+    assert lines.bar is None and len(err) == 2, err
+    assert re.match(r"^\[\d\d:\d\d:\d\d\] mbench 0/3 partitions, \d+s elapsed, rate -, ETA - \| case a: mbench_case$",
+                    err[0]), err
+    assert re.match(r"^\[\d\d:\d\d:\d\d\] mbench 1/3 partitions, .* \| done$", err[1]), err
 
 
 def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):
@@ -202,8 +209,11 @@ def _board_rows():
     return pd.DataFrame(rows)
 
 
+from bench_assets.core.board_text import format_board  # noqa: E402 - the CLI's board text (imported lazily there)
+
+
 def test_format_board_marks_substitutes_coverage_and_evaluator_failures():
-    text = cli.format_board(_board_rows(), {"slice": "all"})
+    text = format_board(_board_rows(), {"slice": "all"})
     lines = text.splitlines()
     row = {ln.split()[0]: ln.split()[1:] for ln in lines[2:5]}
     # columns sorted: drift, faithful
@@ -235,17 +245,17 @@ def test_format_board_without_marks_and_an_addition_marked():
         dict(generator="g1", metric_id="cids_self", slice="full", value=55.0, coverage=0.75),
         dict(generator="g2", metric_id="cids_self", slice="full", value=60.0, coverage=1.0),
         dict(generator="g2", metric_id="cids_mix", slice="full", value=61.0, coverage=1.0)], specs)
-    text = cli.format_board(board, {"slice": "full"}, "vistorybench")
+    text = format_board(board, {"slice": "full"}, "vistorybench")
     assert text.splitlines()[3].split() == ["cids_self", "55.000[75%]", "60.000"]
     assert text.splitlines()[2].split() == ["cids_mix", "-", "61.000+"]
     assert "+ an addition of this platform, not the paper's metric (never in a paper average)" in text
     board = board[board.metric_id == "cids_self"]
-    text = cli.format_board(board, {"slice": "full"}, "vistorybench")
+    text = format_board(board, {"slice": "full"}, "vistorybench")
     assert text.splitlines()[2].split() == ["cids_self", "55.000[75%]", "60.000"]
     assert "*" not in text and "(ef" not in text and "!" not in text and "+" not in text \
         and "substitute" not in text
     assert "g1: 1/1 metrics with a value, coverage mean 75% (lowest cids_self 75%)" in text
-    assert cli.format_board(board.iloc[0:0], {"slice": "full"}, "vistorybench") == "(vistorybench leaderboard is empty)"
+    assert format_board(board.iloc[0:0], {"slice": "full"}, "vistorybench") == "(vistorybench leaderboard is empty)"
 
 
 def test_help_and_argument_errors_do_not_import_the_definitions():

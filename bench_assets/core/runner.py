@@ -364,6 +364,9 @@ class Progress:
         """'1.50 <item_dim>/min, ETA 4m00s': the rate of the kind running now, the ETA over every kind left, each
         at its own mean time (from the partitions that actually ran; up-to-date ones cost ~nothing)."""
         left, unknown = 0.0, False
+        planned_left = sum(max(k[0] - k[1], 0) for k in self.kinds.values())
+        if self.total - self.done > planned_left:  # partitions of no planned kind: their time is unknown
+            unknown = True
         for planned, done, ran, spent in self.kinds.values():
             if planned - done <= 0:
                 continue
