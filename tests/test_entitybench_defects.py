@@ -132,7 +132,7 @@ def test_pillar1_uses_every_consecutive_native_frame_not_16_samples():
     frames = pan()
     ep = episode(n_shots=1, entities=(("c1", "character"),))
     slots = {"image_embedder": (None, "no embedder"), "flow": (_Flow(), None), "aesthetic": (None, "none"),
-             "musiq": (None, "none")}
+             "musiq": (None, "none"), "interpolator": (_Flow(), None)}   # flow midpoints, as offline
     expected = M.temporal_flickering(frames)
     sampled = M.temporal_flickering(frames[[int(round(i)) for i in np.linspace(0, 79, 16)]])
     assert abs(expected - sampled) > 0.01  # the two definitions really differ on this clip

@@ -101,3 +101,25 @@ def test_a_failing_metric_stops_the_sharing_and_the_other_still_scores():
                                                           FLOW_METRICS[1]: CountingFlow(fail=True)})
     assert out["motion_smoothness"][0] == M.motion_smoothness(frames, CountingFlow().flow)
     assert out["dynamic_degree"] == (None, "dynamic_degree failed: RuntimeError: flow weights missing")
+
+
+def test_offline_interpolator_is_the_flow_midpoint_substitute_sharing_the_flow_slot():
+    """The offline ``interpolator`` slot warps along the ``flow`` slot's own model (so the shot's flows are still
+    shared with dynamic degree) and is marked as a substitute; the values are the flow-midpoint ones."""
+    from bench_assets.core.metric_spec import substitute_label
+    from bench_assets.entitybench.metric_specs import METRICS
+    from bench_resources.models import ModelRegistry
+    from bench_resources.models.amt import FlowMidpoint
+    reg = ModelRegistry(profile="offline")
+    interp = reg.slot("interpolator")
+    assert isinstance(interp, FlowMidpoint) and interp.flow_model is reg.slot("flow")
+    assert METRICS.get("motion_smoothness").slots == ("interpolator",)
+    assert substitute_label(("interpolator",), reg).startswith("interpolator: flow-midpoint")
+    assert ModelRegistry(profile="paper").status("interpolator").checkpoint.startswith("AMT-S")
+    frames = _shot(33, 9)
+    counting = CountingFlow()
+    out = M.stream_pillar1(_chunks(frames, 8), 16.0, 33, {FLOW_METRICS[0]: FlowMidpoint(counting),
+                                                         FLOW_METRICS[1]: counting})
+    assert out["motion_smoothness"][0] == M.motion_smoothness(frames, CountingFlow().flow)
+    assert out["dynamic_degree"][0] == M.dynamic_degree(frames, 16.0, CountingFlow().flow)
+    assert counting.pairs == 32                     # shared: 32 smoothness flows, dynamic degree's taken from them

@@ -200,11 +200,23 @@ def _flow_of(model):
     return model if isinstance(model, SharedFlow) else SharedFlow(model)
 
 
+def _interpolation_flow(model):
+    """The flow that rebuilds midpoints: the offline interpolator's (FlowMidpoint: warped along the flow slot) or a
+    flow model given directly; None for a network that returns midpoints itself (AMT-S: ``midpoints``)."""
+    if model is None or hasattr(model, "midpoints"):
+        return None
+    return getattr(model, "flow_model", model)
+
+
 class _Smoothness:
-    """Triples (0,1,2), (2,3,4), ...: the odd frame is rebuilt from its even neighbours."""
+    """Triples (0,1,2), (2,3,4), ...: the odd frame is rebuilt from its even neighbours, by the interpolator slot:
+    AMT-S in the paper profile (its uint8 midpoint, as VBench), flow-midpoint warping offline."""
 
     def __init__(self, model, fps, n_frames):
-        self.flow, self.buf, self.errs, self.i = _flow_of(model).flow, [], [], 0   # i: index of buf[0]
+        flow = _interpolation_flow(model)
+        self.net = None if flow is not None else model
+        self.flow = _flow_of(flow).flow if flow is not None else None
+        self.buf, self.errs, self.i = [], [], 0   # i: index of buf[0]
 
     def update(self, frames: np.ndarray) -> None:
         self.buf += list(frames)
@@ -215,6 +227,11 @@ class _Smoothness:
             self.buf = self.buf[2:]
             self.i += 2
         if not triples:
+            return
+        if self.net is not None:   # VBench: |uint8 midpoint - uint8 frame|, mean per triple
+            mids = self.net.midpoints([(p, n) for p, _, n in triples])
+            self.errs += [float(np.mean(np.abs(x.astype(np.int16) - m.astype(np.int16))))
+                          for x, (_, m, _) in zip(mids, triples)]
             return
         pairs, keys = [], []
         for (p, _, n), a in zip(triples, starts):
@@ -288,7 +305,7 @@ class ShotMetric:
 PILLAR1 = (
     ShotMetric("subject_consistency", "image_embedder", lambda m, fps, n: _SubjectConsistency(m, fps, n)),
     ShotMetric("temporal_flickering", None, lambda m, fps, n: _Flicker(m, fps, n)),
-    ShotMetric("motion_smoothness", "flow", lambda m, fps, n: _Smoothness(m, fps, n)),
+    ShotMetric("motion_smoothness", "interpolator", lambda m, fps, n: _Smoothness(m, fps, n)),
     ShotMetric("dynamic_degree", "flow", lambda m, fps, n: _Dynamic(m, fps, n)),
     # LAION head is 0-10; EntityBench reports [0, 1]
     ShotMetric("aesthetic_quality", "aesthetic", lambda m, fps, n: _PerFrameMean(m, fps, n, 10.0)),
@@ -303,9 +320,10 @@ def stream_pillar1(chunks, fps: float, n_frames: int, metrics: dict) -> dict[str
     stopped with the error (the evaluator's failure); the others go on."""
     models = {m.metric_id: model for m, model in metrics.items()}
     sharing = None
-    if models.get("motion_smoothness") is not None and models.get("motion_smoothness") is models.get("dynamic_degree"):
-        sharing = SharedFlow(models["motion_smoothness"],
-                             smoothness_forward_pairs(n_frames) & dynamic_pairs(n_frames, fps))
+    interp_flow = _interpolation_flow(models.get("motion_smoothness"))
+    if interp_flow is not None and interp_flow is models.get("dynamic_degree"):
+        # offline: the interpolator warps along the same flow model as dynamic degree, so shared pairs run once
+        sharing = SharedFlow(interp_flow, smoothness_forward_pairs(n_frames) & dynamic_pairs(n_frames, fps))
         models["motion_smoothness"] = models["dynamic_degree"] = sharing
     accs = {m.metric_id: m.start(models[m.metric_id], fps, n_frames) for m in metrics}
     errors: dict[str, str] = {}

@@ -1,4 +1,4 @@
-"""AMT-S frame interpolation as VBench runs it for motion_smoothness (not yet wired to a model slot).
+"""AMT-S frame interpolation as VBench runs it for motion_smoothness: the ``interpolator`` slot's paper checkpoint.
 
 The network is the AMT-S class of VBench's package (``vbench.third_party.amt.networks.AMT-S``, imported from the
 installed PyPI package, not copied), built with VBench's config (corr_radius 3, corr_lvls 4, num_flows 3) and
@@ -29,6 +29,15 @@ def pad16(h: int, w: int) -> tuple[int, int, int, int]:
     """(left, right, top, bottom): AMT's InputPadder(divisor=16)."""
     ph, pw = (-h) % 16, (-w) % 16
     return pw // 2, pw - pw // 2, ph // 2, ph - ph // 2
+
+
+class FlowMidpoint:
+    """The offline profile's ``interpolator`` substitute: no network; the benchmark rebuilds each midpoint by warping
+    its two neighbours halfway along the ``flow`` slot's forward and backward flows (``core.kernels``). It carries
+    the flow model so that one shot's flows can be shared with dynamic degree."""
+
+    def __init__(self, flow_model):
+        self.flow_model = flow_model
 
 
 class AmtInterpolator:

@@ -94,6 +94,16 @@ def _raft(ctx, paths):
     return RaftFlow.load(paths[0], ctx.device, ctx.batch_size)
 
 
+def _amt_s(ctx, paths):
+    from bench_resources.models.amt import AmtInterpolator
+    return AmtInterpolator.load(paths[0], ctx.device)
+
+
+def _flow_midpoint(ctx, paths):
+    from bench_resources.models.amt import FlowMidpoint
+    return FlowMidpoint(ctx.registry.slot("flow"))
+
+
 def _aesthetic(ctx, paths):
     from bench_resources.models.vision import AestheticPredictor
     return AestheticPredictor(ctx.registry.slot("clip_l14"), paths[0])
@@ -148,13 +158,20 @@ SLOTS: dict[str, SlotSpec] = {
                                                    "models/face_recognition_sface_2021dec_int8bq.onnx")),
                            load=_yunet_sface)),
     "flow": SlotSpec(
-        "optical flow: motion_smoothness, dynamic_degree",
+        "optical flow: dynamic_degree (and the offline interpolator's midpoints)",
         paper=Checkpoint("RAFT large, 20 refinement iterations and sintel padding as VBench (torchvision raft_large; "
                          "torchvision's C_T_SKHT_V2 or the original RAFT's raft-things.pth, which VBench ships, "
                          "imported as raft_large.pth)", files=("raft_large.pth",), load=_raft),
         offline=Checkpoint("OpenCV DIS optical flow (preset medium) on grey frames, each pair aligned in global gain "
                            "and offset first", weightless=f"opencv-{cv2.__version__}-dis-medium-gain-aligned",
                            load=_dis)),
+    "interpolator": SlotSpec(
+        "motion_smoothness (EntityBench, LoCoT2V): each odd native frame rebuilt from its two neighbours",
+        paper=Checkpoint("AMT-S (VBench's network and config, amt-s.pth as VBench loads it); scale 1, padding to 16, "
+                         "uint8 midpoints as VBench", files=("amt-s.pth",), load=_amt_s),
+        offline=Checkpoint("flow-midpoint interpolation: both neighbours warped halfway along the flow slot's "
+                           "forward and backward flows (not AMT-S)", weightless="flow-midpoint-v1", needs=("flow",),
+                           load=_flow_midpoint)),
     "aesthetic": SlotSpec(
         "aesthetic_quality: LAION aesthetic head on CLIP ViT-L/14 embeddings",
         paper=Checkpoint("LAION aesthetic predictor linear head (sa_0_4_vit_l_14_linear.pth) on CLIP ViT-L/14",
