@@ -377,7 +377,9 @@ class Progress:
         cur = self.kinds.get(self.kind)
         rate = (f"{60.0 * cur[2] / cur[3]:.2f} {(self.kind or 'partition').split(' x ')[-1]}/min"
                 if cur and cur[2] and cur[3] > 0 else "rate -")
-        eta = "ETA -" if unknown else f"ETA {_duration(left)}"
+        known = any(k[2] and k[3] > 0 and k[0] - k[1] > 0 for k in self.kinds.values())
+        # kinds not timed yet (the aggregates, run last) add an unknown rest: 'ETA 4m00s+' is a lower bound
+        eta = f"ETA {_duration(left)}{'+' if unknown else ''}" if known or not unknown else "ETA -"
         return f"{rate}, {eta}"
 
     def status(self) -> str:
