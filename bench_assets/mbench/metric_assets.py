@@ -12,6 +12,7 @@ from bench_assets.mbench import scoring
 from bench_assets.mbench import tracking
 from bench_assets.mbench import wiring as W
 from bench_assets.mbench.wiring import GROUP, P
+from bench_assets.mbench.metrics import IDENTITY_THRESHOLDS
 from bench_resources.device import Device
 from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry
@@ -30,6 +31,10 @@ def _explain(df: pd.DataFrame, generator: str) -> dict:
     return explain_metadata(df, benchmark="mbench", generator=generator, directions=dirs,
                             audit_url=lambda m: audit_url("mbench", board_id[m], generator) if m in board_id else None)
 
+
+
+def _thresholds_version() -> str:
+    return ",".join(f"{k}{v:.4f}" for k, (v, _src) in sorted(IDENTITY_THRESHOLDS.items()))
 
 @asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1")
 def mbench_trigger(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
@@ -63,7 +68,9 @@ def mbench_trigger(context: AssetExecutionContext, paths: BenchPaths, mbench_cas
     return Output(df, metadata={"triggered": str(row["triggered"]), "reason": MetadataValue.text(str(row["reason"]))})
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="6", pool="gpu", op_tags=GPU_OP_TAGS)
+# the calibrated identity thresholds are part of the code version: a refit re-runs the scores
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version=f"6+{_thresholds_version()}", pool="gpu",
+       op_tags=GPU_OP_TAGS)
 def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
                   mbench_poses: pd.DataFrame, mbench_tracks: pd.DataFrame, mbench_trigger: pd.DataFrame,
                   models: ModelRegistry, device: Device, judge: Judge) -> Output[pd.DataFrame]:

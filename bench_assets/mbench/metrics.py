@@ -36,8 +36,8 @@ IDENTITY_THRESHOLDS = {
 }
 if _SFACE_DISTANCE is not None:
     IDENTITY_THRESHOLDS[IC.MODEL_KEY] = (
-        _SFACE_DISTANCE, f"SFace single-face cosine {SFACE_CALIBRATION['threshold']} calibrated on labelled real and "
-                         f"animated footage (bench_assets/mbench/{SFACE_CALIBRATION['file']}: "
+        _SFACE_DISTANCE, f"SFace single-face cosine {SFACE_CALIBRATION['threshold']} fitted on calibration "
+                         f"sources only (bench_assets/mbench/{SFACE_CALIBRATION['file']}: "
                          f"{SFACE_CALIBRATION['n_same']} same / {SFACE_CALIBRATION['n_different']} different pairs, "
                          f"{SFACE_CALIBRATION['false_merges']} false merges, same-pair recall "
                          f"{SFACE_CALIBRATION['same_recall']}); replaces the LFW value {SFACE_LFW_COSINE}")

@@ -140,7 +140,8 @@ def narrativetrack_faces(context: AssetExecutionContext, narrativetrack_video: p
                                 "face_slot": MetadataValue.text(why or "available")})
 
 
-@asset(partitions_def=P.items, group_name=GROUP, code_version="3")
+# the face-merge threshold is part of the code version: a refit (scripts/calibrate_faces.py) re-runs the identities
+@asset(partitions_def=P.items, group_name=GROUP, code_version=f"3+merge{FACE_MERGE:.4f}")
 def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
                               narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
                               narrativetrack_tracklets: pd.DataFrame, narrativetrack_reid: pd.DataFrame,
