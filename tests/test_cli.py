@@ -263,7 +263,6 @@ def test_help_and_argument_errors_do_not_import_the_definitions():
     the static benchmark names the parser offers are the registry's."""
     import subprocess
     import sys
-    import time
     from pathlib import Path
     from bench_assets.benchmarks import BENCHMARKS
     assert sorted(cli.BENCHMARK_NAMES) == sorted(BENCHMARKS)
@@ -276,10 +275,10 @@ def test_help_and_argument_errors_do_not_import_the_definitions():
         out = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60).stdout
         assert "HEAVY [] " in out, (args, out[-500:])
     bench = str(Path(sys.executable).parent / "bench")
-    t0 = time.perf_counter()
+    # the < 1 s target is printed by scripts/benchmark_cli.py (speed targets live in scripts, not timed tests):
+    # here the import check above is what fails on a regression
     proc = subprocess.run([bench, "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "evaluate" in proc.stdout
-    assert time.perf_counter() - t0 < 1.0
     proc = subprocess.run([bench, "evaluate", "--benchmark", "entitybench"], capture_output=True, text=True)
     assert proc.returncode == 2 and "the following arguments are required: --generator" in proc.stderr
 
