@@ -1,6 +1,7 @@
 """LoCoT2V's streamed temporal metrics compute each flow field once per pass: a transition window's pair that is
-also an analysis pair (videos at <= 16 fps) or lies in an overlapping window reuses the flow already computed
-(its mean magnitude), and every value equals the one computed with fresh flows for every use."""
+also an analysis pair (videos at <= 12 fps), a consecutive native pair flickering's static rule flowed, or a pair of
+an overlapping window reuses the flow already computed (its mean magnitude), and every value equals the one
+computed with fresh flows for every use."""
 import hashlib
 
 import cv2
@@ -55,8 +56,10 @@ def _reference(frames, fps, cuts):
     af = [frames[i] for i in metrics.analysis_indices(len(frames), fps)]
     fwd = flow.flow(list(zip(af[:-1], af[1:])))
     bwd = flow.flow(list(zip(af[1:], af[:-1])))
-    skips = [tuple(flow.flow([(af[2 * j], af[2 * j + 2]), (af[2 * j + 2], af[2 * j])]))
-             for j in range((len(af) - 1) // 2)]
+    # motion smoothness and flickering: native frames (VBench's protocol)
+    skips = [tuple(flow.flow([(frames[2 * j], frames[2 * j + 2]), (frames[2 * j + 2], frames[2 * j])]))
+             for j in range((len(frames) - 1) // 2)]
+    nfwd = flow.flow(list(zip(frames[:-1], frames[1:])))
     windows = []
     for t in cuts:
         a, b = metrics.window_bounds(t, len(frames))
@@ -65,16 +68,22 @@ def _reference(frames, fps, cuts):
                                                  flow.flow(list(zip(w[:-1], w[1:]))))[0])
     return {"dynamic_degree": metrics.dynamic_degree(fwd, SHAPE)[0],
             "warping_error": metrics.warping_error(af, fwd, bwd)[0],
-            "motion_smoothness": metrics.motion_smoothness(af, skips),
-            "temporal_flickering": metrics.temporal_flickering(af, metrics.static_pairs(fwd, SHAPE)),
+            "motion_smoothness": metrics.motion_smoothness(frames, skips),
+            "temporal_flickering": metrics.temporal_flickering(frames, metrics.static_pairs(nfwd, SHAPE)),
             "transition_smoothness": 100.0 * float(np.mean(windows))}, len(fwd), 2 * len(skips)
+
+
+def _native_flows(n, fps):
+    """Consecutive native pairs that are not analysis pairs: flickering flows them itself."""
+    keep = set(metrics.analysis_indices(n, fps))
+    return sum(1 for j in range(n - 1) if not (j in keep and j + 1 in keep))
 
 
 @pytest.mark.parametrize("fps, cuts, chunk, shared", [
     (8.0, (70, 150), 32, 2 * 2 * constants.TRANSITION_K),   # every window pair is an analysis pair: all 16 reused
     (8.0, (70, 150), 7, 2 * 2 * constants.TRANSITION_K),    # windows complete mid-chunk: same flows, same values
-    (24.0, (70, 150), 32, 0),                       # analysis pairs are 3 native frames apart: nothing to share
-    (24.0, (70, 76), 32, 2),                        # overlapping windows [66, 74] and [72, 80]: 2 pairs shared
+    (24.0, (70, 150), 32, 2 * 2 * constants.TRANSITION_K),  # window pairs are native pairs flickering flowed
+    (24.0, (70, 76), 32, 2 * 2 * constants.TRANSITION_K),   # overlapping windows [66, 74] and [72, 80] too
 ])
 def test_each_flow_once_and_values_unchanged(fps, cuts, chunk, shared):
     n = 180
@@ -87,10 +96,11 @@ def test_each_flow_once_and_values_unchanged(fps, cuts, chunk, shared):
     # no (frame, frame) pair's flow was asked for twice, and the counts add up
     assert len(flow.asked) == len(set(flow.asked))
     c = ts.flows_per_pair()
-    assert (c["forward"], c["backward"], c["skip"], c["pairs"]) == (pairs, pairs, skip, pairs)
+    native = _native_flows(n, fps)
+    assert (c["forward"], c["backward"], c["skip"], c["native"], c["pairs"]) == (pairs, pairs, skip, native, pairs)
     windows = 2 * constants.TRANSITION_K * len(cuts)         # the old count: every window computed all its 2k flows
     assert (c["window"], c["window_reused"]) == (windows - shared, shared)
-    assert c["computed"] == len(flow.asked) == 2 * pairs + skip + windows - shared
+    assert c["computed"] == len(flow.asked) == 2 * pairs + skip + native + windows - shared
     assert c["per_pair"] == round(c["computed"] / pairs, 4)
     # what is kept to share: one float per consecutive native pair still in the ring, never a flow field
     assert mags_held <= RING_FRAMES and all(isinstance(x, float) for x in ts.mags.values())

@@ -75,6 +75,8 @@ def pillar1_rows(generator: str, ep: dataset.Episode, open_shot, errors: dict, s
                 rows.append(counts.failed_instance(metric.metric_id, "shot", err or "shot missing", shot=shot.index,
                                                    **keys))
             continue
+        # a slot the caller did not load is the evaluator's gap with that reason (never a KeyError mid-episode)
+        slots = {m.slot: slots.get(m.slot, (None, f"{m.slot} slot not loaded")) for m in metrics.PILLAR1 if m.slot}
         run = {m: slots[m.slot][0] if m.slot else None for m in metrics.PILLAR1
                if not m.slot or slots[m.slot][0] is not None}
         try:

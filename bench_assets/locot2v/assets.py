@@ -29,8 +29,9 @@ from bench_resources.store import Store
 BENCH = constants.BENCH
 P = BenchmarkPartitions(BENCH)
 GROUP = "locot2v"
-SLOTS = ("aesthetic_v25", "dover", "flow", "siglip2", "image_embedder", "subject_segmenter", "open_vocab_detector",
-         "clip_b32", "long_text_embedder")
+SLOTS = ("aesthetic_v25", "dover", "flow", "interpolator", "siglip2", "image_embedder", "subject_segmenter",
+         "open_vocab_detector", "clip_b32", "long_text_embedder",
+         "face")   # issue 23: inter_event_subject_face_identity (an addition beside the paper's crop embedding)
 CHUNK = 32   # native frames per streamed chunk
 
 
@@ -110,7 +111,8 @@ def visual_values(src: VideoSource, slot: dict, events, events_why, rrub: float,
     aq = src.take(aq_idx, name="aesthetic 1 fps") if aesthetic is not None else None
     ev = (src.take(pipeline.event_frame_indices(n, len(events)), name="event frames")
           if events and emb is not None and det is not None else None)
-    ts = TemporalStream(n, fps, (src.size[1], src.size[0]), *slot["flow"], *slot["siglip2"])
+    ts = TemporalStream(n, fps, (src.size[1], src.size[0]), *slot["flow"], *slot["siglip2"],
+                        *slot.get("interpolator", (None, "interpolator slot not loaded")))
     bounds = metrics.clip_bounds(n, fps)
     dc = DoverClips(dover, bounds) if dover is not None else None
 
@@ -121,21 +123,24 @@ def visual_values(src: VideoSource, slot: dict, events, events_why, rrub: float,
 
     src.chunks(on_chunk, chunk=CHUNK, name="temporal")
     values = _after_pass(src, ts, aq_idx, aq, aesthetic, aesthetic_why, rrub, bounds, dc, dover_why, ev, events,
-                         events_why, seg, det, f"{seg_why}; {det_why}", emb, emb_why, slot["clip_b32"][0])
+                         events_why, seg, det, f"{seg_why}; {det_why}", emb, emb_why, slot["clip_b32"][0],
+                         *slot.get("face", (None, "face slot not loaded")))
     if stats is not None:
         stats["flows"] = ts.flows_per_pair()
     return values
 
 
 def _after_pass(src, ts, aq_idx, aq, aesthetic, aesthetic_why, rrub, bounds, dc, dover_why, ev, events, events_why,
-                seg, det, locate_why, emb, emb_why, clip_model) -> list[pipeline.Value]:
+                seg, det, locate_why, emb, emb_why, clip_model, face=None,
+                face_why=None) -> list[pipeline.Value]:
     src.run()
     values = [pipeline.aq_value(aq_idx, list(aq.frames) if aq is not None else [], aesthetic, aesthetic_why, rrub),
               pipeline.tq_value(bounds, dc.scores if dc is not None else None, dover_why)]
     values += ts.finish()
     frames = dict(zip(ev.indices, ev.frames)) if ev is not None else {}
     values += pipeline.event_consistency(src.n_frames, ts.cuts, frames, events, events_why, seg, det, locate_why,
-                                         emb, emb_why, clip_model)
+                                         emb, emb_why, clip_model, face_model=face, face_why=face_why,
+                                         face_name=FACE_NAME)
     return values
 
 
@@ -196,7 +201,7 @@ def locot2v_derived(context: AssetExecutionContext, locot2v_sample: pd.DataFrame
     return Output(pd.DataFrame([row]), metadata=meta)
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="4", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="5", pool="gpu", op_tags=GPU_OP_TAGS)
 def locot2v_visual(context: AssetExecutionContext, paths: BenchPaths, locot2v_sample: pd.DataFrame,
                    locot2v_derived: pd.DataFrame, models: ModelRegistry, device: Device,
                    judge: Judge) -> Output[pd.DataFrame]:

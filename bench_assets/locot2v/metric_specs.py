@@ -41,12 +41,14 @@ SUB_DIMENSIONS = [
     _sub("dynamic_degree", "VBench dynamic degree: 100 when enough analysis pairs move (top-5 % flow magnitude rule), "
          "else 0",
          ("flow",), validity=("frozen",)),
-    _sub("motion_smoothness", "100 x (1 - interpolation MAE) of flow-interpolated midpoints", ("flow",),
+    _sub("motion_smoothness", "VBench on native frames: 100 x (255 - MAE) / 255 of each odd frame rebuilt from its "
+         "neighbours (AMT-S in the paper profile, flow midpoints offline)", ("interpolator",),
          validity=("frozen", "shuffle")),
     _sub("warping_error", "100 x (1 - WE), WE = mean abs difference of the flow-warped previous frame over "
          "non-occluded pixels (-log(WE) kept in detail)", ("flow",), validity=("shuffle",)),
     _sub("semantic_consistency", "mean clipped cosine of consecutive analysis frames' image features", ("siglip2",)),
-    _sub("temporal_flickering", "100 x (255 - MAE) / 255 over static frame pairs (VBench static rule)", ("flow",),
+    _sub("temporal_flickering", "100 x (255 - MAE) / 255 over static consecutive native frame pairs (VBench static "
+         "rule per pair; VBench's per-video filter in the detail)", ("flow",),
          validity=("flicker",)),
     _sub("transition_smoothness", "1 - A of the normalised pair similarities in the 2k+1 window around each "
          "PySceneDetect transition, mean over transitions", ("flow", "siglip2")),

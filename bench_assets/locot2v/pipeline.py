@@ -50,16 +50,17 @@ def tq_value(bounds, scores: Optional[Sequence[float]], dover_why: Optional[str]
 # ------------------------------------------------------------------------------------------ temporal quality
 
 def frame_level_temporal(frames: np.ndarray, fps: float, flow, flow_why: Optional[str], embedder,
-                         embedder_why: Optional[str]) -> list[Value]:
+                         embedder_why: Optional[str], **interp) -> list[Value]:
     """Dynamic degree, motion smoothness, warping error, semantic consistency, temporal flickering and transition
     smoothness of frames already in memory, through the same streamed reducer the asset feeds from its one decode
     pass (stream.TemporalStream); returns the Values (its cuts are on ``frame_level_temporal_stream``)."""
-    return frame_level_temporal_stream(frames, fps, flow, flow_why, embedder, embedder_why).finish()
+    return frame_level_temporal_stream(frames, fps, flow, flow_why, embedder, embedder_why, **interp).finish()
 
 
-def frame_level_temporal_stream(frames: np.ndarray, fps: float, flow, flow_why, embedder, embedder_why):
+def frame_level_temporal_stream(frames: np.ndarray, fps: float, flow, flow_why, embedder, embedder_why, **interp):
+    """``interp``: ``interp=`` / ``interp_why=`` of the interpolator slot (default: midpoints along ``flow``)."""
     from bench_assets.locot2v.stream import TemporalStream
-    ts = TemporalStream(len(frames), fps, frames.shape[1:3], flow, flow_why, embedder, embedder_why)
+    ts = TemporalStream(len(frames), fps, frames.shape[1:3], flow, flow_why, embedder, embedder_why, **interp)
     for a in range(0, len(frames), 32):
         ts.push(list(range(a, min(a + 32, len(frames)))), frames[a:a + 32])
     return ts
@@ -257,13 +258,15 @@ def event_consistency(n_frames: int, cuts: Sequence[int], frames: dict[int, np.n
     (``same_subject_by_grounding``), not when their texts happen to be equal. Subject crops are masked (segmentation
     slot) or boxes; the background is the frame with the grounded subject removed. ``frames``: decoded frames by
     native index (``event_frame_indices``)."""
+    # the face-identity addition shares the event split and grounding: without them it is None for the same reason
+    ids = EVENT_IDS + ((FACE_IDENTITY_ID,) if face_model is not None or face_why else ())
     if not events:
         why = events_why or "the sample has no events"
-        return [none(m, f"needs the prompt's events: {why}") for m in EVENT_IDS]
+        return [none(m, f"needs the prompt's events: {why}") for m in ids]
     if embedder is None:
-        return [none(m, embedder_why or "image_embedder unavailable") for m in EVENT_IDS]
+        return [none(m, embedder_why or "image_embedder unavailable") for m in ids]
     if detector is None:
-        return [none(m, f"no subject detection to ground the subjects: {locate_why}") for m in EVENT_IDS]
+        return [none(m, f"no subject detection to ground the subjects: {locate_why}") for m in ids]
     ranges, split = metrics.event_ranges_at_cuts(n_frames, len(events), cuts)
     have = sorted(frames)
     picks = []

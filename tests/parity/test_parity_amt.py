@@ -60,6 +60,20 @@ def test_entitybench_paper_profile_smoothness_is_vbench(amt_pair, vbench_value, 
     assert abs(old - vbench_value) > 1e-3, (old, vbench_value)
 
 
+def test_locot2v_paper_profile_smoothness_is_vbench(amt_pair, vbench_value, clip_frames, close):
+    """LoCoT2V's streamed reducer with the interpolator slot: VBench's motion smoothness x 100 on native frames
+    (the analysis frames are every round(fps / 8)-th; smoothness no longer reads them)."""
+    from bench_assets.locot2v.stream import TemporalStream
+    frames, fps, _ = clip_frames(NAME, N)
+    ts = TemporalStream(N, fps, frames.shape[1:3], None, "flow not compared here", None, "no embedder here",
+                        interp=amt_pair[1])
+    for a in range(0, N, 2):                           # chunk borders inside triples
+        ts.push(list(range(a, min(a + 2, N))), frames[a:a + 2])
+    got = {v.metric_id: v for v in ts.finish()}["motion_smoothness"]
+    close(100.0 * vbench_value, got.value, f"{NAME} LoCoT2V smoothness (AMT-S, native frames)")
+    assert got.n_eval == (N - 1) // 2
+
+
 def test_amt_checkpoint_loads_strictly(tmp_path):
     from bench_resources.models.amt import AmtInterpolator, amt_s_module
     from bench_resources.models.vision import CheckpointMismatch
