@@ -152,6 +152,8 @@ def style_rows(generator: str, story: dataset.Story, language: str, refs: pd.Dat
     for (r, s) in zip(shots.itertuples(), shot_styles):
         on = [c for c in story.on_stage(int(r.shot), language) if c in first_ref] \
             if language in story.shot(int(r.shot)).appearing else []
+        if not on:  # nobody on stage: the official code (CSDEvaluator) compares with the story's first character
+            on = [c for c in story.characters if c in first_ref][:1]   # that has a reference image (paper silent)
         v = metrics.style_cross(s, np.stack([first_ref[c] for c in on])) if on else None
         if v is None:
             continue  # nobody on stage: not an instance of csd_cross

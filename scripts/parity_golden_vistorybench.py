@@ -1,0 +1,223 @@
+"""Golden fixtures for ViStoryBench's aggregation: runs the official code (ViStoryBench/vistorybench) on fixed small
+inputs and writes tests/parity/golden/vistorybench/{inputs,outputs}.json with the commit it ran. The official code
+runs from its own copy, never from the project, and no model is loaded: the inputs are the numbers the models would
+give (unit feature vectors, judge replies, aesthetic scores), built here from a seed.
+
+    # a copy of the repository's python tree (the commit below was 514cc31f2a7130550b48b8f2c66d18b6b6880a9c)
+    git clone https://github.com/ViStoryBench/vistorybench /tmp/vistory_src
+    mkdir -p /tmp/vistory_ref && git -C /tmp/vistory_src archive HEAD vistorybench utils | tar -x -C /tmp/vistory_ref
+    .venv/bin/python scripts/parity_golden_vistorybench.py /tmp/vistory_ref --commit <sha>
+
+What runs, all of it the official code:
+- CIDS and copy-paste: ``CIDSEvaluator.evaluate``'s per-character and per-story aggregation block (from the comment
+  "Aggregate per-character and story metrics" to the end of the ``results["metrics"]`` try-block). It is inline
+  in ``evaluate``, whose other parts need Grounding DINO, ArcFace and the dataset, so the block's source is read
+  from cids_evaluator.py and executed as it stands, with ``self`` an evaluator whose ``get_char_feat`` returns the
+  fixed features of the crops and whose ``_compute_multimodel_similarity_matrix`` is the official method.
+  The modules the evaluator imports for its models (insightface, groundingdino, facexlib, AdaFace) are stubbed.
+- CSD: ``CSDEvaluator.get_self_csd_score`` and ``get_cross_csd_score``, with ``_get_image_embed`` returning the
+  fixed style vector of each image path.
+- Aesthetic: ``AestheticEvaluator.evaluate`` with ``load_outputs`` and ``get_aesthetic_score`` returning fixed
+  values.
+- Prompt alignment: ``PromptAlignEvaluator.evaluate`` with ``gptv_query`` returning fixed "Score: N" replies (its
+  own regex parses them), then ``utils/summarize_leaderboard._compute_pa_avg_from_row`` for the total.
+- Across stories: ``ResultManager._aggregate_story_metrics_mean`` (the newest snapshot's summary: the mean of the
+  per-story values).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "tests" / "parity" / "golden" / "vistorybench"
+DIM = 8
+
+
+def unit(rng, n, base=None, noise=0.6):
+    v = rng.normal(size=(n, DIM)) * noise + (0 if base is None else base)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def build_inputs(seed: int = 24) -> dict:
+    rng = np.random.default_rng(seed)
+    stories = {}
+    # story 01: three characters (3, 1 and 0 matched crops); story 02: one character with 2 crops. Different counts
+    # per story make a pooled mean over characters differ from the mean of per-story means.
+    # story 03: one character never matched (no crop at all: the official copy-paste is "null" there).
+    for sid, plan in (("01", {"A": (3, 3), "B": (2, 1), "C": (1, 0)}), ("02", {"D": (2, 2)}), ("03", {"E": (1, 0)})):
+        chars = {}
+        for key, (n_ref, n_crop) in plan.items():
+            base = rng.normal(size=DIM)
+            refs = unit(rng, n_ref, base, 0.4)
+            mirror = unit(rng, 1, refs[0], 0.3)
+            crops = unit(rng, n_crop, base, 0.5) if n_crop else np.zeros((0, DIM))
+            chars[key] = {"references": refs.tolist(), "mirror": mirror[0].tolist(), "crops": crops.tolist()}
+        stories[sid] = chars
+    style = {f"gen{i}": unit(rng, 1)[0].tolist() for i in range(4)}
+    style |= {f"ref_{c}": unit(rng, 1)[0].tolist() for c in "ABC"}
+    csd = {"characters": {"A": ["ref_A"], "B": ["ref_B"], "C": ["ref_C"]},
+           # shot 3 has nobody on stage: the official code falls back to the first character with images
+           "shots": [{"index": 1, "character_key": ["A"]}, {"index": 2, "character_key": ["A", "B"]},
+                     {"index": 3, "character_key": []}, {"index": 4, "character_key": ["C", "B"]}],
+           "outputs": {"1": "gen0", "2": "gen1", "3": "gen2", "4": "gen3"}, "style": style}
+    aesthetic = {"01": [4.25, 5.5, 3.75], "02": [6.0, 4.5]}
+    # judge replies per (story, shot, dimension) in the official reply format; 0-4
+    judge = {sid: {str(s): {d: int(rng.integers(0, 5)) for d in ("scene", "character_action", "camera")}
+                   for s in range(1, n + 1)} for sid, n in (("01", 3), ("02", 2))}
+    single = {"01": 2, "02": 3}  # the story's single_character_action (the official value is an int 0-4)
+    return {"seed": seed, "dim": DIM, "cids": stories, "csd": csd, "aesthetic": aesthetic,
+            "prompt_align": {"judge": judge, "single_character_action": single}}
+
+
+def stub_modules():
+    for name in ("insightface", "groundingdino", "groundingdino.util", "groundingdino.util.inference",
+                 "facexlib", "facexlib.utils", "facexlib.utils.face_restoration_helper",
+                 "vistorybench.bench.content.AdaFace", "vistorybench.bench.content.AdaFace.inference"):
+        sys.modules[name] = types.ModuleType(name)
+    inf = sys.modules["groundingdino.util.inference"]
+    inf.load_model = inf.load_image = inf.predict = inf.annotate = None
+    sys.modules["facexlib.utils.face_restoration_helper"].FaceRestoreHelper = None
+    ada = sys.modules["vistorybench.bench.content.AdaFace.inference"]
+    ada.load_pretrained_model = ada.to_input = None
+    ada.adaface_models = {}
+    if "natsort" not in sys.modules:
+        try:
+            import natsort  # noqa: F401
+        except ImportError:
+            sys.modules["natsort"] = types.SimpleNamespace(natsorted=sorted)
+
+
+def aggregation_block(src: str) -> str:
+    """The official per-character / per-story block of CIDSEvaluator.evaluate, dedented."""
+    lines = src.splitlines()
+    start = next(i for i, ln in enumerate(lines) if "# Aggregate per-character and story metrics" in ln)
+    end = next(i for i in range(start, len(lines)) if "failed to compute CIDS story metrics" in lines[i])
+    return textwrap.dedent("\n".join(lines[start:end + 1]))
+
+
+def run_cids(ref: Path, inputs: dict) -> dict:
+    import torch
+    mod = importlib.import_module("vistorybench.bench.content.cids_evaluator")
+    ev = object.__new__(mod.CIDSEvaluator)
+    ev.ensemble_method = "average"
+    ev.use_multi_face_encoder = False
+    block = aggregation_block((ref / "vistorybench/bench/content/cids_evaluator.py").read_text())
+    out = {}
+    for sid, chars in inputs["cids"].items():
+        crops = {k: torch.tensor(c["crops"], dtype=torch.float32) for k, c in chars.items()}
+        # a "crop image" is (character, row); its feature is that row of the fixture
+        ev.get_char_feat = lambda imgs, encoder_name=None, **kw: torch.stack([crops[k][j] for k, j in imgs])
+        ns = {"self": ev, "torch": torch, "np": np, "CHARACTER": list(chars),
+              "Characters": {k: {"tag": "non_human", "name": k} for k in chars},
+              "char_pil_imgs": {k: [(k, j) for j in range(len(c["crops"]))] for k, c in chars.items()},
+              "ref_clip_feats": {k: torch.tensor(c["references"], dtype=torch.float32) for k, c in chars.items()},
+              "ref_copy_paste_feats": {k: torch.tensor([c["references"][0], c["mirror"]], dtype=torch.float32)
+                                       for k, c in chars.items()},
+              "results": {"cids": {}}, "occm_scores": [], "pa_available": False, "pa_story_scores": [],
+              "story_id": sid}
+        exec(compile(block, "cids_evaluator.py:evaluate (aggregation block)", "exec"), ns)
+        r = ns["results"]
+        out[sid] = {"cids": r["cids"], "copy-paste-score": r["copy-paste-score"], "metrics": r["metrics"]}
+    manager = importlib.import_module("vistorybench.result_management.manager")
+    across = manager.ResultManager._aggregate_story_metrics_mean(None, {s: {"metrics": v["metrics"]}
+                                                                       for s, v in out.items()})
+    return {"stories": out, "across_stories": across}
+
+
+def run_csd(inputs: dict) -> dict:
+    import torch
+    mod = importlib.import_module("vistorybench.bench.style.csd_evaluator")
+    c = inputs["csd"]
+    ev = object.__new__(mod.CSDEvaluator)
+    ev._get_image_embed = lambda path: torch.tensor([c["style"][path]], dtype=torch.float32)
+    story = {"characters": {k: {"images": v} for k, v in c["characters"].items()}, "shots": c["shots"]}
+    outputs = {"shots": {int(k): v for k, v in c["outputs"].items()}}
+    cross, details = ev.get_cross_csd_score(story, outputs)
+    return {"self_csd": ev.get_self_csd_score(list(outputs["shots"].values())), "cross_csd": cross,
+            "per_shot": {str(d["index"]): d["score"] for d in details},
+            "per_shot_characters": {str(d["index"]): [x["character_key"] for x in d["character_scores"]]
+                                    for d in details}}
+
+
+def run_aesthetic(inputs: dict) -> dict:
+    mod = importlib.import_module("vistorybench.bench.quality.aesthetic_evaluator")
+    ev = object.__new__(mod.AestheticEvaluator)
+    ev.output_path, ev.mode, ev.language, ev.outputs_timestamp = "", "base", "en", None
+    out = {}
+    for sid, scores in inputs["aesthetic"].items():
+        paths = {i + 1: f"{sid}/{i + 1}" for i in range(len(scores))}
+        mod.load_outputs = lambda **kw: {sid: {"shots": paths}}
+        ev.get_aesthetic_score = lambda p: scores[int(p.split("/")[1]) - 1]
+        out[sid] = ev.evaluate("m", sid)["metrics"]
+    manager = importlib.import_module("vistorybench.result_management.manager")
+    return {"stories": out, "across_stories": manager.ResultManager._aggregate_story_metrics_mean(
+        None, {s: {"metrics": v} for s, v in out.items()})}
+
+
+def run_prompt_align(ref: Path, inputs: dict) -> dict:
+    mod = importlib.import_module("vistorybench.bench.prompt_align.prompt_align_evaluator")
+    board = importlib.import_module("utils.summarize_leaderboard")
+    ev = object.__new__(mod.PromptAlignEvaluator)
+    ev.gpt_api_pkg, ev.workers = ("gpt-4.1", "k", "http://127.0.0.1:9"), 1
+    ev.output_path, ev.mode, ev.language, ev.outputs_timestamp = "", "base", "en", None
+    ev.txt_prompt_list = {d: str(ref / p) for d, p in {
+        "scene": "vistorybench/bench/prompt_align/user_prompts/user_prompt_environment_text_align.txt",
+        "character_action": "vistorybench/bench/prompt_align/user_prompts/user_prompt_character_text_align.txt",
+        "camera": "vistorybench/bench/prompt_align/user_prompts/user_prompt_camera_text_align.txt"}.items()}
+    judge = inputs["prompt_align"]["judge"]
+    prompts = {}
+    mod.load_img_content = lambda path, mode: {"type": "image", "path": path}
+
+    def reply(transcript, **kw):  # the reply names the score the fixture set for this (shot, dimension)
+        text, path = transcript[0]["content"][1]["text"], transcript[0]["content"][-1]["path"]
+        sid, shot = path.split("/")
+        return f"Analysis: fine.\nScore: {judge[sid][shot][prompts[text]]}"
+    mod.gptv_query = reply
+    stories, rows = {}, {}
+    for sid, shots in judge.items():
+        data = {"shots": [{"index": int(s), "scene": f"scene {sid}/{s}", "script": f"script {sid}/{s}",
+                           "camera": f"camera {sid}/{s}"} for s in shots]}
+        for s in shots:
+            prompts |= {f"scene {sid}/{s}": "scene", f"script {sid}/{s}": "character_action",
+                        f"camera {sid}/{s}": "camera"}
+        ev.story_dataset = types.SimpleNamespace(load_story=lambda _sid, d=data: d)
+        mod.load_outputs = lambda **kw: {sid: {"shots": {int(s): f"{sid}/{s}" for s in shots}}}
+        stories[sid] = ev.evaluate("m", sid)["metrics"]
+    manager = importlib.import_module("vistorybench.result_management.manager")
+    single = inputs["prompt_align"]["single_character_action"]
+    across = manager.ResultManager._aggregate_story_metrics_mean(
+        None, {s: {"metrics": v | {"single_character_action": single[s]}} for s, v in stories.items()})
+    row = {f"metrics.prompt_align.metrics.{k}": across[k] for k in ("scene", "camera", "character_action")}
+    row["metrics.cids.metrics.single_character_action"] = across["single_character_action"]
+    return {"stories": stories, "across_stories": across, "pa_avg": board._compute_pa_avg_from_row(row)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("ref", help="a copy of ViStoryBench/vistorybench's python tree (vistorybench/, utils/)")
+    ap.add_argument("--commit", required=True, help="its commit id (recorded in the fixture)")
+    a = ap.parse_args(argv)
+    ref = Path(a.ref).resolve()
+    sys.path.insert(0, str(ref))
+    stub_modules()
+    inputs = build_inputs()
+    outputs = {"source": "ViStoryBench/vistorybench", "commit": a.commit,
+               "cids": run_cids(ref, inputs), "csd": run_csd(inputs), "aesthetic": run_aesthetic(inputs),
+               "prompt_align": run_prompt_align(ref, inputs)}
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    (GOLDEN / "inputs.json").write_text(json.dumps(inputs, indent=1) + "\n")
+    (GOLDEN / "outputs.json").write_text(json.dumps(outputs, indent=1) + "\n")
+    print(json.dumps(outputs, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
