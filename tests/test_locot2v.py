@@ -26,6 +26,7 @@ DATA = ROOT / "data"
 GENERATORS = ("locot2v_smooth", "locot2v_jerky", "locot2v_frozen", "locot2v_drift")
 PAPER_IDS = set(constants.SUB_DIMENSIONS) | set(constants.DIMENSIONS) | {"overall"}
 ALL_IDS = PAPER_IDS | {f"{d}_available" for d in (*constants.DIMENSIONS, "overall")}   # + the partial means
+ALL_IDS |= {"inter_event_subject_face_identity"}   # + the face-identity addition (issue 23)
 
 
 # ------------------------------------------------------------------------------------------ hand-computed values
@@ -247,7 +248,7 @@ def test_leaderboard_has_all_26_for_every_generator(offline):
     board = resources["store"].query("SELECT * FROM locot2v_leaderboard")
     assert set(board.generator) == set(GENERATORS)
     for g, part in board.groupby("generator"):
-        assert set(part.metric_id) == ALL_IDS and len(part) == len(ALL_IDS) == 26 + 5 + 1 + 6, g
+        assert set(part.metric_id) == ALL_IDS and len(part) == len(ALL_IDS) == 26 + 5 + 1 + 6 + 1, g
     assert board[board.value.isna()]["reason"].notna().all()
     v = board.pivot(index="metric_id", columns="generator", values="value").astype(float)
     r = board.pivot(index="metric_id", columns="generator", values="reason")

@@ -130,6 +130,12 @@ def visual_values(src: VideoSource, slot: dict, events, events_why, rrub: float,
     return values
 
 
+def _face_name(face) -> str:
+    """The face slot's embedder as the addition's detail names it (ArcFace paper, SFace offline)."""
+    rec = getattr(face, "recognizer", None)
+    return f"YuNet + {type(rec).__name__}" if rec is not None else type(face).__name__
+
+
 def _after_pass(src, ts, aq_idx, aq, aesthetic, aesthetic_why, rrub, bounds, dc, dover_why, ev, events, events_why,
                 seg, det, locate_why, emb, emb_why, clip_model, face=None,
                 face_why=None) -> list[pipeline.Value]:
@@ -140,7 +146,7 @@ def _after_pass(src, ts, aq_idx, aq, aesthetic, aesthetic_why, rrub, bounds, dc,
     frames = dict(zip(ev.indices, ev.frames)) if ev is not None else {}
     values += pipeline.event_consistency(src.n_frames, ts.cuts, frames, events, events_why, seg, det, locate_why,
                                          emb, emb_why, clip_model, face_model=face, face_why=face_why,
-                                         face_name=FACE_NAME)
+                                         face_name=_face_name(face))
     return values
 
 
@@ -201,7 +207,8 @@ def locot2v_derived(context: AssetExecutionContext, locot2v_sample: pd.DataFrame
     return Output(pd.DataFrame([row]), metadata=meta)
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="5", pool="gpu", op_tags=GPU_OP_TAGS)
+# code version 6: the face-identity addition (issue 23) joins the visual rows
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="6", pool="gpu", op_tags=GPU_OP_TAGS)
 def locot2v_visual(context: AssetExecutionContext, paths: BenchPaths, locot2v_sample: pd.DataFrame,
                    locot2v_derived: pd.DataFrame, models: ModelRegistry, device: Device,
                    judge: Judge) -> Output[pd.DataFrame]:
@@ -259,7 +266,8 @@ def locot2v_judged(context: AssetExecutionContext, paths: BenchPaths, locot2v_sa
     return Output(df, metadata=meta)
 
 
-@asset(group_name=GROUP, code_version="2", deps=[locot2v_visual, locot2v_judged, locot2v_sample],
+# code version 3: the board carries inter_event_subject_face_identity (an addition) beside the 26 sub-dimensions
+@asset(group_name=GROUP, code_version="3", deps=[locot2v_visual, locot2v_judged, locot2v_sample],
        automation_condition=board_condition("locot2v_visual", "locot2v_judged"))
 def locot2v_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths, models: ModelRegistry,
                         judge: Judge) -> Output[pd.DataFrame]:

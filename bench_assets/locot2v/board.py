@@ -10,7 +10,7 @@ import pandas as pd
 
 from bench_assets.core.metric_spec import all_parts, board_frame, board_row, comparability, join_substitutes
 from bench_assets.locot2v import constants
-from bench_assets.locot2v.metric_specs import METRICS
+from bench_assets.locot2v.metric_specs import ADDITIONS, METRICS
 
 SLICE = "all"
 HEADLINE_IDS = (*constants.DIMENSIONS, "overall", *(f"{d}_available" for d in constants.DIMENSIONS),
@@ -117,7 +117,8 @@ def aggregate_rows(generator: str, name: str, parts: Mapping[str, dict], noun: s
 
 def generator_rows(generator: str, records: pd.DataFrame, sample_ids: Sequence[str], delivered: Optional[set],
                    comp: Mapping[tuple[str, str], tuple[Optional[str], Optional[bool]]]) -> list[dict]:
-    """Every board row of one generator: 26 sub-dimensions, 5 dimensions, overall, 6 partial means."""
+    """Every board row of one generator: 26 sub-dimensions, 5 dimensions, overall, 6 partial means, the additions
+    (metric_specs.ADDITIONS)."""
     part = records[(records["generator"] == generator) & records["item"].isin(list(sample_ids))]
     subs: dict[str, dict] = {}
     for mid in constants.SUB_DIMENSIONS:
@@ -132,7 +133,15 @@ def generator_rows(generator: str, records: pd.DataFrame, sample_ids: Sequence[s
     # overall's partial mean averages the dimensions' partial means (the number `overall` used to show)
     _, overall_partial = aggregate_rows(generator, "overall", dims_partial, "dimensions", "overall",
                                         len(sample_ids))
-    return [*subs.values(), *dims.values(), overall, *dims_partial.values(), overall_partial]
+    # additions (issue 23: face identity), per sample as a sub-dimension, read by no aggregate above
+    adds = []
+    for spec in ADDITIONS:
+        protocol, comparable = comp.get((generator, spec.id), (None, None))
+        row = sub_dimension_row(generator, spec.id, part[part["metric_id"] == spec.id], sample_ids, delivered,
+                                protocol, comparable)
+        row["detail"] = {**row["detail"], "level": "addition"}
+        adds.append(row)
+    return [*subs.values(), *dims.values(), overall, *dims_partial.values(), overall_partial, *adds]
 
 
 def leaderboard_table(records: pd.DataFrame, sample_ids: Sequence[str], generators: Sequence[str],

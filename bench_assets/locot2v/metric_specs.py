@@ -69,6 +69,18 @@ SUB_DIMENSIONS = [
 ]
 assert [s.id for s in SUB_DIMENSIONS] == list(constants.SUB_DIMENSIONS)
 
+# issue 23 item 4: face identity beside the paper's crop embedding; an addition (paper_id None), in its own family
+# so that no dimension aggregate, partial mean or overall ever reads it
+ADDITION_FAMILY = "identity (additions)"
+FACE_IDENTITY = MetricSpec(
+    "inter_event_subject_face_identity", ADDITION_FAMILY, "higher",
+    "an addition beside inter_event_subject_consistency: the same inter-event formula (B.7) over face-identity "
+    "vectors (ArcFace; YuNet+SFace offline) of the faces inside each subject's grounded boxes; faces below the "
+    "quality floors (size, blur, detector confidence) are counted apart (n_low_quality), not read as another person",
+    paper_id=ADDITION, scale=(0.0, 100.0), unit="%", aggregation=SUB_AGGREGATION, slots=("face", *EVENT_SLOTS),
+    inputs=VISUAL)
+ADDITIONS = [FACE_IDENTITY]
+
 _BY_ID = {s.id: s for s in SUB_DIMENSIONS}
 
 
@@ -104,4 +116,4 @@ PARTIALS.append(MetricSpec(
     unit="%", aggregation="mean of the partial dimension means with a value; coverage = mean of the five dimensions' "
     "coverage", slots=_slots(ALL_SUBS), inputs=_inputs(ALL_SUBS)))
 
-METRICS = MetricSpecs("locot2v", [*SUB_DIMENSIONS, *AGGREGATES, *PARTIALS])
+METRICS = MetricSpecs("locot2v", [*SUB_DIMENSIONS, *AGGREGATES, *PARTIALS, *ADDITIONS])
