@@ -94,3 +94,33 @@ def test_paper_inter_event_subject_consistency_is_unchanged_by_the_face_slot(run
     for m in ("inter_event_subject_consistency", "intra_event_subject_consistency",
               "inter_event_background_consistency", "intra_event_background_consistency"):
         assert got[m] == pytest.approx(without[m], abs=1e-9), m
+
+
+def test_event_consistency_reads_real_faces_and_leaves_the_paper_value_alone():
+    """The pipeline function the asset calls, on real footage (the animated dialogue Megamind.avi: the woman in
+    shots 1 and 3, the man in 2 and 4; offline detector and embedder): the addition gets a value from the faces
+    inside the grounded person boxes, falls when each subject's events show both people, and the paper's
+    crop-embedding values are the same with or without the face model."""
+    from bench_assets.core.footage import require_footage
+    from bench_assets.core.media import decode_video
+    from bench_assets.locot2v import pipeline as P
+    from bench_resources.models import ModelRegistry
+    fr = decode_video(require_footage("Megamind.avi")["Megamind.avi"]).frames
+    reg = ModelRegistry(profile="offline")
+    face, det, emb = reg.slot("face"), reg.slot("open_vocab_detector"), reg.slot("image_embedder")
+    n, cuts = len(fr), [98, 154, 200]   # data/footage/Megamind.yaml cuts
+    frames = {i: fr[i] for i in P.event_frame_indices(n, 4)}
+    right = [{"subject": s} for s in ("a woman", "a man", "a woman", "a man")]
+    mixed = [{"subject": s} for s in ("a woman", "a woman", "a man", "a man")]   # each subject: both people
+
+    def run(events, fm):
+        return {v.metric_id: v for v in P.event_consistency(n, cuts, frames, events, None, None, det, None, emb,
+                                                             None, None, face_model=fm, face_name="YuNet+SFace")}
+    ref, shuf, plain = run(right, face), run(mixed, face), run(right, None)
+    a, b = ref[FACE_ID], shuf[FACE_ID]
+    assert a.value is not None and b.value is not None, (a.reason, b.reason)
+    assert a.value - b.value >= 5.0, (a.value, b.value)
+    assert a.detail["n_faces"] > 0 and "n_low_quality" in a.detail
+    assert FACE_ID not in plain
+    for m in P.EVENT_IDS:
+        assert ref[m].value == pytest.approx(plain[m].value, abs=1e-9), m

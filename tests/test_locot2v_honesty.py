@@ -12,7 +12,7 @@ from bench_resources.judge import Judge
 def _records(values: dict[tuple[str, str], float]) -> pd.DataFrame:
     rows = []
     for item in ("s1", "s2"):
-        for mid in constants.SUB_DIMENSIONS:
+        for mid in (*constants.SUB_DIMENSIONS, "inter_event_subject_face_identity"):   # + the addition
             v = values.get((item, mid))
             rows.append({"generator": "g", "item": item, "metric_id": mid, "value": v, "n_eval": int(v is not None),
                          "n_failed": 0, "n_skipped": int(v is None), "reason": None if v is not None else "off",
@@ -42,6 +42,8 @@ def test_coverage_beside_every_aggregate():
     assert "80.00 (17% covered)" in md and "None (0% covered)" in md
     # everything scored: full coverage, and the paper's aggregates equal their partial means
     full = {(i, m): 50.0 for i in ("s1", "s2") for m in constants.SUB_DIMENSIONS}
+    # the face-identity addition (issue 23) at another value: no aggregate reads it, so overall stays 50
+    full |= {(i, "inter_event_subject_face_identity"): 10.0 for i in ("s1", "s2")}
     b2 = board.leaderboard_table(_records(full), ["s1", "s2"], ["g"]).set_index("metric_id")
     assert (b2["coverage"] == 1.0).all()
     assert b2.loc["overall", "value"] == b2.loc["overall_available", "value"] == 50.0
