@@ -119,20 +119,22 @@ class _Models:
 
 def test_substitutes_from_the_slots_used_reach_every_cell_and_aggregate():
     models = _Models({"flow": SLOTS["flow"].offline.name, "siglip2": SLOTS["siglip2"].paper.name,
-                      "long_text_embedder": SLOTS["long_text_embedder"].offline.name})
+                      "long_text_embedder": SLOTS["long_text_embedder"].offline.name,
+                      "interpolator": SLOTS["interpolator"].offline.name})
     recs = label_substitutes(_records(_varied()), METRICS, models)
     table = board.leaderboard_table(recs, SAMPLES, ["g"]).set_index("metric_id")
     flow = f"flow: {SLOTS['flow'].offline.name}"
+    interp = f"interpolator: {SLOTS['interpolator'].offline.name}"   # motion smoothness: AMT-S in the paper profile
     text = f"long_text_embedder: {SLOTS['long_text_embedder'].offline.name}"
-    for m in ("dynamic_degree", "motion_smoothness", "warping_error", "temporal_flickering",
-              "transition_smoothness"):
+    for m in ("dynamic_degree", "warping_error", "temporal_flickering", "transition_smoothness"):
         assert table.loc[m, "substitute"] == flow, m
+    assert table.loc["motion_smoothness", "substitute"] == interp
     assert table.loc["overall_alignment", "substitute"] == text
     assert pd.isna(table.loc["semantic_consistency", "substitute"])      # the paper's SigLIP2
     assert pd.isna(table.loc["herd.Themes", "substitute"]) and pd.isna(table.loc["aesthetic_quality", "substitute"])
-    assert table.loc["temporal_quality", "substitute"] == flow          # the union of its parts'
-    assert set(table.loc["overall", "substitute"].split("; ")) == {flow, text}
-    assert set(table.loc["overall_available", "substitute"].split("; ")) == {flow, text}
+    assert set(table.loc["temporal_quality", "substitute"].split("; ")) == {flow, interp}  # the union of its parts'
+    assert set(table.loc["overall", "substitute"].split("; ")) == {flow, interp, text}
+    assert set(table.loc["overall_available", "substitute"].split("; ")) == {flow, interp, text}
     assert pd.isna(table.loc["herd", "substitute"])
     assert "*" in board_markdown(table.reset_index(), {"slice": "all"})
 
