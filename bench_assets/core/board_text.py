@@ -106,6 +106,8 @@ def format_board(board: pd.DataFrame, headline: Optional[dict] = None, benchmark
         pd.Series(float("nan"), index=head.index)
     ef = pd.to_numeric(head["n_failed_evaluator"], errors="coerce").fillna(0).astype(int) \
         if "n_failed_evaluator" in head else pd.Series(0, index=head.index)
+    ne = pd.to_numeric(head["n_not_evaluated"], errors="coerce").fillna(0).astype(int) \
+        if "n_not_evaluated" in head else pd.Series(0, index=head.index)
     for gen, part in head.groupby("generator", sort=True):
         vals = pd.to_numeric(part["value"], errors="coerce")
         c = cov.loc[part.index][vals.notna()].dropna()
@@ -121,6 +123,11 @@ def format_board(board: pd.DataFrame, headline: Optional[dict] = None, benchmark
             if len(why):
                 top, n = why.value_counts().index[0], int(why.value_counts().iloc[0])
                 line += f"; None mostly because: {top[:70]}{'...' if len(top) > 70 else ''} ({n})"
+        n_ne = int(ne.loc[part.index].sum())
+        if n_ne:  # by choice (judge off, a slot the profile lacks): not the evaluator's failure, nothing to retry
+            hit = sorted(part.loc[ne.loc[part.index] > 0, "metric_id"])
+            line += f"; not evaluated (by choice) {n_ne} in {_n(len(hit), 'metric')} ({', '.join(hit[:3])}" \
+                    f"{', ...' if len(hit) > 3 else ''})"
         n_ef = int(ef.loc[part.index].sum())
         if n_ef:
             hit = sorted(part.loc[ef.loc[part.index] > 0, "metric_id"])

@@ -8,10 +8,11 @@ benchmark folder declares its metrics in ``metric_specs.py`` (``METRICS``); boar
 metrics``), validity and the parity suite read them, and nothing else names a metric's properties.
 
 Board rows (``BOARD_COLUMNS``) are the same for the five benchmarks: generator, metric id, slice, value, raw mean,
-coverage, the counts (evaluated, skipped, generator failures, evaluator failures), reason, protocol digest,
-substitute model (or None), addition flag, comparable flag, baseline flag; anything a benchmark needs beyond that
-goes in ``detail`` (JSON). ``board_frame`` builds and checks one: an id without a spec is an error, and the
-addition flag is copied from the spec, so a board cannot present an addition as the paper's metric.
+coverage, the counts (evaluated, skipped, generator failures, evaluator failures, not evaluated by choice),
+reason, protocol digest, substitute model (or None), addition flag, comparable flag, baseline flag; anything a
+benchmark needs beyond that goes in ``detail`` (JSON). ``board_frame`` builds and checks one: an id without a
+spec is an error, and the addition flag is copied from the spec, so a board cannot present an addition as the
+paper's metric.
 """
 from __future__ import annotations
 
@@ -203,10 +204,37 @@ BOARD_COLUMNS: dict[str, str] = {
     "n_items": "Int64", "n_eval": "Int64", "n_skipped": "Int64",
     "n_failed": "Int64",             # the generator's failures (missing, undecodable, invalid output)
     "n_failed_evaluator": "Int64",   # the evaluator's (judge outage, missing weights, replay miss): never final
+    "n_not_evaluated": "Int64",      # not evaluated by choice (judge off, a slot the profile does not have)
     "reason": "string", "protocol": "string", "substitute": "string",
     "addition": "boolean", "comparable": "boolean", "baseline": "boolean",
     "detail": "string",              # benchmark extras (JSON): cases / triggered / reliability, mean rank, ...
 }
+
+
+# Reasons that say an instance was not evaluated by choice, not for a fault: the judge switched off
+# (bench_resources/judge.JUDGE_OFF) or a model slot the profile does not have (models/registry: no offline
+# substitute ships). Such counts are ``n_not_evaluated``, never evaluator failures (issue 25): nothing to retry.
+BY_CHOICE = (re.compile(r"\bjudge off\b"), re.compile(r"no offline substitute ships in a package"))
+
+
+def by_choice(reason: Any) -> bool:
+    """True when every part of a reason ('; '-joined) is a choice (judge off, slot not in the profile). A reason
+    that also names anything else (an outage, missing weights, a replay miss) is not: those stay failures."""
+    if _missing(reason):
+        return False
+    parts = [p for p in str(reason).split("; ") if p.strip()]
+    return bool(parts) and all(any(m.search(p) for m in BY_CHOICE) for p in parts)
+
+
+def split_not_evaluated(rows: pd.DataFrame, count: str = "n_failed_evaluator",
+                        reason: str = "reason") -> tuple[pd.Series, pd.Series]:
+    """(evaluator failures, not evaluated by choice) per row of a frame with a count and a reason column: a row
+    whose reason is a choice moves its whole count to the second series. Item rows carry one reason each, so
+    boards summing item rows should split there (the common board_frame falls back to its own row's reason)."""
+    n = pd.to_numeric(rows[count], errors="coerce").fillna(0).astype(int) if count in rows else \
+        pd.Series(0, index=rows.index)
+    choice = rows[reason].map(by_choice).astype(bool) if reason in rows else pd.Series(False, index=rows.index)
+    return n.where(~choice, 0), n.where(choice, 0)
 
 
 def board_row(generator: str, metric_id: str, slice: str, value: Optional[float], **fields: Any) -> dict[str, Any]:
@@ -235,7 +263,12 @@ def board_frame(benchmark: str, rows: Sequence[Mapping[str, Any]] | pd.DataFrame
         df["detail"] = [None if _missing(d) else (d if isinstance(d, str) else json.dumps(d, sort_keys=True,
                                                                                            default=str))
                         for d in df["detail"]]
-        for c in ("n_eval", "n_skipped", "n_failed", "n_failed_evaluator"):
+        # a row that did not split its evaluator count (no n_not_evaluated) is split here by its own reason
+        given = pd.to_numeric(df["n_not_evaluated"], errors="coerce")
+        ef, ne = split_not_evaluated(df)
+        df["n_failed_evaluator"] = pd.to_numeric(df["n_failed_evaluator"], errors="coerce").where(given.notna(), ef)
+        df["n_not_evaluated"] = given.where(given.notna(), ne)
+        for c in ("n_eval", "n_skipped", "n_failed", "n_failed_evaluator", "n_not_evaluated"):
             df[c] = pd.to_numeric(df[c], errors="coerce").fillna(0)
         for c in ("comparable", "baseline"):
             df[c] = df[c].map(lambda v: None if _missing(v) else bool(v))

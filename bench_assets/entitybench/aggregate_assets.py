@@ -56,6 +56,7 @@ def entitybench_leaderboard(context: AssetExecutionContext, store: Store, models
         "table": MetadataValue.md(board_markdown(table, {"slice": board.MAIN_SLICE})),
         "gate_diagnostics": MetadataValue.md(gate.to_markdown(index=False) if len(gate) else "none"),
         "evaluator_failures": int(main["n_failed_evaluator"].sum()),
+        "not_evaluated": int(main["n_not_evaluated"].sum()),  # by choice: judge off, a slot the profile lacks
         "generator_failures": int(main["n_failed"].sum()),
         "protocol_digest": protocol_digest(manifest), "profile": manifest["profile"],
         "judge_mode": manifest["judge_mode"],

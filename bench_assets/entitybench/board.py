@@ -20,7 +20,8 @@ import pandas as pd
 
 from bench_assets.core.stats import cohens_d
 from bench_assets.core.stats import paired_dz_by_key as paired_dz
-from bench_assets.core.metric_spec import MetricSpecs, board_row, comparability, join_substitutes
+from bench_assets.core.metric_spec import (MetricSpecs, board_row, comparability, join_substitutes,
+                                          split_not_evaluated)
 from bench_assets.entitybench.counts import EVAL
 from bench_assets.entitybench.dataset import TIERS
 
@@ -78,10 +79,13 @@ def leaderboard_rows(records: pd.DataFrame, tiers: pd.DataFrame, specs: MetricSp
         for (gen, mid), sub in part.groupby(["generator", "metric_id"], sort=True):
             spec = specs.get(mid)
             c = cell(sub, spec.coverage_policy if spec is not None else "applied")
-            n_eval_fail = int(pd.to_numeric(sub[EVAL], errors="coerce").fillna(0).sum())
+            # per item row: a judge switched off / a slot the profile lacks is not evaluated (by choice)
+            ef, ne = split_not_evaluated(sub, EVAL)
+            n_eval_fail, n_not_eval = int(ef.sum()), int(ne.sum())
             pc = comp.loc[(gen, mid)] if (gen, mid) in comp.index else None
-            reason = _reason(sub, c, n_eval_fail)
+            reason = _reason(sub, c, n_eval_fail + n_not_eval)
             rows.append(board_row(gen, mid, name, c.pop("value"), **c, n_failed_evaluator=n_eval_fail,
+                                  n_not_evaluated=n_not_eval,
                                   reason=reason, protocol=None if pc is None else pc["protocol"],
                                   comparable=True if pc is None else bool(pc["comparable"]),
                                   substitute=join_substitutes(sub["substitute"]), baseline=False))

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Optional
 
 import pandas as pd
 
+from bench_assets.core.metric_spec import split_not_evaluated
 from bench_assets.core.records import MetricRecord, record_from_values
 from bench_assets.core.tables import instance_row, metric_frame, record_row
 
@@ -53,6 +54,7 @@ def evaluator_summary(df: pd.DataFrame) -> tuple[int, str]:
     items = df[df["level"] == "item"] if "level" in df else df
     if EVAL not in items:
         return 0, ""
-    bad = items[items[EVAL].fillna(0) > 0]
+    ef, _ = split_not_evaluated(items, EVAL)  # judge off / a slot the profile lacks: by choice, not a failure
+    bad = items[ef > 0]
     reasons = sorted({str(r) for r in bad["reason"].dropna() if r})
-    return int(bad[EVAL].fillna(0).sum()), "; ".join(reasons)[:500]
+    return int(ef.sum()), "; ".join(reasons)[:500]
