@@ -314,6 +314,45 @@ def _descendants(graph, key: AssetKey, within: set) -> set:
     return out
 
 
+_PLAN_STALENESS: list = []  # [(instance, assets, paths, event-log mark, records digest, Staleness)]: one entry
+
+
+def _records_digest(instance, keys) -> tuple:
+    """Every asset's last event id (one query): changes when any of them is materialised or wiped."""
+    return tuple(sorted((r.asset_entry.asset_key.to_user_string(), r.asset_entry.last_event_storage_id)
+                        for r in instance.get_asset_records(list(keys))))
+
+
+def _plan_staleness(instance, assets: Sequence, paths) -> "Staleness":
+    """The ``Staleness`` that ``rerun_plan`` asks, shared by its calls while the store has not moved.
+
+    An evaluate asks one partition after the other; while nothing was written in between (a no-change rerun),
+    rebuilding the asset graph and re-reading every asset record per partition was most of its time. A new event
+    in the log (a materialisation, a run starting or failing, here or in another process) or a changed asset
+    record (a wipe deletes events) gives a fresh one, so the resolver's caches never outlive what they saw. The
+    asset records of every asset are read in one batch."""
+    try:
+        mark = instance.event_log_storage.get_maximum_record_id()
+    except Exception:  # a storage that cannot say: no sharing
+        mark = None
+    if _PLAN_STALENESS and mark is not None:
+        i, a, p, m, digest, st = _PLAN_STALENESS[0]
+        if i is instance and a is assets and p is paths and m == mark \
+                and _records_digest(instance, st.graph.get_all_asset_keys()) == digest:
+            return st
+    from dagster._core.storage.event_log.base import AssetRecord
+    st = Staleness(instance, assets, paths=paths)
+    try:  # one query for every asset's record instead of one per asset partition asked about
+        keys = list(st.graph.get_all_asset_keys())
+        AssetRecord.blocking_get_many(st.resolver.instance_queryer._loading_context, keys)
+        digest = _records_digest(instance, keys)
+    except Exception:  # only a prefetch: the resolver reads what it needs on its own; no sharing
+        mark = None
+        digest = None
+    _PLAN_STALENESS[:] = [(instance, assets, paths, mark, digest, st)] if mark is not None else []
+    return st
+
+
 def rerun_plan(instance, assets: Sequence, keys: Sequence[AssetKey], pk: str | None, resources: dict,
                force: bool = False) -> dict[AssetKey, str]:
     """The assets among ``keys`` to materialise for partition ``pk``, each with why: missing, stale (Dagster's
@@ -321,7 +360,7 @@ def rerun_plan(instance, assets: Sequence, keys: Sequence[AssetKey], pk: str | N
     takes its descendants among ``keys`` along (their rows rest on it: no row mixes two versions of an input)."""
     if force:
         return {k: "forced (--force)" for k in keys}
-    st = Staleness(instance, assets, paths=resources.get("paths"))
+    st = _plan_staleness(instance, assets, resources.get("paths"))
     why: dict[AssetKey, str] = {}
     for k in keys:
         status = st.status(k, pk)
