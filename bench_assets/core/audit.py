@@ -106,5 +106,6 @@ def render_audit(*, metric_id: str, generator: str, headline: dict, episodes: pd
         headline={k: clean(v) for k, v in headline.items()},
         item_reasons=group_reasons(items), instance_reasons=group_reasons(inst),
         items=item_rows, n_items=len(items), instances=by_item, n_instances=n_rows, shown=min(n_rows, MAX_ROWS),
-        extra_columns=[c for c in extra_columns if c in columns], fmt=fmt)
+        extra_columns=[c for c in extra_columns if c in columns], fmt=fmt,
+        has_frames=any(r.get("frames") for r in item_rows))
     return write_atomic(out_dir / audit_filename(metric_id, generator), html)

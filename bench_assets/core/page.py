@@ -38,6 +38,8 @@ class BenchmarkPage:
     ``rows_for(index, metric_id, generator) -> DataFrame``: the rows behind one cell (default: the metric id and
     its ``<id>.*`` children);
     ``item_columns(reader) -> {item: {column: value}}``: extra per-item columns on the audit pages (e.g. tier).
+    ``item_video(generator, item) -> Path | None``: the generated video behind an item's rows; its audit pages then
+    show a few of its frames beside each item row (for benchmarks whose rows carry no crop of their own).
     """
     name: str
     title: str
@@ -57,6 +59,7 @@ class BenchmarkPage:
     audit_rows: Optional[Callable[[Any, tuple[str, ...]], Optional[pd.DataFrame]]] = None
     rows_for: Optional[Callable[[Any, str, str], pd.DataFrame]] = None
     item_columns: Optional[Callable[[Any], dict[str, dict]]] = None
+    item_video: Optional[Callable[[str, str], Any]] = None
 
     @property
     def href(self) -> str:

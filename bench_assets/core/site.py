@@ -582,6 +582,9 @@ class RowIndex:
             else self.by_cell[(generator, keys[0])]
 
 
+AUDIT_FRAMES = 4  # frames per item row on an audit page (item_video benchmarks)
+
+
 def write_audits(page: BenchmarkPage, reader: Reader, board: pd.DataFrame, main_key: str,
                  out_dir: Path) -> set[tuple[str, str]]:
     """One audit page per (metric, generator): the main slice's cell, or for a metric only other slices have
@@ -608,6 +611,21 @@ def _write_audit_pages(page: BenchmarkPage, reader: Reader, board: pd.DataFrame,
     extra_cols = page.item_columns(reader) if page.item_columns else {}
     extra = tuple(dict.fromkeys(k for v in extra_cols.values() for k in v))
     ordered = pd.concat([board[board["slice"] == main_key], board[board["slice"] != main_key]])
+    site_root = audit_dir.parent.parent
+    seen_frames: dict[tuple[str, str], list[dict]] = {}
+
+    def frames_of(gen: str, item: str) -> list[dict]:
+        """A few frames of the video behind an item's rows, linked relative to the audit page (once per video)."""
+        if (gen, item) not in seen_frames:
+            try:
+                video = page.item_video(gen, item)
+                found = thumbnails(str(video), site_root, n=AUDIT_FRAMES) if video is not None else []
+            except Exception:  # noqa: BLE001 - a video that cannot be read loses its frames, not the page
+                found = []
+            seen_frames[(gen, item)] = [{"src": os.path.relpath(p, audit_dir), "caption": f"frame {i}"}
+                                        for p, i in found]
+        return seen_frames[(gen, item)]
+
     for cell in ordered.to_dict("records"):
         mid, gen = cell["metric_id"], cell["generator"]
         if (mid, gen) in written:
@@ -618,6 +636,8 @@ def _write_audit_pages(page: BenchmarkPage, reader: Reader, board: pd.DataFrame,
         items = mine[mine["level"] == "item"].copy()
         for c in extra:
             items[c] = [extra_cols.get(str(i), {}).get(c) for i in items["item"]]
+        if page.item_video is not None:
+            items["frames"] = [frames_of(gen, str(i)) for i in items["item"]]
         head = {k: v for k, v in cell.items() if k not in ("spec_scale",)}
         AU.render_audit(metric_id=mid, generator=gen, headline=head, episodes=items,
                         instances=mine[mine["level"] != "item"], artifact_path=reader.store.artifact_path,
@@ -769,6 +789,20 @@ def report_base_url() -> str:
 def audit_url(benchmark: str, metric_id: str, generator: str) -> str:
     """The report site's audit page of one metric and generator (every unit row with its crops and frames)."""
     return f"{report_base_url()}/audit/{benchmark}/{AU.audit_filename(metric_id, generator)}"
+
+
+def audit_link(benchmark: str, generator: str, specs, unit_to_board: Optional[Mapping[str, str]] = None):
+    """``audit_url`` for the metrics that have an audit page, None for the rest: pages are written per board cell
+    (``write_audits``), so a diagnostic row of the metric tables (``kind="diagnostic"``, e.g. EntityBench's
+    ``_meta_cross_shot_gate``) or an id no spec declares gets no link rather than one that answers 404.
+    ``unit_to_board``: a unit id the rows carry -> the board id whose page shows it (MBench's case scores)."""
+    board = {s.id for s in specs if s.kind != "diagnostic"}
+    to_board = dict(unit_to_board or {})
+
+    def link(metric_id: str) -> Optional[str]:
+        mid = to_board.get(metric_id, metric_id)
+        return audit_url(benchmark, mid, generator) if mid in board else None
+    return link
 
 
 def serve_site(store, port: int = DEFAULT_REPORT_PORT):

@@ -24,11 +24,11 @@ def _explain(df: pd.DataFrame, generator: str, store: Store | None = None) -> di
     """The UI's answer to "why this number": rounded values with coverage and audit links, the per-unit rows
     (shots, appearances, pairs) worst first, crop previews of the worst (core/explain.py)."""
     from bench_assets.core.explain import artifact_url_fn, explain_metadata
-    from bench_assets.core.site import audit_url, report_base_url
+    from bench_assets.core.site import audit_link, report_base_url
     from bench_assets.entitybench.metric_specs import METRICS
     dirs = {s.id: s.direction for s in METRICS.specs}
     return explain_metadata(df, benchmark=BENCH, generator=generator, directions=dirs,
-                            audit_url=lambda m: audit_url(BENCH, m, generator) if m in dirs else None,
+                            audit_url=audit_link(BENCH, generator, METRICS.specs),  # board metrics only: no 404
                             artifact_url=artifact_url_fn(store, report_base_url()) if store is not None else None)
 
 

@@ -14,10 +14,17 @@ def frame_galleries(ctx: PageContext) -> list[dict]:
     return site.video_frames(ctx, "locot2v_visual", "item", lambda g, i: paths.generator_dir(g) / f"{i}.mp4")
 
 
+def item_video(generator: str, item: str):
+    """The generated video behind an item's audit rows (its frames sit beside the row)."""
+    from bench_resources.paths import BenchPaths
+    return BenchPaths().generator_dir(generator) / f"{item}.mp4"
+
+
 PAGE = BenchmarkPage(
     name="locot2v", title="LoCoT2V-Bench",
     about="Long text-to-video: 26 sub-dimensions in %, five dimensions (unweighted mean of their sub-dimensions) "
           "and overall (the mean of the five; None with its reason unless all five have a value).",
     leaderboard="locot2v_leaderboard", headline=("overall",),
     metric_tables=("locot2v_visual", "locot2v_judged"), item_label="sample", item_column="sample_id",
-    gallery_tables=("locot2v_derived",), scale_note="% (mean over samples)", frame_galleries=frame_galleries)
+    gallery_tables=("locot2v_derived",), scale_note="% (mean over samples)", frame_galleries=frame_galleries,
+    item_video=item_video)

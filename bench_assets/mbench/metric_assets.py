@@ -24,12 +24,12 @@ def _explain(df: pd.DataFrame, generator: str) -> dict:
     worst first and the audit page of the M-Score it feeds (core/explain.py); rows carry the unit id
     (``identity``), the board the spec id (``m_score.identity``)."""
     from bench_assets.core.explain import explain_metadata
-    from bench_assets.core.site import audit_url
+    from bench_assets.core.site import audit_link
     from bench_assets.mbench.metric_specs import METRICS
     board_id = {(s.unit_id or s.id): s.id for s in METRICS.specs}
     dirs = {u: METRICS[b].direction for u, b in board_id.items()}
     return explain_metadata(df, benchmark="mbench", generator=generator, directions=dirs,
-                            audit_url=lambda m: audit_url("mbench", board_id[m], generator) if m in board_id else None)
+                            audit_url=audit_link("mbench", generator, METRICS.specs, board_id))
 
 
 

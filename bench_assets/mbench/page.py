@@ -58,6 +58,12 @@ def rows_for(index: site.RowIndex, metric_id: str, generator: str) -> pd.DataFra
     return rows
 
 
+def item_video(generator: str, item: str):
+    """The generated video behind an item's audit rows (its frames sit beside the row)."""
+    from bench_resources.paths import BenchPaths
+    return BenchPaths().generator_dir(generator) / f"{item}.mp4"
+
+
 PAGE = BenchmarkPage(
     name="mbench", title="MBench",
     about="Memory of video world models: trigger-conditioned M-Score per sub-dimension [0,100] (coverage = "
@@ -67,4 +73,5 @@ PAGE = BenchmarkPage(
     metric_tables=METRIC_TABLES, item_label="case", item_column="case_id", slice_label="mode",
     gallery_tables=("mbench_tracks",),
     scale_note="M-Score", sections=sections, frame_galleries=frame_galleries, audit_rows=audit_rows,
-    rows_for=rows_for)
+    rows_for=rows_for,
+    item_video=item_video)

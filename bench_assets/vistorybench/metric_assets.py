@@ -37,10 +37,10 @@ def _explain(df: pd.DataFrame, generator: str) -> dict:
     """The UI's answer to "why this number": rounded values with coverage and audit links, the per-character /
     per-shot rows worst first (core/explain.py)."""
     from bench_assets.core.explain import explain_metadata
-    from bench_assets.core.site import audit_url
+    from bench_assets.core.site import audit_link
     dirs = {s.id: s.direction for s in METRICS.specs}
     return explain_metadata(df, benchmark=BENCH, generator=generator, directions=dirs,
-                            audit_url=lambda m: audit_url(BENCH, m, generator) if m in dirs else None)
+                            audit_url=audit_link(BENCH, generator, METRICS.specs))  # board metrics only: no 404
 
 
 @asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="4", pool="gpu", op_tags=GPU_OP_TAGS)
