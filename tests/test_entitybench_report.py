@@ -145,7 +145,7 @@ def test_site_page_names_the_models_of_the_run(tmp_path):
 
 def test_report_metadata_links_the_pages_build_site_writes(tmp_path):
     from bench_assets.benchmarks import BENCHMARKS
-    from bench_assets.core.site import report_metadata
+    from bench_assets.core.site import report_base_url, report_metadata
     store = Store(root=str(tmp_path / "store"))
     populate(store)
     before = report_metadata(store, "entitybench")
@@ -156,7 +156,11 @@ def test_report_metadata_links_the_pages_build_site_writes(tmp_path):
         page = Path(meta["report_page"].value)
         # the page the metadata names is one build_site wrote, and the URL opens that same file
         assert page.is_file() and page.name == f"{name}.html", page
-        assert meta["report_url"].value == page.as_uri() and meta["report_status"].value == "written"
+        # ... and the URL is that file on the site `bench ui` serves over HTTP (a browser refuses file:// from the UI)
+        base = report_base_url()
+        assert base.startswith("http://127.0.0.1:")
+        assert meta["report_url"].value == f"{base}/{page.relative_to(index.parent.resolve()).as_posix()}"
+        assert meta["report_status"].value == "written"
         assert Path(meta["report_index"].value) == index.resolve()
     with pytest.raises(ValueError, match="unknown benchmark"):
         report_metadata(store, "nosuch")

@@ -838,7 +838,7 @@ def serve_site(store, port: int = DEFAULT_REPORT_PORT):
 
 def report_metadata(store, benchmark: str) -> dict:
     """Materialization metadata linking the store's report site: this benchmark's page and the overview, as
-    path and file:// URL (the pages ``build_site`` writes: ``<store>/reports/site/<benchmark>.html`` and
+    path and the URL of the same file on the site `bench ui` serves over HTTP (the pages ``build_site`` writes: ``<store>/reports/site/<benchmark>.html`` and
     ``index.html``). The site is written by `bench report`, `bench demo` and `bench evaluate`, so a leaderboard
     materialised from the UI says whether the page is there yet. A remote store has no local site: {}.
     Only the page's path is needed, so the registry is not imported: a name without a ``<name>/page.py`` is
