@@ -73,7 +73,7 @@ def test_every_constant_is_in_the_manifest():
     assert c["revisit_T"] == {"translation": 0.1, "angle_deg": 10.0, "top": 5}
     cal = IC.load()
     assert c["identity_thresholds"]["sface"]["max_cosine_distance"] == pytest.approx(1 - cal["threshold"])
-    assert "calibrated on labelled real and animated footage" in c["identity_thresholds"]["sface"]["source"]
+    assert "fitted on calibration sources only" in c["identity_thresholds"]["sface"]["source"]
     assert c["identity_calibration"]["threshold"] == cal["threshold"] and c["identity_calibration"]["held_out"]
 
 
