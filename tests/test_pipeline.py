@@ -46,9 +46,10 @@ def test_slice_values_and_incrementality(small_world, tmp_path):
         nones = board[board.value.isna()]
         assert nones["reason"].notna().all()
         assert {"aesthetic_quality", "imaging_quality"} <= set(nones.metric_id)  # no offline weights: None
-        # ... the evaluator's failure, one per shot, never the generator's skip
+        # ... not evaluated by the profile's choice (no offline substitute ships), one per shot: neither an
+        # evaluator failure nor the generator's skip (issue 25)
         aes = board[board.metric_id == "aesthetic_quality"]
-        assert (aes.n_failed_evaluator == 16).all() and (aes.n_skipped == 0).all()
+        assert (aes.n_not_evaluated == 16).all() and (aes.n_failed_evaluator == 0).all() and (aes.n_skipped == 0).all()
         # offline substitutes are named where the numbers are read; diagnostics stay off the board
         subs = board.set_index(["metric_id", "generator"])["substitute"]
         assert "EfficientNet-Lite0" in subs[("cs_face", "faithful")]
