@@ -1,7 +1,6 @@
 """Issue 25, item 5: a judge switched off (or a model slot the profile does not have) is `not evaluated` by
 choice, never an evaluator failure; a judge that fails (HTTP 500) is an evaluator failure. The split is made once,
 in the common board layer (core/metric_spec: by_choice, split_not_evaluated, board_frame's n_not_evaluated)."""
-import shutil
 
 import pandas as pd
 from dagster import instance_for_test
@@ -14,8 +13,8 @@ from bench_assets.core.runner import evaluate
 from bench_resources.config import build_resources
 from bench_resources.judge import JUDGE_OFF, Judge
 from bench_resources.paths import BenchPaths
-from tests.conftest import DATA
 from tests.fake_anthropic import FakeAnthropic, server_error
+from tests.test_incremental_outage import world  # one episode x faithful, as the outage test
 
 NO_OFFLINE = ("slot 'identity' (offline profile: ArcFace) is unavailable: no offline substitute ships in a package "
               "(never pretend). ")
@@ -56,15 +55,6 @@ def test_board_frame_splits_by_reason_and_keeps_a_given_split():
 
 GEN = ["entitybench_outputs", "entitybench_grounding", "entitybench_fidelity", "entitybench_action"]
 JUDGED = ("llm_", "fidelity", "action")  # the judge-only families' metric ids (fidelity, intra_action_*, ...)
-
-
-def world(tmp):
-    data = tmp / "data"
-    (data / "entitybench" / "episodes").mkdir(parents=True)
-    shutil.copy(DATA / "entitybench" / "episodes" / "e0001.json", data / "entitybench" / "episodes")
-    shutil.copytree(DATA / "generators" / "faithful" / "e0001", data / "generators" / "faithful" / "e0001")
-    shutil.copy(DATA / "generators" / "faithful" / "generator.yaml", data / "generators" / "faithful")
-    return data
 
 
 def board_of(instance, data, store, judge) -> pd.DataFrame:
