@@ -16,6 +16,7 @@ from bench_resources.config import build_resources
 from bench_resources.judge import Judge
 from bench_resources.paths import BenchPaths
 from tests.conftest import DATA
+from tests.test_incremental_outage import world as copy_world
 
 # the generator assets up to the judge (Pillar 1 and the consistency families cost minutes on 2 cores and add
 # nothing to what is tested here: staleness is per asset partition, the same for every asset)
@@ -44,12 +45,7 @@ def partitions(stats, asset=None):
 def world(tmp_path_factory):
     """Two episodes x one generator, evaluated once (shared by the tests below, which run in order)."""
     tmp = tmp_path_factory.mktemp("incremental")
-    data = tmp / "data"
-    (data / "entitybench" / "episodes").mkdir(parents=True)
-    for e in ("e0001", "e0002"):
-        shutil.copy(DATA / "entitybench" / "episodes" / f"{e}.json", data / "entitybench" / "episodes")
-        shutil.copytree(DATA / "generators" / "faithful" / e, data / "generators" / "faithful" / e)
-    shutil.copy(DATA / "generators" / "faithful" / "generator.yaml", data / "generators" / "faithful")
+    data = copy_world(tmp, ("e0001", "e0002"))
     with instance_for_test() as instance:
         first, resources = run(instance, data, tmp / "store")
         assert partitions(first, "entitybench_outputs") == ["e0001|faithful", "e0002|faithful"]

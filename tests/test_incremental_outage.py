@@ -51,11 +51,13 @@ class Endpoint:
         return tool_answer(out)
 
 
-def world(tmp):
+def world(tmp, episodes=("e0001",)):
+    """``tmp/data`` holding the embedded episodes and the faithful generator's shots for them."""
     data = tmp / "data"
     (data / "entitybench" / "episodes").mkdir(parents=True)
-    shutil.copy(DATA / "entitybench" / "episodes" / "e0001.json", data / "entitybench" / "episodes")
-    shutil.copytree(DATA / "generators" / "faithful" / "e0001", data / "generators" / "faithful" / "e0001")
+    for e in episodes:
+        shutil.copy(DATA / "entitybench" / "episodes" / f"{e}.json", data / "entitybench" / "episodes")
+        shutil.copytree(DATA / "generators" / "faithful" / e, data / "generators" / "faithful" / e)
     shutil.copy(DATA / "generators" / "faithful" / "generator.yaml", data / "generators" / "faithful")
     return data
 

@@ -12,6 +12,7 @@ from bench_assets.core import automation as A
 from bench_assets.entitybench.dataset import discover_episodes
 from bench_resources.paths import BenchPaths
 from tests.conftest import DATA
+from tests.test_incremental_outage import world as copy_world
 
 B = BENCHMARKS["entitybench"]
 ITEM, GEN = ["entitybench_episode"], ["entitybench_outputs"]
@@ -24,12 +25,7 @@ def data_version(instance, pk="e0002|faithful"):
 
 
 def test_sensor_requests_exactly_what_an_edit_touches(tmp_path, monkeypatch):
-    data = tmp_path / "data"
-    (data / "entitybench" / "episodes").mkdir(parents=True)
-    for e in ("e0001", "e0002"):
-        shutil.copy(DATA / "entitybench" / "episodes" / f"{e}.json", data / "entitybench" / "episodes")
-        shutil.copytree(DATA / "generators" / "faithful" / e, data / "generators" / "faithful" / e)
-    shutil.copy(DATA / "generators" / "faithful" / "generator.yaml", data / "generators" / "faithful")
+    data = copy_world(tmp_path, ("e0001", "e0002"))
     monkeypatch.setenv("BENCH_DATA_ROOT", str(data))  # what the code location's resources (and the sensor) read
     sensor = A.generator_sensor_factory(
         benchmark="entitybench", partitions=B.partitions,
