@@ -339,3 +339,15 @@ def test_table19_reads_the_gap_decay_of_both_arms():
     md = rows.table19_markdown(t19)
     assert "0.700 (10)" in md and "0.500 (4)" in md and "faithful" not in md
     assert "no character pair" in rows.table19_markdown(rows.table19(None))
+
+
+def test_keyword_lookup_order_default_and_case():
+    # One shared lookup serves the offline renderer's kinds and the style agent: order is priority, case is ignored,
+    # and text without any keyword gets the default (not the first table entry).
+    from bench_assets.entitymem.agents import infer_style
+    from bench_resources.generation.offline import first_keyword, kind_of
+    table = (("scene", "location"), ("object", "object"))
+    assert first_keyword("An OBJECT in a scene", table, "character") == "location"
+    assert first_keyword("a lamp", table, "character") == "character"
+    assert kind_of("Panorama of the harbour") == "location" and kind_of("a tall woman") == "character"
+    assert infer_style("A Pixar-like short") == "3D animated" and infer_style("a noir film") == "photorealistic"

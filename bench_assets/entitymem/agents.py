@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from bench_assets.entitymem import layout as L
+from bench_resources.generation.offline import first_keyword
 from bench_resources.judge import Judge, JudgeRequest
 
 PROMPTS = {  # prompt id -> version: recorded in the manifest; bump when a prompt's text changes
@@ -38,11 +39,7 @@ class AgentError(RuntimeError):
 
 
 def infer_style(overview: str) -> str:
-    low = overview.lower()
-    for word, style in STYLES:
-        if word in low:
-            return style
-    return "photorealistic"
+    return first_keyword(overview, STYLES, "photorealistic")
 
 
 CLASSIFY_SCHEMA = {"type": "object", "required": ["needs_reference", "attach_to", "reason"], "properties": {

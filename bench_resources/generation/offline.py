@@ -63,12 +63,15 @@ def colours_of(text: str, k: int = 4) -> list[tuple[int, int, int]]:
     return out
 
 
+def first_keyword(text: str, table: Sequence[tuple[str, str]], default: str) -> str:
+    """The value of the first (word, value) pair whose word occurs in the text (case-insensitive), else default.
+    One lookup for the keyword tables of the offline stand-ins and EntityMem's agents (the order is the priority)."""
+    low = text.lower()
+    return next((value for word, value in table if word in low), default)
+
+
 def kind_of(prompt: str) -> str:
-    low = prompt.lower()
-    for word, kind in _KIND:
-        if word in low:
-            return kind
-    return "character"
+    return first_keyword(prompt, _KIND, "character")
 
 
 def chroma_of(prompt: str) -> Optional[str]:
