@@ -81,3 +81,39 @@ def test_gate_state_names_the_judge_and_keeps_rows_apart():
     table = comparability(pd.DataFrame([{"generator": g, "metric_id": "cs_face", "protocol": p}
                                         for g, p in protocols.items()]))
     assert not table["comparable"].any()
+
+
+def test_unknown_gate_withholds_the_instances_too():
+    """Per-instance rows of the gated families (appearance, pair, the gap-decay pairs) computed over the admitted
+    set: withheld under an unknown gate, one evaluator failure each; an undelivered shot stays the generator's;
+    presence (not gated) keeps its instances; judge off or a known gate leaves every instance as it was."""
+    def frame():
+        rows = item_rows().to_dict("records")
+        inst = [("cs_face", "appearance", 0.91, 0, 1), ("cs_face", "appearance", 0.72, 0, 2),
+                ("gap_decay_embedding", "pair", 0.66, 0, 2), ("cs_transition_boundary", "pair", 0.5, 0, 3),
+                ("cs_object", "appearance", None, 1, 4), ("intra_character_presence", "shot", 1.0, 0, 1)]
+        for mid, level, v, failed, shot in inst:
+            rows.append({"level": level, "metric_id": mid, "value": v, "n_eval": int(v is not None),
+                         "n_failed": failed, "n_skipped": 0, "shot": shot, counts.EVAL: 0, "substitute": None,
+                         "reason": "shot 4 not delivered" if failed else None})
+        df = pd.DataFrame(rows)
+        df[counts.EVAL] = df[counts.EVAL].astype("Int64")
+        df["substitute"] = df["substitute"].astype("string")
+        return df
+
+    out = judged.withhold_unknown_gate(frame(), 3, "gated by m")
+    inst = out[out["level"] != "item"]
+    gated = inst[inst["metric_id"].isin(judged.GATED_INSTANCE_IDS) & (inst["n_failed"] == 0)]
+    assert len(gated) == 4 and gated["value"].isna().all()
+    assert list(gated[counts.EVAL]) == [1, 1, 1, 1] and (gated["n_eval"] == 0).all()
+    assert all(GATE_UNKNOWN in r for r in gated["reason"])
+    undelivered = inst[inst["n_failed"] == 1].iloc[0]
+    assert undelivered[counts.EVAL] == 0 and undelivered["reason"] == "shot 4 not delivered"
+    presence = inst[inst["metric_id"] == "intra_character_presence"].iloc[0]
+    assert presence["value"] == 1.0 and presence[counts.EVAL] == 0
+    # the item rows count the unknown crops; the evaluator summary (asset metadata, what the next run retries)
+    # sees them
+    assert counts.evaluator_summary(out)[0] == 2 * 3  # the cs_face and cs_object item rows, 3 crops each
+    for gate in ("ungated", "gated by m"):
+        kept = judged.withhold_unknown_gate(frame(), 0, gate)
+        assert list(kept.loc[kept["level"] != "item", "value"].fillna(-1)) == [0.91, 0.72, 0.66, 0.5, -1, 1.0]

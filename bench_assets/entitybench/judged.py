@@ -166,17 +166,34 @@ def gate_state(fidelity: Optional[pd.DataFrame]) -> str:
 
 
 GATED_IDS = ("cs_face", "cs_object", "cs_transition_boundary", "cs_face_identity")  # read C(e): the gate
+# per-instance rows computed over the admitted crops C(e) besides GATED_IDS' own (the gap-decay pairs)
+GATED_INSTANCE_IDS = GATED_IDS + ("gap_decay_embedding", "gap_decay_embedding_allpairs")
 
 
 def withhold_unknown_gate(df: pd.DataFrame, n_unknown: int, gate: str) -> pd.DataFrame:
-    """The gated families' item rows under an unknown gate (``n_unknown`` crops whose fidelity question failed):
-    no value, the evaluator's failure with its reason, so an outage never moves them (the next run re-runs them
-    once the judge answers). With the judge off (``gate`` 'ungated') the rows keep their values and are marked
-    UNGATED (a construct apart from the paper's gated one, shown on the board). Returns ``df`` changed in place."""
+    """The gated families' rows under an unknown gate (``n_unknown`` crops whose fidelity question failed): no
+    value, the evaluator's failure with its reason, so an outage never moves them (the next run re-runs them once
+    the judge answers). Item rows count the ``n_unknown`` crops; every per-instance row (appearance, pair) that
+    had a value is withheld too, one evaluator failure each: it was computed over an admitted set that a healthy
+    judge may change (a centroid, an anchor, an adjacent pair), so no instance under an unknown gate reaches the
+    audit pages or the gap-decay diagnostic. Instances already without a value keep their own reason (an
+    undelivered shot stays the generator's). With the judge off (``gate`` 'ungated') the rows keep their values
+    and are marked UNGATED (a construct apart from the paper's gated one, shown on the board). Returns ``df``
+    changed in place."""
     if not len(df):
         return df
     item = (df["level"] == "item") & df["metric_id"].isin(GATED_IDS)
     if n_unknown:
+        inst = (df["level"] != "item") & df["metric_id"].isin(GATED_INSTANCE_IDS) & df["value"].notna()
+        if inst.any():
+            df.loc[inst, "value"] = None
+            for col in ("n_eval", "n_failed", "n_skipped"):
+                if col in df:
+                    df.loc[inst, col] = 0
+            if counts.EVAL in df:
+                df.loc[inst, counts.EVAL] = 1
+            df.loc[inst, "reason"] = (f"{GATE_UNKNOWN}: withheld with its item ({n_unknown} present crops' "
+                                      "fidelity question failed)")
         df.loc[item, "value"] = None
         for col in ("raw_mean", "coverage"):
             if col in df:

@@ -58,7 +58,7 @@ def entitybench_pillar1(context: AssetExecutionContext, entitybench_outputs: pd.
 
 # ----------------------------------------------------------------------------- Pillar 2 presence, Pillar 3 DINOv2
 
-@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="8", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="9", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_presence_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                                      entitybench_outputs: pd.DataFrame, entitybench_episode: pd.DataFrame,
                                      entitybench_fidelity: pd.DataFrame, models: ModelRegistry, device: Device,
