@@ -1,0 +1,154 @@
+"""Issue 26 item 4 for MBench, LoCoT2V and NarrativeTrack: MBench's audit rows carry crops cut from the boxes it
+tracked (files in the site's crops/ folder whose pixels are that box of that frame), and LoCoT2V's / NarrativeTrack's
+materialization metadata goes through core/explain.py (rounded values with coverage, the per-unit table worst first,
+an audit link on the site `bench ui` serves)."""
+from __future__ import annotations
+
+import html as H
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+
+# ----------------------------------------------------------------------------- MBench crops from tracked boxes
+
+W_, H_ = 160, 120
+
+
+def _frame(k: int) -> np.ndarray:
+    """BGR frame k: smooth gradients (so a lossy codec keeps them) that differ by position and by frame."""
+    y, x = np.mgrid[0:H_, 0:W_]
+    f = np.zeros((H_, W_, 3), np.uint8)
+    f[..., 0] = (x * 255 // (W_ - 1)).astype(np.uint8)
+    f[..., 1] = (y * 255 // (H_ - 1)).astype(np.uint8)
+    f[..., 2] = (20 + 9 * k) % 256
+    return f
+
+
+def _video(path, n=24):
+    import cv2
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 8, (W_, H_))
+    for k in range(n):
+        out.write(_frame(k))
+    out.release()
+    return path
+
+
+def _decoded(path, k):
+    import cv2
+    cap = cv2.VideoCapture(str(path))
+    cap.set(cv2.CAP_PROP_POS_FRAMES, k)
+    ok, f = cap.read()
+    cap.release()
+    assert ok
+    return f
+
+
+def _instance_rows(page_html: str) -> list[dict]:
+    """(entity, level, frame index, crop src, detail) of each instance row of an audit page."""
+    out = []
+    for t in re.findall(r'<table class="instances">(.*?)</table>', page_html, re.S):
+        for tr in re.findall(r"<tr><td>.*?</tr>", t, re.S):
+            tds = re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)
+            src = re.search(r'<img class="crop" src="([^"]+)"', tr)
+            out.append({"entity": tds[1], "level": tds[2], "frame": int(re.match(r"\d+", tds[5]).group(0)),
+                        "src": src.group(1) if src else None, "detail": H.unescape(tds[6])})
+    return out
+
+
+def test_mbench_audit_rows_show_crops_cut_from_tracked_boxes(tmp_path, monkeypatch):
+    """Each sub-dimension that reads tracked boxes lists them with a crop: a PNG in the site's crops/ folder whose
+    pixels are that box of that frame of the case's video (not another frame, not another place); a box partly
+    out of frame is clipped, one wholly out gets no crop and says so, a video replaced since tracking gets none."""
+    import cv2
+
+    from bench_assets.core.media import sha256_file
+    from bench_assets.core.site import Reader, write_audits
+    from bench_assets.mbench.page import MAX_BOX_CROPS
+    from bench_assets.mbench.page import PAGE as MBENCH
+    from bench_resources.store import Store
+
+    gens = tmp_path / "generators"
+    monkeypatch.setenv("BENCH_GENERATORS_ROOT", str(gens))
+    store = Store(root=str(tmp_path / "store"))
+    gen = "mb_gen"
+    v1 = _video(gens / gen / "c1.mp4")
+    v2 = _video(gens / gen / "c2.mp4")
+    sha1 = sha256_file(v1)
+    scores = pd.DataFrame([{"generator": gen, "case_id": c, "metric_id": m, "value": 0.5 + 0.1 * i, "reason": None,
+                            "n_eval": 1, "n_failed": 0, "n_skipped": 0, "detail": None, "trigger_reason": "t"}
+                           for i, c in enumerate(["c1", "c2"]) for m in ("texture", "identity", "appearance")])
+    store.write_table(scores, store.table_path("mbench_scores", None))
+    tracks = []
+    obj_boxes = {}
+    for k in range(20):   # the object's box moves with the frame; frames 18, 19 carry it out of view
+        box = [10 + 3 * k, 8 + 2 * k, 50 + 3 * k, 40 + 2 * k] if k < 18 else [W_ + 5, 10, W_ + 40, 50]
+        if k == 17:
+            box = [W_ - 20, 70, W_ + 25, 110]   # partly out: clipped to the frame
+        obj_boxes[k] = box
+        tracks.append({"kind": "object", "frame": k, "box": json.dumps(box), "track": None, "person_box": None,
+                       "mask_source": "pose_box"})
+    face_boxes = {}
+    for k in (2, 9, 15):
+        fb, pb = [60 + k, 20, 80 + k, 44], [50 + k, 15, 95 + k, 110]
+        face_boxes[k] = (fb, pb)
+        tracks.append({"kind": "face", "frame": k, "box": json.dumps(fb), "track": 1, "person_box": json.dumps(pb),
+                       "mask_source": None})
+    t1 = pd.DataFrame(tracks).assign(generator=gen, case_id="c1", source_sha256=sha1)
+    t2 = t1.copy().assign(case_id="c2", source_sha256="0" * 64)   # c2's video is not the one tracked
+    store.write_table(pd.concat([t1, t2], ignore_index=True), store.table_path("mbench_tracks", None))
+    board = pd.DataFrame([{"generator": gen, "metric_id": f"m_score.{m}", "slice": "A", "value": 60.0,
+                           "coverage": 1.0, "n_eval": 2, "n_failed": 0, "n_skipped": 0, "reason": None}
+                          for m in ("texture", "identity", "appearance")])
+    out = tmp_path / "site"
+    written = write_audits(MBENCH, Reader(store), board, "A", out)
+    assert written == {(f"m_score.{m}", gen) for m in ("texture", "identity", "appearance")}
+
+    def page(m):
+        p = out / "audit" / "mbench" / f"m_score.{m}__{gen}.html"
+        return p, _instance_rows(p.read_text())
+
+    p, rows = page("texture")
+    c1 = [r for r in rows if r["level"] == "object box" and "sha256 differs" not in r["detail"]]
+    c2 = [r for r in rows if "sha256 differs" in r["detail"]]
+    assert len(c1) == MAX_BOX_CROPS and len(c2) == MAX_BOX_CROPS
+    assert all(r["src"] is None for r in c2)   # a replaced video: no crop from the wrong pixels
+    frames = [r["frame"] for r in c1]
+    assert frames == sorted(frames) and frames[0] == 0 and frames[-1] == 19   # evenly over the tracked frames
+    checked = 0
+    for r in c1:
+        box = obj_boxes[r["frame"]]
+        if box[0] >= W_:
+            assert r["src"] is None and "outside" in r["detail"], r
+            continue
+        path = (p.parent / r["src"]).resolve()
+        assert path.is_file() and path.parent == (out / "crops").resolve(), r["src"]
+        crop = cv2.imread(str(path))
+        x1, y1, x2, y2 = box[0], box[1], min(box[2], W_), min(box[3], H_)
+        assert crop.shape[:2] == (y2 - y1, x2 - x1), (r, crop.shape)
+        frame = _decoded(v1, r["frame"]).astype(int)
+        assert np.abs(crop.astype(int) - frame[y1:y2, x1:x2]).mean() < 4, r     # the box of that frame
+        shifted = frame[min(y1 + 12, H_ - (y2 - y1)):, :][: y2 - y1, x1:x2]
+        assert np.abs(crop.astype(int) - shifted).mean() > 5                     # not another place
+        near = _decoded(v1, (r["frame"] + 3) % 20).astype(int)[y1:y2, x1:x2]
+        assert np.abs(crop.astype(int) - near).mean() > 6                        # not another frame
+        checked += 1
+    assert checked >= 4
+    # faces under identity, the person box around them under appearance; each crop is its own box
+    for m, level, pick in (("identity", "face box", 0), ("appearance", "person box", 1)):
+        p, rows = page(m)
+        mine = [r for r in rows if r["level"] == level and r["src"]]
+        assert sorted(r["frame"] for r in mine) == [2, 9, 15] and all(r["entity"].endswith("track 1") for r in mine)
+        for r in mine:
+            x1, y1, x2, y2 = face_boxes[r["frame"]][pick]
+            crop = cv2.imread(str((p.parent / r["src"]).resolve()))
+            assert crop.shape[:2] == (y2 - y1, x2 - x1)
+            assert np.abs(crop.astype(int) - _decoded(v1, r["frame"]).astype(int)[y1:y2, x1:x2]).mean() < 4
+    # a rebuild reuses the crops (same files), a replaced video gets new ones
+    before = sorted(x.name for x in (out / "crops").iterdir())
+    write_audits(MBENCH, Reader(store), board, "A", out)
+    assert sorted(x.name for x in (out / "crops").iterdir()) == before
