@@ -6,7 +6,8 @@ files.
 ``media_cases`` put bad outputs and bad case files next to a good MBench case in one real ``bench evaluate``
 process: each bad one must be named by one clear error (a FAILED line naming the item, or a reason in the item's
 rows) and the good case's rows must equal a clean run's. Files that are usable as they come (cut short, a wrong
-rate in the header, damage FFmpeg conceals, a rotation tag, 4K frames) must instead be scored *and* named by a
+rate in the header, damage FFmpeg conceals, frames stored sideways with a display rotation that media.py applies,
+4K frames) must instead be scored *and* named by a
 warning in the run's Dagster event log (``WARN_KINDS``). ``dataset_cases`` (run inside ``media_cases``) call the
 dataset readers directly, next to good items, for what a one-benchmark MBench run cannot show: NarrativeTrack
 index paths out of the root, a duplicate id, ``sample_fps: 0``, an EntityBench shot linked out of its generator
@@ -224,7 +225,7 @@ def media_kinds(good_mp4: Path) -> dict[str, Callable[[Path], None]]:
 
 # kind -> what the run's warnings must say about it (the item is scored, the finding named)
 WARN_KINDS = {"cut_short": "but the file holds", "wrong_rate_header": "timestamps give",
-              "concealed_corrupt_avi": "m_concealed_corrupt_avi.avi", "rotated_90": "display rotation 90",
+              "concealed_corrupt_avi": "m_concealed_corrupt_avi.avi", "rotated_90": "display rotation 90 degrees applied",
               "uhd_4096x2160": "at 2048x1080"}
 
 
@@ -237,22 +238,28 @@ def _frames(path: Path):
 def _reencode(src: Path, dst: Path, fmt: str, header_rate=None, rotation: int = 0, size=None,
               codec: str = "libx264", faststart: bool = False) -> Path:
     """``src``'s frames written again: ``header_rate`` states another rate than the timestamps (Matroska's default
-    duration), ``rotation`` a display-rotation tag, ``size`` resized frames."""
+    duration), ``rotation`` frames stored turned clockwise with a display rotation (counter-clockwise degrees, as
+    phones write it) that shows them upright again, ``size`` resized frames."""
     from fractions import Fraction
     import av
     import cv2
+    import numpy as np
     frames, fps = _frames(src)
     tb = Fraction(1, int(round(fps)))
     out = av.open(str(dst), "w", format=fmt, options={"movflags": "faststart"} if faststart else {})
     s = out.add_stream(codec, rate=header_rate or int(round(fps)))
     w, h = size or (frames.shape[2], frames.shape[1])
-    s.width, s.height, s.pix_fmt = w, h, "yuv420p"
+    turns = (rotation // 90) % 4
+    s.width, s.height = (h, w) if turns % 2 else (w, h)
+    s.pix_fmt = "yuv420p"
     if rotation:
         s.set_display_rotation(rotation)
     s.codec_context.time_base = tb
     s.time_base = Fraction(1, 1000) if fmt == "matroska" else tb
     for i, f in enumerate(frames):
         img = cv2.resize(f, (w, h), interpolation=cv2.INTER_CUBIC) if size else f
+        if turns:
+            img = np.ascontiguousarray(np.rot90(img, -turns))
         vf = av.VideoFrame.from_ndarray(img, format="rgb24")
         vf.pts, vf.time_base = i, tb
         for pkt in s.encode(vf):

@@ -1,5 +1,5 @@
 """Files as they come (issue 23 item 6, issue 26 item 6): a file cut short is evaluated on what it holds, frame times
-come from the timestamps, concealed decode errors and rotation are reported, 4K frames are streamed downscaled
+come from the timestamps, concealed decode errors are reported, a display rotation is applied, 4K frames are streamed downscaled
 with the scale recorded, and every finding reaches the Dagster step's log."""
 from __future__ import annotations
 
@@ -138,16 +138,93 @@ def test_corrupted_avi_that_ffmpeg_conceals_is_flagged(tmp_path):
 
 # ------------------------------------------------------------------------------------------ rotation
 
-def test_rotation_is_reported(tmp_path):
-    src = media.VideoSource(write(tmp_path / "rot.mp4", 10, "mp4", rotation=90))
-    src.take([0])
+def _upright(w: int = 48, h: int = 64) -> np.ndarray:
+    """A portrait picture whose only bright block is its top-left corner (16 rows x 12 columns)."""
+    a = np.full((h, w, 3), 20, np.uint8)
+    a[:16, :12] = 235
+    return a
+
+
+def write_rotated(path: Path, upright: np.ndarray, rotation: int, n: int = 12) -> Path:
+    """``n`` frames stored turned so that a player applying the display rotation ``rotation`` (counter-clockwise
+    degrees, FFmpeg's display matrix as phones write it) shows ``upright``."""
+    stored = np.ascontiguousarray(np.rot90(upright, -(rotation // 90)))
+    out = av.open(str(path), "w", format="mp4")
+    s = out.add_stream("libx264", rate=24)
+    s.height, s.width = stored.shape[:2]
+    s.pix_fmt = "yuv420p"
+    if rotation:
+        s.set_display_rotation(rotation)
+    for _ in range(n):
+        for p in s.encode(av.VideoFrame.from_ndarray(stored, format="rgb24")):
+            out.mux(p)
+    for p in s.encode():
+        out.mux(p)
+    out.close()
+    return path
+
+
+def _bright_box(rgb: np.ndarray) -> tuple[int, int, int, int]:
+    ys, xs = np.nonzero(rgb[..., 0] > 128)
+    return int(ys.min()), int(ys.max()), int(xs.min()), int(xs.max())
+
+
+@pytest.mark.parametrize("rotation", [90, 180, 270])
+def test_rotation_is_applied_frames_upright(tmp_path, rotation):
+    up = _upright()
+    path = write_rotated(tmp_path / f"rot{rotation}.mp4", up, rotation)
+    plain = write_rotated(tmp_path / "plain.mp4", up, 0)
+    src = media.VideoSource(path)
+    assert src.rotation == rotation and src.rotation_applied
+    assert src.size == (48, 64)                                      # upright (W, H)
+    assert src.stored_size == ((64, 48) if rotation in (90, 270) else (48, 64))
+    one = src.take([0])
+    small = src.take([0, 5], size=(24, 32), name="small")            # a resize is asked for in upright terms
+    walked = []
+    src.chunks(lambda idx, frames: walked.append(frames), chunk=4)
     src.run()
-    assert src.rotation == 90 and src.health()["rotation"] == 90
-    assert any("display rotation 90 degrees is not applied" in w for w in src.warnings)
-    plain = media.VideoSource(write(tmp_path / "plain.mp4", 10, "mp4"))
-    plain.take([0])
-    plain.run()
-    assert plain.rotation == 0 and plain.warnings == []
+    frame = one.frames[0]
+    assert frame.shape == (64, 48, 3) and frame.flags["C_CONTIGUOUS"]
+    y0, y1, x0, x1 = _bright_box(frame)                              # the bright corner is top-left again
+    assert (y0, x0) == (0, 0) and 14 <= y1 <= 17 and 10 <= x1 <= 13, (y0, y1, x0, x1)
+    assert np.abs(frame.astype(int) - up.astype(int)).mean() < 4
+    assert small.frames.shape == (2, 32, 24, 3)
+    y0, y1, x0, x1 = _bright_box(small.frames[1])
+    assert (y0, x0) == (0, 0) and y1 <= 9 and x1 <= 7
+    assert all(f.shape[1:] == (64, 48, 3) for f in walked) and sum(len(f) for f in walked) == 12
+    assert np.abs(walked[0][0].astype(int) - frame.astype(int)).max() == 0
+    # an independent reader: OpenCV's capture applies the display matrix itself; the pictures agree
+    import cv2
+    cap = cv2.VideoCapture(str(path))
+    ok, bgr = cap.read()
+    cap.release()
+    assert ok and np.abs(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB).astype(int) - frame.astype(int)).mean() < 2
+    h = src.health()
+    assert h["rotation"] == rotation and h["rotation_applied"] is True
+    assert any(f"display rotation {rotation} degrees applied" in w for w in src.warnings), src.warnings
+    # frame indices, times and rate are the stream's, as for the same frames stored upright
+    ref = media.VideoSource(plain)
+    assert ref.rotation == 0 and not ref.rotation_applied and ref.warnings == []
+    assert ref.health()["rotation_applied"] is False
+    assert (src.n_frames, src.fps) == (ref.n_frames, ref.fps)
+    assert np.allclose(src.frame_times(), ref.frame_times())
+    assert media.VideoSource(path).at_fps(6.0).indices == ref.at_fps(6.0).indices == [0, 4, 8]
+
+
+def test_rotated_shot_through_the_legacy_clip_and_a_benchmark_reader(tmp_path):
+    """decode_video (whole clips), EntityBench's frame reader and ViStoryBench's shot reader (OpenCV, which applies
+    the display matrix itself) hand the same upright picture."""
+    from bench_assets.entitybench import frames as eb_frames
+    from bench_assets.vistorybench.dataset import read_shot_image
+    path = write_rotated(tmp_path / "rot270.mp4", _upright(), 270)
+    clip = media.decode_video(path)
+    assert clip.size == (48, 64) and _bright_box(clip.frames[3])[::2] == (0, 0)
+    shot = eb_frames.ShotFrameCache().get(path)
+    assert shot.size == (48, 64)
+    sampled = [shot.frames[i] for i in eb_frames.sample_indices(shot.n_frames)]
+    assert sampled and all(f.shape == (64, 48, 3) and _bright_box(f)[::2] == (0, 0) for f in sampled)
+    first = read_shot_image(path)
+    assert first.shape == (64, 48, 3) and np.abs(first.astype(int) - clip.frames[0].astype(int)).mean() < 2
 
 
 # ------------------------------------------------------------------------------------------ size bound

@@ -41,7 +41,10 @@ records on the step, and counted in ``src.health()``):
   timestamps' mean rate); a header that disagrees by more than 1 % is recorded.
 - decode errors: frames FFmpeg marks corrupt (it conceals the damage and returns them) and frames lost (packets
   that gave no frame) are counted per pass (``stats.corrupt_frames`` / ``stats.lost_frames``).
-- rotation: a display-rotation tag is reported (frames are analysed as stored, not rotated).
+- rotation: a display rotation of 90, 180 or 270 degrees (the stream's display matrix, what phones write) is
+  applied: every frame is handed over upright, ``size`` is the upright (W, H), ``rotation_applied`` is recorded
+  and a warning names it. Frame indices, times and fps are those of the stream, untouched. Another angle is
+  reported and the frames are analysed as stored.
 - size: chunked requests (the per-frame walks that flow runs on) of frames whose longer side exceeds
   ``max_stream_side()`` (``BENCH_MAX_STREAM_SIDE``, default 2048) are downscaled to it while converting, the
   scale recorded (``stats.stream_scale``), so memory stays bounded on a 4096x2160 shot.
@@ -231,15 +234,28 @@ class VideoSource:
         self.done = False
         self.stats = PassStats(self.path)
         info = _probe(Path(path), min_side)
-        self.n_frames, self.fps, self.size = info["n_frames"], info["fps"], info["size"]
+        self.n_frames, self.fps = info["n_frames"], info["fps"]
         self.codec, self.container_format = info["codec"], info["format"]
         self.declared_frames: Optional[int] = info["declared_frames"]   # what the container says (None: silent)
         self.fps_header: float = info["fps_header"]
         self._times: Optional[np.ndarray] = info["times"]
-        self.rotation = 0            # display rotation in degrees (read from the first decoded frame)
+        # display rotation, counter-clockwise degrees in [0, 360) (FFmpeg's display matrix, read from the first
+        # frame the probe decodes); a right angle is applied: frames are rotated upright while converting
+        self.rotation: int = info["rotation"]
+        self._quarter_turns = self.rotation // 90 if self.rotation % 90 == 0 else 0
+        self.rotation_applied = self._quarter_turns != 0
+        self.stored_size: tuple[int, int] = info["size"]   # (W, H) as coded
+        w, h = info["size"]
+        self.size: tuple[int, int] = (h, w) if self._quarter_turns % 2 else (w, h)   # (W, H) upright
         self.warnings: list[str] = []
         for w in info["warnings"]:
             self._warn(w)
+        if self.rotation_applied:
+            self._warn(f"{self.path}: display rotation {self.rotation} degrees applied; frames are analysed upright "
+                       f"({self.size[0]}x{self.size[1]}, stored as {self.stored_size[0]}x{self.stored_size[1]})")
+        elif self.rotation:
+            self._warn(f"{self.path}: display rotation {self.rotation} degrees is not a right angle and is not "
+                       f"applied; frames are analysed as stored ({self.size[0]}x{self.size[1]})")
 
     def _warn(self, msg: str) -> None:
         self.warnings.append(msg)
@@ -254,11 +270,13 @@ class VideoSource:
 
     def health(self) -> dict:
         """What was found about this file: declared / present / decoded frames, corrupt and lost frames, header vs
-        timestamp rate, rotation, the stream scale and every warning (a row or a board can carry it as is)."""
+        timestamp rate, rotation and whether it was applied, the stream scale and every warning (a row or a board
+        can carry it as is)."""
         return {"declared_frames": self.declared_frames, "present_frames": self.n_frames,
                 "decoded_frames": self.stats.frames_decoded if self.done else None,
                 "corrupt_frames": self.stats.corrupt_frames, "lost_frames": self.stats.lost_frames,
                 "fps_header": self.fps_header, "fps": self.fps, "rotation": self.rotation,
+                "rotation_applied": self.rotation_applied,
                 "stream_scale": self.stats.stream_scale, "warnings": list(self.warnings)}
 
     # ------------------------------------------------------------------ stating needs
@@ -375,10 +393,11 @@ class VideoSource:
                         break
                     finally:
                         decode_s += time.perf_counter() - t
-                    if decoded == 0 and getattr(frame, "rotation", 0):
-                        self.rotation = int(frame.rotation)
-                        self._warn(f"{self.path}: display rotation {self.rotation} degrees is not applied; frames are "
-                                   f"analysed as stored ({self.size[0]}x{self.size[1]})")
+                    if decoded == 0 and not self.rotation and getattr(frame, "rotation", 0):
+                        # the probe could not decode a frame to read it (damaged start): reported, not applied
+                        self.rotation = int(frame.rotation) % 360
+                        self._warn(f"{self.path}: display rotation {self.rotation} degrees is not applied (no frame "
+                                   f"decoded while probing); frames are analysed as stored")
                     if getattr(frame, "is_corrupt", False):
                         self.stats.corrupt_frames += 1
                     i = decoded
@@ -391,7 +410,7 @@ class VideoSource:
                         rgb = converted.get(r.size)
                         if rgb is None:
                             t = time.perf_counter()
-                            rgb = converted[r.size] = _to_rgb(frame, r.size)
+                            rgb = converted[r.size] = _upright_rgb(frame, r.size, self._quarter_turns)
                             convert_s += time.perf_counter() - t
                         if r.streamed:
                             buffers[id(r)][0].append(i)
@@ -446,6 +465,40 @@ def _to_rgb(frame, size: Size) -> np.ndarray:
     return frame.to_ndarray(format="rgb24", width=int(w), height=int(h), interpolation="AREA")
 
 
+def _upright_rgb(frame, size: Size, quarter_turns: int) -> np.ndarray:
+    """RGB of ``frame`` at ``size`` (W, H, upright), turned ``quarter_turns`` x 90 degrees counter-clockwise (the
+    display rotation): swscale converts and resizes the stored picture to the stored orientation of ``size``, numpy
+    turns it (a contiguous copy: OpenCV and torch consumers need one)."""
+    if not quarter_turns:
+        return _to_rgb(frame, size)
+    if size is not None and quarter_turns % 2:
+        size = (size[1], size[0])
+    return np.ascontiguousarray(np.rot90(_to_rgb(frame, size), quarter_turns))
+
+
+class _FirstFrame:
+    """Decodes the probe's first packets until one frame comes out, to read the display rotation: FFmpeg attaches
+    the stream's display matrix to every decoded frame (``frame.rotation``, counter-clockwise degrees) and PyAV
+    exposes it nowhere else. A few packets per probe; a packet that does not decode ends the attempt (rotation 0,
+    the pass then counts the damage)."""
+
+    def __init__(self, stream):
+        self.cc, self.rotation, self.done = stream.codec_context, 0, False
+
+    def feed(self, pkt) -> None:
+        if self.done:
+            return
+        try:
+            for frame in self.cc.decode(pkt):
+                self.rotation = int(round(float(frame.rotation or 0))) % 360
+                self.done = True
+                return
+        except Exception:   # damaged data: no rotation read here
+            self.done = True
+        if pkt is None:     # flushed: nothing more will come
+            self.done = True
+
+
 _IMAGE_FORMATS = {"image2", "image2pipe", "apng"}
 
 
@@ -484,11 +537,13 @@ def _probe(p: Path, min_side: int) -> dict:
         declared = int(s.frames or 0) or None
         stamps: list[int] = []
         n = 0
+        first = _FirstFrame(s)
         try:
             for pkt in container.demux(s):
                 if not pkt.size:
                     continue
                 n += 1
+                first.feed(pkt)
                 t = pkt.pts if pkt.pts is not None else pkt.dts
                 if t is not None:
                     stamps.append(int(t))
@@ -496,6 +551,8 @@ def _probe(p: Path, min_side: int) -> dict:
             warnings.append(f"{p}: reading stopped after {n} frame packets ({str(e).strip()[:120]})")
         if n <= 0:
             raise DecodeError(f"{p}: has zero frames")
+        first.feed(None)   # a decoder that holds frames back gives them up on the flush
+        rotation = first.rotation
         if declared is not None and n < declared:
             if n < MIN_FRAMES_CUT_SHORT:
                 raise DecodeError(f"{p}: the container declares {declared} frames but the file holds {n}; the file "
@@ -515,7 +572,8 @@ def _probe(p: Path, min_side: int) -> dict:
                                     f"{fps_ts:.3f} fps; frame times follow the timestamps")
                     fps = fps_ts
         return {"n_frames": n, "declared_frames": declared, "fps": fps, "fps_header": fps_header, "times": times,
-                "size": (w, h), "codec": s.codec_context.name, "format": fmt, "warnings": warnings}
+                "size": (w, h), "codec": s.codec_context.name, "format": fmt, "warnings": warnings,
+                "rotation": rotation}
     except DecodeError:
         raise
     except Exception as e:
