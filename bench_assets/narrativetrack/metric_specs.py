@@ -79,4 +79,15 @@ METRICS = MetricSpecs("narrativetrack", [
                "identities agree with the labels; 1.0 is the ground truth", paper_id=ADDITION, scale=(0.0, 1.0),
                aggregation="pairs agreeing / labelled pairs, per clip", coverage_policy="none",
                slots=("person_detector", "reid", "face"), kind="diagnostic", validity=("identities",)),
+    # not on the board: the validity suite's check of shot cuts (segments and scene questions rest on them)
+    MetricSpec("cut_recall", "pipeline quality (diagnostic)", "higher",
+               "share of the intervals between consecutive sampled frames that hold a hand-labelled cut in which the "
+               "pipeline's shot number changes; 1.0 is the ground truth", paper_id=ADDITION, scale=(0.0, 1.0),
+               aggregation="intervals with a cut found / intervals with a cut, per clip and pooled", coverage_policy="none",
+               kind="diagnostic", validity=("cuts_moving_camera",)),
+    MetricSpec("false_cuts_per_minute", "pipeline quality (diagnostic)", "lower",
+               "shot changes between consecutive sampled frames with no hand-labelled cut between them, per minute of "
+               "video; 0 is the ground truth", paper_id=ADDITION, scale=None,
+               aggregation="false cuts / minutes of video, per clip and pooled", coverage_policy="none",
+               kind="diagnostic", validity=("cuts_moving_camera",)),
 ])
