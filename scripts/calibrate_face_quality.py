@@ -8,8 +8,8 @@ source image); at each step the blur measure of the aligned crop (variance of th
 it) and the SFace cosine to the sharp face are recorded, split by whether the copy is still above SFace's published
 same-person cosine (0.363, OpenCV's SFace model card): a floor belongs between the blur of copies no longer
 recognisable as themselves and that of copies still recognised. Prints the table and the blur
-distributions of copies lost and kept; it changes nothing (the constant is edited by hand, in its own commit,
-citing this output).
+distributions of copies lost and kept, and the floor that separates them best (``fit_floor``: Youden's J); it
+changes nothing (the constant is edited by hand, in its own commit, citing this output).
 
     .venv/bin/python scripts/calibrate_face_quality.py
 """
@@ -65,8 +65,24 @@ def main() -> int:
               f"90th percentile {np.percentile(lost, 90):.1f}, max {max(lost):.1f}")
         print(f"blur of copies still recognised: 10th percentile {np.percentile(kept, 10):.1f}, "
               f"min {min(kept):.1f}")
+        floor, j = fit_floor(lost, kept)
+        print(f"fitted floor (Youden J {j:.3f}: share of lost copies below it minus share of kept copies below "
+              f"it, half-way to the next lower reading): {floor:.1f}")
     print(f"shipped floor: {F.QUALITY_MIN_BLUR}")
     return 0
+
+
+def fit_floor(lost, kept) -> tuple[float, float]:
+    """Pure: the blur floor (a crop below it is low quality) that best separates copies no longer recognised (should
+    fall below) from copies still recognised (should not): the observed reading maximising Youden's J, moved half-way
+    to the next lower reading (a floor is not set at the very edge of its data). Returns (floor, J)."""
+    import numpy as np
+    lost, kept = np.sort(np.asarray(lost, float)), np.sort(np.asarray(kept, float))
+    cands = np.unique(np.r_[lost, kept])
+    j = np.searchsorted(lost, cands, side="left") / len(lost) - np.searchsorted(kept, cands, side="left") / len(kept)
+    k = int(np.argmax(j))
+    floor = float(cands[k] + cands[k - 1]) / 2 if k > 0 else float(cands[k])
+    return floor, float(j[k])
 
 
 def _iou(a, b) -> float:
