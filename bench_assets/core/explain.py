@@ -29,6 +29,13 @@ def _int(v: Any) -> int:
     return int(f) if f is not None else 0
 
 
+def _href(url: Optional[str]) -> Optional[str]:
+    """A URL as a Markdown link target: characters a metric id may hold (``herd.Emotional Response``) escaped, so
+    the link is not cut at the space; the server unquotes them back to the file name."""
+    from urllib.parse import quote
+    return quote(url, safe=":/?#[]@!$&'*+,;=%") if url else None
+
+
 def fmt_value(v: Any, digits: int = 4) -> str:
     f = _num(v)
     return "None" if f is None else f"{f:.{digits}g}" if abs(f) >= 1000 else f"{round(f, digits)}"
@@ -78,13 +85,15 @@ def worst_first(units: pd.DataFrame, direction: Callable[[str], str]) -> pd.Data
 def explain_metadata(df: pd.DataFrame, *, benchmark: str, generator: str,
                      directions: Mapping[str, str], audit_url: Callable[[str], Optional[str]],
                      artifact_url: Optional[Callable[[str], Optional[str]]] = None,
-                     unit_cols: tuple[str, ...] = ("shot", "entity_id", "frame_index", "crop_id")) -> dict:
+                     unit_cols: tuple[str, ...] = ("shot", "entity_id", "frame_index", "crop_id"),
+                     unit_label: str = "shots, appearances, pairs") -> dict:
     """``{metric_id: rounded value, ..., 'values': Markdown, 'per_unit': Markdown, 'worst_crops': Markdown}``.
 
     ``df``: the partition's long metric table (``level`` 'item' rows are the partition's values, other levels the
     units behind them; a table without ``level`` is all values). ``directions``: metric id -> 'higher' / 'lower'.
     ``audit_url(metric_id)``: the audit page of the metric for this generator. ``artifact_url(crop_id)``: where a
-    browser gets the crop (None: no preview)."""
+    browser gets the crop (None: no preview). ``unit_label``: what the unit rows are on this benchmark (the per-unit
+    table's title says it)."""
     from dagster import MetadataValue
 
     direction = (lambda m: directions.get(m, "higher"))
@@ -101,7 +110,7 @@ def explain_metadata(df: pd.DataFrame, *, benchmark: str, generator: str,
         out[mid] = round(v, 4) if v is not None else "None"
         cov = coverage_text(_int(r.get("n_eval")), _int(r.get("n_failed")), _int(r.get("n_skipped")),
                             _int(r.get("n_failed_evaluator")))
-        url = audit_url(mid)
+        url = _href(audit_url(mid))
         lines.append(f"| {mid} | {fmt_value(v)} | {cov} | {_cell(r.get('reason'))} | "
                      f"{f'[audit]({url})' if url else ''} |")
     if len(items):
@@ -119,13 +128,13 @@ def explain_metadata(df: pd.DataFrame, *, benchmark: str, generator: str,
                                           for c in cols) + " |")
         more = len(ranked) - len(head)
         note = f"\n\n{more} more rows: the audit pages list every one." if more > 0 else ""
-        out["per_unit"] = MetadataValue.md(f"{len(ranked)} unit rows (shots, appearances, pairs), worst first "
+        out["per_unit"] = MetadataValue.md(f"{len(ranked)} unit rows ({unit_label}), worst first "
                                            f"(no value, then the lowest where higher is better)\n\n"
                                            + "\n".join(rows) + note)
         if artifact_url is not None and "crop_id" in ranked.columns:
             pics = []
             for r in ranked.to_dict("records"):
-                url = artifact_url(r["crop_id"]) if _cell(r.get("crop_id")) else None
+                url = _href(artifact_url(r["crop_id"])) if _cell(r.get("crop_id")) else None
                 if url:
                     pics.append(f"![{_cell(r['metric_id'])} {fmt_value(r['value'])}]({url}) "
                                 f"{_cell(r['metric_id'])} = {fmt_value(r['value'])} "

@@ -168,8 +168,19 @@ def _rows(values: list[pipeline.Value], generator: str, sample_id: str, sha: str
     return metric_frame(rows)
 
 
-def _meta(values: list[pipeline.Value]) -> dict:
-    return {v.metric_id: (round(v.value, 3) if v.value is not None else f"None: {v.reason}"[:200]) for v in values}
+def _meta(df: pd.DataFrame, generator: str) -> dict:
+    """The UI's answer to "why this number" (core/explain.py): each sub-dimension rounded with its coverage and
+    reason, the events and subjects behind the event-consistency values worst first (page.unit_rows) and the
+    audit page of each board metric on the site `bench ui` serves."""
+    from bench_assets.core.explain import explain_metadata
+    from bench_assets.core.site import audit_link
+    from bench_assets.locot2v.page import UNIT_COLUMNS, unit_rows
+    units = unit_rows(df)
+    rows = pd.concat([df, units], ignore_index=True) if len(units) else df
+    return explain_metadata(rows, benchmark=BENCH, generator=generator,
+                            directions={s.id: s.direction for s in METRICS.specs},
+                            audit_url=audit_link(BENCH, generator, METRICS.specs), unit_cols=UNIT_COLUMNS,
+                            unit_label="events, subjects")
 
 
 @asset(partitions_def=P.items, group_name=GROUP, code_version="1", kinds={"json"})
@@ -228,7 +239,7 @@ def locot2v_visual(context: AssetExecutionContext, paths: BenchPaths, locot2v_sa
     df = label_substitutes(_rows(values, generator, sample_id, src.sha256, _protocol(models, judge, paths)), METRICS,
                            models)
     st = src.stats
-    return Output(df, metadata={**_meta(values), "frames": int(src.n_frames), "fps": float(src.fps),
+    return Output(df, metadata={**_meta(df, generator), "frames": int(src.n_frames), "fps": float(src.fps),
                                 INPUT_SHA_KEY: video_version(paths, context.partition_key),
                                 "frames_converted": int(st.frames_converted), "frames_needed": int(st.frames_needed),
                                 "peak_chunk_frames": int(st.peak_chunk_frames),
@@ -260,7 +271,7 @@ def locot2v_judged(context: AssetExecutionContext, paths: BenchPaths, locot2v_sa
     values += pipeline.herd(judge, frames, derived["herd_questions"], derived["herd_questions_reason"])
     df = label_substitutes(_rows(values, generator, sample_id, src.sha256, _protocol(models, judge, paths)), METRICS,
                            models)
-    meta = _meta(values)
+    meta = _meta(df, generator)
     if extra.get("description"):
         meta["description"] = MetadataValue.text(extra["description"])
     return Output(df, metadata=meta)

@@ -1,8 +1,13 @@
 """LoCoT2V-Bench's page on the report site (core/page.py). Its five dimensions and overall are aggregates in their
 own family ("dimensions and overall", metric_specs.py), drawn with the other families: each None with the missing
 parts named unless all its parts have a value; the partial means are additions, apart. What only this page adds:
-each sample's frames."""
+each sample's frames, and on the audit pages the events and subjects behind the event-consistency values."""
 from __future__ import annotations
+
+import json
+from typing import Optional
+
+import pandas as pd
 
 from bench_assets.core import site
 from bench_assets.core.page import BenchmarkPage, PageContext
@@ -12,6 +17,78 @@ def frame_galleries(ctx: PageContext) -> list[dict]:
     from bench_resources.paths import BenchPaths
     paths = BenchPaths()
     return site.video_frames(ctx, "locot2v_visual", "item", lambda g, i: paths.generator_dir(g) / f"{i}.mp4")
+
+
+INTRA_EVENT = ("intra_event_subject_consistency", "intra_event_background_consistency")
+INTER_SUBJECT = ("inter_event_subject_consistency", "inter_event_subject_face_identity")
+UNIT_COLUMNS = ("entity_id", "subject", "frames")   # what the UI's per-unit table shows of a unit row
+
+
+def _detail(v) -> dict:
+    if isinstance(v, dict):
+        return v
+    try:
+        d = json.loads(v) if isinstance(v, str) else {}
+    except ValueError:
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def unit_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The units behind a sample's event-consistency values, from the rows' own detail (pipeline.event_consistency,
+    metrics.intra/inter_event_consistency): per event its intra-event consistency (subject or background; None
+    where it had fewer than 2 appearances, which is why the video value leaves it out), per subject its
+    inter-event consistency (paper: crop embedding; addition: face identity; None where the subject shows in
+    fewer than 2 events). In % like the value (metrics.cos100). Level 'event' / 'subject', the metric id of the
+    value they explain, ``frames`` the event's native frame range."""
+    from bench_assets.locot2v.metrics import cos100
+    out = []
+    for r in df.to_dict("records"):
+        mid = str(r.get("metric_id"))
+        if mid not in INTRA_EVENT + INTER_SUBJECT:
+            continue
+        d = _detail(r.get("detail"))
+        base = {"generator": r.get("generator"), "item": r.get("item"), "metric_id": mid, "n_eval": None,
+                "n_failed": None, "n_skipped": None, "shot": None, "frame_index": None, "crop_id": None,
+                "source_sha256": r.get("source_sha256")}
+        names = d.get("subjects") or {}
+        if mid in INTRA_EVENT and isinstance(d.get("events"), list):
+            ranges = d.get("ranges") or []
+            who = {}
+            for f in d.get("found") or []:
+                who.setdefault(int(f["event"]), f.get("text") or f.get("subject"))
+            what = "subject" if mid.startswith("intra_event_subject") else "background"
+            for e, v in enumerate(d["events"]):
+                a, b = (ranges[e] if e < len(ranges) else (None, None))
+                frames = f"{a}-{b - 1}" if a is not None and b is not None else None
+                subj = who.get(e) if what == "subject" else "background"
+                out.append({**base, "level": "event", "entity_id": f"event {e}", "subject": subj, "frames": frames,
+                            "value": None if v is None else cos100(v),
+                            "reason": None if v is not None else f"fewer than 2 {what} appearances in this event",
+                            "detail": json.dumps({"event": e, "frames": frames, "subject": subj}, sort_keys=True)})
+        elif mid in INTER_SUBJECT and (isinstance(d.get("elements"), dict) or names):
+            elements = d.get("elements") or {}
+            for name in sorted(set(elements) | set(names)):
+                v = elements.get(name)
+                text = "; ".join(names.get(name) or []) or None
+                out.append({**base, "level": "subject", "entity_id": name, "subject": text, "frames": None,
+                            "value": None if v is None else cos100(v),
+                            "reason": None if v is not None else ("no good-quality face in >= 2 events"
+                                                                  if mid.endswith("face_identity") else
+                                                                  "grounded in fewer than 2 events"),
+                            "detail": json.dumps({"subject": name, "descriptions": names.get(name)},
+                                                 sort_keys=True)})
+    return pd.DataFrame(out)
+
+
+def audit_rows(reader, tables) -> Optional[pd.DataFrame]:
+    """The item rows of the metric tables, and under the event-consistency values their events and subjects
+    (``unit_rows``): an audit page reaches the event or subject that pulled a value down."""
+    rows = site.read_metric_rows(reader, tables, "sample_id")
+    if rows is None:
+        return None
+    units = unit_rows(rows)
+    return pd.concat([rows, units], ignore_index=True) if len(units) else rows
 
 
 def item_video(generator: str, item: str):
@@ -27,4 +104,4 @@ PAGE = BenchmarkPage(
     leaderboard="locot2v_leaderboard", headline=("overall",),
     metric_tables=("locot2v_visual", "locot2v_judged"), item_label="sample", item_column="sample_id",
     gallery_tables=("locot2v_derived",), scale_note="% (mean over samples)", frame_galleries=frame_galleries,
-    item_video=item_video)
+    audit_rows=audit_rows, item_video=item_video)
