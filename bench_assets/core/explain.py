@@ -54,6 +54,10 @@ def _cell(v: Any) -> str:
     return str(v).replace("|", "\\|").replace("\n", " ")[:120]
 
 
+def _shot(r: Mapping) -> str:
+    return f"shot {_cell(r.get('shot'))}" if _cell(r.get("shot")) else ""
+
+
 def coverage_text(n_eval: int, n_failed: int, n_skipped: int, n_failed_evaluator: int = 0) -> str:
     """'12/12 evaluated' or '9/12 evaluated (2 failed, 1 skipped; 1 evaluator failure)'."""
     total = n_eval + n_failed + n_skipped + n_failed_evaluator
@@ -64,10 +68,11 @@ def coverage_text(n_eval: int, n_failed: int, n_skipped: int, n_failed_evaluator
     return f"{n_eval}/{total} evaluated" + (f" ({note})" if note else "")
 
 
-def worst_first(units: pd.DataFrame, direction: Callable[[str], str]) -> pd.DataFrame:
+def worst_first(units: pd.DataFrame, direction: Callable[[str], str], within_metric: bool = True) -> pd.DataFrame:
     """Rows without a value (failed, skipped) first; then each metric's worst row, then each metric's second worst,
     ... (metrics have different scales, so rows are ranked within their metric: ascending where higher is better,
-    descending where lower is better), metrics in their first-appearance order."""
+    descending where lower is better), metrics in their first-appearance order. ``within_metric=False``: the
+    metrics share one scale (e.g. questions right / wrong in %), so the rows are ranked together, worst first."""
     if units.empty:
         return units
     vals = pd.to_numeric(units["value"], errors="coerce").astype(float)
@@ -75,7 +80,7 @@ def worst_first(units: pd.DataFrame, direction: Callable[[str], str]) -> pd.Data
     key = vals.where(~lower, -vals)  # worst = smallest key
     metric = units["metric_id"].astype(str)
     first = {m: i for i, m in reversed(list(enumerate(metric)))}
-    rank = key.groupby(metric.values).rank(method="first")
+    rank = key.groupby(metric.values).rank(method="first") if within_metric else key.rank(method="first")
     order = sorted(range(len(units)), key=lambda i: (not math.isnan(key.iloc[i]),
                                                      0.0 if math.isnan(key.iloc[i]) else rank.iloc[i],
                                                      first[metric.iloc[i]]))
@@ -86,14 +91,14 @@ def explain_metadata(df: pd.DataFrame, *, benchmark: str, generator: str,
                      directions: Mapping[str, str], audit_url: Callable[[str], Optional[str]],
                      artifact_url: Optional[Callable[[str], Optional[str]]] = None,
                      unit_cols: tuple[str, ...] = ("shot", "entity_id", "frame_index", "crop_id"),
-                     unit_label: str = "shots, appearances, pairs") -> dict:
+                     unit_label: str = "shots, appearances, pairs", within_metric: bool = True) -> dict:
     """``{metric_id: rounded value, ..., 'values': Markdown, 'per_unit': Markdown, 'worst_crops': Markdown}``.
 
     ``df``: the partition's long metric table (``level`` 'item' rows are the partition's values, other levels the
     units behind them; a table without ``level`` is all values). ``directions``: metric id -> 'higher' / 'lower'.
     ``audit_url(metric_id)``: the audit page of the metric for this generator. ``artifact_url(crop_id)``: where a
     browser gets the crop (None: no preview). ``unit_label``: what the unit rows are on this benchmark (the per-unit
-    table's title says it)."""
+    table's title says it); ``within_metric``: see ``worst_first``."""
     from dagster import MetadataValue
 
     direction = (lambda m: directions.get(m, "higher"))
@@ -118,7 +123,7 @@ def explain_metadata(df: pd.DataFrame, *, benchmark: str, generator: str,
                                          f"(evaluated / what the metric should have read) and the audit page\n\n"
                                          + "\n".join(lines))
     if len(units):
-        ranked = worst_first(units, direction)
+        ranked = worst_first(units, direction, within_metric)
         cols = ["metric_id", "level", *[c for c in unit_cols if c in ranked.columns], "value", "reason"]
         head = ranked.head(MAX_UNIT_ROWS)
         rows = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -138,7 +143,7 @@ def explain_metadata(df: pd.DataFrame, *, benchmark: str, generator: str,
                 if url:
                     pics.append(f"![{_cell(r['metric_id'])} {fmt_value(r['value'])}]({url}) "
                                 f"{_cell(r['metric_id'])} = {fmt_value(r['value'])} "
-                                f"(shot {_cell(r.get('shot'))}, {_cell(r.get('entity_id'))})")
+                                f"({', '.join(x for x in (_shot(r), _cell(r.get('entity_id'))) if x)})")
                 if len(pics) >= MAX_PREVIEWS:
                     break
             if pics:

@@ -797,11 +797,15 @@ def audit_link(benchmark: str, generator: str, specs, unit_to_board: Optional[Ma
     ``_meta_cross_shot_gate``) or an id no spec declares gets no link rather than one that answers 404.
     ``unit_to_board``: a unit id the rows carry -> the board id whose page shows it (MBench's case scores)."""
     board = {s.id for s in specs if s.kind != "diagnostic"}
+    # a spec with a pattern declares a family of board ids (NarrativeTrack's measured.<dim>.<format> cells)
+    patterns = [s for s in specs if s.kind != "diagnostic" and getattr(s, "pattern", None)]
+    exact = {s.id for s in specs}
     to_board = dict(unit_to_board or {})
 
     def link(metric_id: str) -> Optional[str]:
         mid = to_board.get(metric_id, metric_id)
-        return audit_url(benchmark, mid, generator) if mid in board else None
+        ok = mid in board or (mid not in exact and any(s.matches(mid) for s in patterns))
+        return audit_url(benchmark, mid, generator) if ok else None
     return link
 
 

@@ -97,6 +97,56 @@ def audit_rows(reader, tables) -> Optional[pd.DataFrame]:
                          for t, q in zip(templates, site.col(ans, "qa_id"))]})
 
 
+# ----------------------------------------------------------------------------- the UI's metadata (core/explain.py)
+EXPLAINED = re.compile(r"^(accuracy|measured)\.(avg|[A-Z]{2}\.[a-z]+)$")   # the averages and the dimension x format cells
+QUESTION_COLUMNS = ("qa_id", "entity_id", "dimension", "format", "expected", "answer")
+CHARACTER_COLUMNS = ("entity_id", "track_type", "answered", "crop_id")
+
+
+def explain_rows(answers: pd.DataFrame, qas: pd.DataFrame, answerer: str,
+                 registry: Optional[pd.DataFrame] = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """What one (answerer, video) partition's metadata explains, strict mode (the board's main slice; lenient is
+    never mixed in): the board's own cells over this video's questions (``board.leaderboard_rows``: the averages
+    and the dimension x format cells this video has questions for, level 'item'), one row per question (100 right, 0 wrong, None unanswered
+    with the answer's reason) and one per character (its questions' strict accuracy, its canonical crop from
+    ``registry``). Question and character rows carry the average of their question set as metric id
+    (``accuracy.avg``: the paper's questions, ``measured.avg``: the measured addition), whose audit page lists them."""
+    from bench_assets.narrativetrack import board as B
+    rows = [r for r in B.leaderboard_rows(answers, qas, [answerer])
+            if r["generator"] == answerer and r["slice"] == "strict" and EXPLAINED.match(str(r["metric_id"]))
+            and r.get("n_items")]   # a cell with no question on this video explains nothing here
+    items = pd.DataFrame(rows).assign(level="item") if rows else pd.DataFrame(columns=["metric_id", "level"])
+    merged = B.answer_rows_for(answers, qas, answerer)
+    raw = dict(zip(answers["qa_id"].astype(str), answers["raw_answer"])) if "raw_answer" in answers else {}
+    status = merged["status"].astype(str)
+    strict = [None if st != "ok" or site.is_none(v) else 100.0 * bool(v) for st, v in zip(status, merged["strict"])]
+    mid = ["accuracy.avg" if q == PAPER else "measured.avg" for q in merged["question_set"]]
+    questions = pd.DataFrame({
+        "metric_id": mid, "level": "question", "qa_id": merged["qa_id"].astype(str),
+        "entity_id": site.col(merged, "entity_id"), "dimension": site.col(merged, "dimension"),
+        "format": site.col(merged, "format"), "expected": site.col(merged, "answer"),
+        "answer": [None if site.is_none(raw.get(str(q))) else raw.get(str(q)) for q in merged["qa_id"]],
+        "value": pd.array(strict, dtype="Float64"),
+        "reason": [None if v is not None else (r if not site.is_none(r) else f"not answered ({st})")
+                   for v, r, st in zip(strict, site.col(merged, "reason"), status)]})
+    crops, types = {}, {}
+    if registry is not None and len(registry) and "entity_id" in registry:
+        crops = dict(zip(registry["entity_id"].astype(str), site.col(registry, "crop_id")))
+        types = dict(zip(registry["entity_id"].astype(str), site.col(registry, "track_type")))
+    chars = []
+    about = questions[questions["entity_id"].notna()]
+    for (m, ent), g in about.groupby(["metric_id", "entity_id"], sort=True):
+        ok = g["value"].dropna()
+        chars.append({"metric_id": m, "level": "character", "entity_id": str(ent),
+                      "track_type": types.get(str(ent)), "answered": f"{len(ok)}/{len(g)}",
+                      "crop_id": crops.get(str(ent)), "value": float(ok.mean()) if len(ok) else None,
+                      "reason": None if len(ok) else f"none of its {len(g)} questions answered: "
+                      f"{g['reason'].dropna().astype(str).iloc[0] if g['reason'].notna().any() else 'no answer'}"})
+    characters = pd.DataFrame(chars, columns=["metric_id", "level", "entity_id", "track_type", "answered", "crop_id",
+                                              "value", "reason"])
+    return items, questions, characters
+
+
 def rows_for(index: site.RowIndex, metric_id: str, generator: str) -> pd.DataFrame:
     """The questions a cell reads: ``accuracy.*`` the paper's, ``measured.*`` the measured ones; ``.avg`` all of
     its set, ``<dim>.<format>`` one cell, ``<slice column>.<value>`` one slice."""

@@ -85,7 +85,7 @@ def narrativetrack_qa(context: AssetExecutionContext, paths: BenchPaths, narrati
 @asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2")
 def narrativetrack_answers(context: AssetExecutionContext, paths: BenchPaths, narrativetrack_video: pd.DataFrame,
                            narrativetrack_qa: pd.DataFrame, judge: Judge,
-                           models: ModelRegistry) -> Output[pd.DataFrame]:
+                           models: ModelRegistry, store: Store) -> Output[pd.DataFrame]:
     """The answerer's answer to every QA of the video (frames sampled uniformly, default 20), strict and lenient
     correctness; unanswered items carry the reason (judge off / replay miss / failure)."""
     name, vid = P.split(context.partition_key)
@@ -112,7 +112,39 @@ def narrativetrack_answers(context: AssetExecutionContext, paths: BenchPaths, na
                                 "evaluator_failure_reasons": "; ".join(f"{n}x {r}" for r, n in why.most_common(5)),
                                 "answerer_endpoint": MetadataValue.json({k: v for k, v in answerer.endpoint().items()}),
                                 "strict_accuracy": (round(100 * float(df.loc[df.status == "ok", "strict"].mean()), 2)
-                                                    if st.get("ok") else "None")})
+                                                    if st.get("ok") else "None")}
+                  | _explain(df, narrativetrack_qa, name, vid, store))
+
+
+def _explain(answers: pd.DataFrame, qa_df: pd.DataFrame, answerer: str, video_id: str, store: Store) -> dict:
+    """The UI's answer to "why this number" (core/explain.py), strict mode: the board's averages and dimension x
+    format cells over this video's questions rounded with coverage and audit links, the questions worst first
+    (unanswered, then wrong) and the characters worst first with their canonical crop (page.explain_rows)."""
+    from bench_assets.core.explain import artifact_url_fn, explain_metadata
+    from bench_assets.core.site import audit_link, report_base_url
+    from bench_assets.narrativetrack.page import CHARACTER_COLUMNS, QUESTION_COLUMNS, explain_rows
+    registry = None
+    if "narrativetrack_entity_registry" in set(store.asset_tables()):
+        try:  # the registry partition this video's questions were built from (its crops are stored artifacts)
+            reg = store.query("SELECT video_id, entity_id, track_type, crop_id FROM narrativetrack_entity_registry")
+            registry = reg[reg["video_id"].astype(str) == str(video_id)]
+        except Exception:  # noqa: BLE001 - no preview is no reason to fail the answers
+            registry = None
+    items, questions, characters = explain_rows(answers, qa_df[qa_df["kept"].astype(bool)], answerer, registry)
+    dirs = {s.id: s.direction for s in METRICS.specs}
+    link = audit_link(BENCH, answerer, METRICS.specs)
+    md = explain_metadata(pd.concat([items, questions], ignore_index=True), benchmark=BENCH, generator=answerer,
+                          directions=dirs, audit_url=link, unit_cols=QUESTION_COLUMNS,
+                          unit_label="questions; 100 right, 0 wrong, strict", within_metric=False)
+    if len(characters):
+        per = explain_metadata(characters, benchmark=BENCH, generator=answerer, directions=dirs, audit_url=link,
+                               artifact_url=artifact_url_fn(store, report_base_url()) if store.is_local else None,
+                               unit_cols=CHARACTER_COLUMNS, unit_label="characters; strict accuracy of their "
+                               "questions")
+        md["per_character"] = per["per_unit"]
+        if "worst_crops" in per:
+            md["character_crops"] = per["worst_crops"]
+    return md
 
 
 def leaderboard_table(answers: pd.DataFrame, qas: pd.DataFrame, answerers: list[str],
