@@ -24,7 +24,7 @@ from bench_resources.models.base import counted
 #   out-of-focus background face 3-4; these readings informed the order of magnitude, nothing was fitted).
 QUALITY_MIN_CONFIDENCE = 0.9
 QUALITY_MIN_SIZE_PX = 28.0
-QUALITY_MIN_BLUR = 25.0
+QUALITY_MIN_BLUR = 6.1   # fitted on calibration stills only (scripts/calibrate_face_quality.py: Youden J); was 25 (above)
 
 
 @dataclass(frozen=True)
