@@ -120,7 +120,9 @@ class _SubjectConsistency:
         self.model, self.prev, self.total, self.n = model, None, 0.0, 0
 
     def update(self, frames: np.ndarray) -> None:
-        e = _l2n(self.model.embed(list(frames)))
+        # whole frames: the paper slot preprocesses them as VBench's dino_transform (paper silent), crops differ
+        embed = getattr(self.model, "embed_frames", self.model.embed)
+        e = _l2n(embed(list(frames)))
         if self.prev is not None:
             e_all = np.concatenate([self.prev[None], e])
         else:

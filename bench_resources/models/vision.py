@@ -32,6 +32,20 @@ def shortest_crop_tensor(images: Sequence[np.ndarray], size: int, mean, std, dev
     return x.to(device=device, dtype=dtype)
 
 
+def short_side_tensor(images: Sequence[np.ndarray], size: int, mean, std, device, dtype):
+    """VBench's ``dino_transform(size)`` (``vbench.utils``, what its subject_consistency feeds DINO): uint8 frames,
+    short side resized to ``size`` (torchvision bilinear on the uint8 tensor without antialias, so rounded back to
+    uint8), NO crop (a 16:9 frame stays 224 x 398), / 255, ImageNet-normalised. All ``images`` must share one size
+    (one shot's frames). Squashing to 224 x 224 instead moved a frame's embedding by 1 - cos = 3.7e-3 to 7.5e-3,
+    more than consecutive frames differ."""
+    import torch
+    from torchvision.transforms import functional as TF
+    x = torch.from_numpy(np.ascontiguousarray(np.stack(images))).permute(0, 3, 1, 2)
+    x = TF.resize(x, size, antialias=False)       # torchvision's default interpolation: bilinear
+    x = TF.normalize(x.float().div(255.0), mean, std)
+    return x.to(device=device, dtype=dtype)
+
+
 def to_tensor(images: Sequence[np.ndarray], size: int, mean, std, device, dtype):
     import torch
     arr = np.stack([cv2.resize(im, (size, size), interpolation=cv2.INTER_AREA if im.shape[0] > size else
@@ -41,21 +55,46 @@ def to_tensor(images: Sequence[np.ndarray], size: int, mean, std, device, dtype)
 
 
 class TorchImageEmbedder:
-    """RGB uint8 images -> L2-normalised features, batched, without gradients."""
+    """RGB uint8 images -> L2-normalised features, batched, without gradients.
 
-    def __init__(self, module, *, size: int, mean, std, features: Callable, device, dtype, batch_size: int):
+    ``embed`` (crops): the whole image squashed to ``size`` x ``size`` (EntityBench's paper: crops "resized to
+    224 x 224 for embedding"). ``embed_frames`` (whole video frames, subject consistency): ``frames='short_side'``
+    is VBench's ``dino_transform`` (``short_side_tensor``; the paper is silent on frame preprocessing, so the
+    reference's); ``frames='squash'`` treats frames as crops (the offline substitute, whose values stay as they
+    were)."""
+
+    def __init__(self, module, *, size: int, mean, std, features: Callable, device, dtype, batch_size: int,
+                 frames: str = "squash"):
+        if frames not in ("squash", "short_side"):
+            raise ValueError(f"frames must be 'squash' or 'short_side', not {frames!r}")
         self.module = module.eval().to(device=device, dtype=dtype)
         self.size, self.mean, self.std, self.features = size, mean, std, features
-        self.device, self.dtype, self.batch_size = device, dtype, batch_size
+        self.device, self.dtype, self.batch_size, self.frames = device, dtype, batch_size, frames
 
-    def embed(self, images: Sequence[np.ndarray]) -> np.ndarray:
+    def _run(self, images: Sequence[np.ndarray], pixels: Callable) -> np.ndarray:
         import torch
         out = []
         for chunk in batches(list(images), self.batch_size):
             with torch.inference_mode(), counted(len(chunk)):
-                x = to_tensor(chunk, self.size, self.mean, self.std, self.device, self.dtype)
-                f = self.features(self.module, x).float()
+                f = self.features(self.module, pixels(chunk)).float()
                 out.append(torch.nn.functional.normalize(f, dim=-1).cpu().numpy())
+        return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
+
+    def embed(self, images: Sequence[np.ndarray]) -> np.ndarray:
+        return self._run(images, lambda c: to_tensor(c, self.size, self.mean, self.std, self.device, self.dtype))
+
+    def embed_frames(self, frames: Sequence[np.ndarray]) -> np.ndarray:
+        if self.frames == "squash":
+            return self.embed(frames)
+        frames = list(frames)
+        out, a = [], 0
+        while a < len(frames):              # runs of one frame size (a shot's frames all share one)
+            b = a + 1
+            while b < len(frames) and frames[b].shape == frames[a].shape:
+                b += 1
+            out.append(self._run(frames[a:b], lambda c: short_side_tensor(c, self.size, self.mean, self.std,
+                                                                          self.device, self.dtype)))
+            a = b
         return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
 
 
@@ -82,7 +121,9 @@ def dinov2_module(state_dict_path=None, hub: bool = False, slot: str = "image_em
     import timm
     import torch
     name = "vit_base_patch14_dinov2.lvd142m"
-    model = timm.create_model(name, pretrained=hub, img_size=224, num_classes=0)
+    # dynamic_img_size: whole frames arrive at VBench's short-side 224 without a crop (224 x 398 for 16:9); the
+    # position embedding is resampled to their patch grid (a 224 x 224 crop keeps the 16 x 16 grid unchanged)
+    model = timm.create_model(name, pretrained=hub, img_size=224, num_classes=0, dynamic_img_size=True)
     if state_dict_path is not None:
         sd = torch.load(state_dict_path, map_location="cpu", weights_only=True)
         sd = sd.get("state_dict", sd) if isinstance(sd, dict) else sd
@@ -95,10 +136,17 @@ def dinov2_module(state_dict_path=None, hub: bool = False, slot: str = "image_em
     return model
 
 
+def _whole_patches(m, x):
+    """The CLS token (timm's ViT, num_classes=0, global_pool='token'; 768-d) of ``x`` cut to whole patches: the
+    trailing rows / columns a stride-14 patch convolution never reads (what DINO's and transformers' DINOv2 patch
+    embeddings do with 398 px; timm would refuse it)."""
+    ph, pw = m.patch_embed.patch_size
+    return m(x[..., : x.shape[-2] // ph * ph, : x.shape[-1] // pw * pw])
+
+
 def dinov2_embedder(module, device, dtype, batch_size) -> TorchImageEmbedder:
-    # timm's ViT with num_classes=0 and global_pool='token' returns the CLS token (768-d).
-    return TorchImageEmbedder(module, size=224, mean=IMAGENET_MEAN, std=IMAGENET_STD,
-                              features=lambda m, x: m(x), device=device, dtype=dtype, batch_size=batch_size)
+    return TorchImageEmbedder(module, size=224, mean=IMAGENET_MEAN, std=IMAGENET_STD, features=_whole_patches,
+                              device=device, dtype=dtype, batch_size=batch_size, frames="short_side")
 
 
 def efficientnet_lite0_embedder(weights_path, device, dtype, batch_size) -> TorchImageEmbedder:

@@ -12,6 +12,7 @@ import torch
 
 from bench_resources.device import Device
 from bench_resources.models import ModelRegistry
+BAR = 1e-4   # the parity bar (conftest.BAR), for arrays compared without printing them whole
 
 CPU = Device(device="cpu", batch_size=4)
 
@@ -161,8 +162,7 @@ def test_subject_consistency_documented_difference(name, clip_frames, cut_loader
     """vbench.subject_consistency.subject_consistency averages, per frame, the clipped cosine to the previous and to
     the first frame; EntityBench's Eq. 2 is the mean consecutive cosine (the paper's definition, kept). Same
     per-frame features on both sides (a fixed pooling 'model' fed VBench's dino_transform): VBench's value is the
-    documented formula and EntityBench's the paper's. Not yet compared: the embedding models themselves (VBench's
-    DINO ViT-B/16 on short-side-224 frames; the image_embedder slot's DINOv2 on squashed 224 frames)."""
+    documented formula and EntityBench's the paper's. The embeddings themselves: test_subject_consistency_embeddings."""
     import torch.nn.functional as F
     import vbench.subject_consistency as vsc
     from vbench.utils import dino_transform
@@ -187,3 +187,58 @@ def test_subject_consistency_documented_difference(name, clip_frames, cut_loader
     assert ours == pytest.approx(float(np.mean(pre)), abs=1e-6)                     # EntityBench's Eq. 2
     print(f"\nparity {name} subject consistency formula: VBench {documented:.6f} EntityBench Eq. 2 {ours:.6f} "
           f"(documented difference {ours - documented:+.2e})")
+
+
+@pytest.fixture(scope="module")
+def dinov2_pair(tmp_path_factory):
+    """One seeded random DINOv2 ViT-B/14 (the image_embedder slot's architecture; the paper's phi_DINO is
+    DINOv2-base, VBench's is DINO ViT-B/16: the model is the paper's definition), saved as the slot's file and
+    imported through `bench weights import`'s code. LayerScale is set to 1: timm's 1e-5 init makes a random
+    DINOv2 return nearly the same CLS token for every image, and the test could not tell preprocessing apart."""
+    from bench_resources.models.vision import dinov2_module
+    torch.manual_seed(0)
+    module = dinov2_module()
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if name.endswith(".gamma"):
+                p.fill_(1.0)
+    d = tmp_path_factory.mktemp("dinov2")
+    torch.save(module.state_dict(), d / "dinov2_vitb14.pth")
+    reg = ModelRegistry(profile="paper", weights_dir=str(d / "w"))
+    reg.import_weights("image_embedder", d / "dinov2_vitb14.pth")
+    return module.eval(), reg.slot("image_embedder", CPU)
+
+
+@pytest.mark.parametrize("name,n", [("bikes.mp4", 2), ("carphone_pristine.mp4", 3)])   # 2.35:1 and 11:9
+def test_subject_consistency_embeddings(name, n, dinov2_pair, clip_frames, close, cut_loader):
+    """vbench.subject_consistency.subject_consistency (decord frames, dino_transform(224): short side 224 bilinear
+    without antialias, no crop) run with the slot's module: the frame features it computes equal the paper
+    profile's (image_embedder ``embed_frames``, project decoding) within the bar, and EntityBench's value is Eq. 2
+    over VBench's features. The crop path (``embed``, frames squashed to 224 x 224, the paper's crop rule) is
+    asserted to differ: the comparison can tell the preprocessing apart."""
+    import torch.nn.functional as F
+    import vbench.subject_consistency as vsc
+    from bench_resources.models.vision import _whole_patches
+    module, embedder = dinov2_pair
+    cut_loader(vsc, n)
+    frames, fps, path = clip_frames(name, n)
+    seen = []
+
+    class Recorder(torch.nn.Module):    # VBench's loop calls model(image) per frame; the slot's module answers
+        def forward(self, x):
+            seen.append(F.normalize(_whole_patches(module, x), dim=-1)[0].numpy())
+            return _whole_patches(module, x)
+
+    vsc.subject_consistency(Recorder(), [str(path)], "cpu", read_frame=False)
+    ref = np.stack(seen)
+    ours = embedder.embed_frames(list(frames))
+    assert ref.shape == ours.shape == (n, 768)
+    diff = float(np.max(np.abs(ref - ours)))
+    squash = float(np.max(np.abs(embedder.embed(list(frames[:1])) - ref[:1])))
+    print(f"\nparity {name} DINOv2 frame embeddings (VBench's dino_transform): max diff {diff:.3g} over {n} x 768; "
+          f"first frame squashed to 224 x 224: {squash:.3g}")
+    assert diff <= BAR, f"{name}: frame embeddings differ from VBench's transform by {diff:.3g}"
+    assert squash > 1e-3, "squashed frames should embed differently: the test could not tell them apart"
+    pre = np.sum(ref[1:] * ref[:-1], axis=1)
+    close(float(np.mean(pre)), run_shot_metric("subject_consistency", embedder, frames, fps),
+          f"{name} subject consistency (Eq. 2 over VBench's features)")
