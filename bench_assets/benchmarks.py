@@ -27,6 +27,8 @@ class Benchmark:
                                           # an answerer, whose generator.yaml names a model; no files)
     metrics: MetricSpecs = None           # every metric of the board, declared (<benchmark>/metric_specs.py)
     page: BenchmarkPage = None            # its page on the report site (<benchmark>/page.py; core/site.py renders it)
+    unit: str = ""                        # what progress counts, in the user's words: "shot", "video" (issue 26)
+    units_of: Callable[[BenchPaths, str], int] = None   # how many of them one item holds (its dataset file says)
 
     def items_with_outputs(self, generator_dir, items: list[str]) -> list[str]:
         """The items a generator folder has an entry for (a folder ``<item>`` or a file ``<item>.<ext>``)."""
@@ -45,6 +47,7 @@ def _entitybench() -> Benchmark:
     from bench_assets.core.partitions import ENTITYBENCH
     from bench_assets.entitybench import assets as entitybench
     from bench_assets.entitybench.dataset import discover_episodes
+    from bench_assets.entitybench.wiring import load_episode
     from bench_assets.entitybench.metric_specs import METRICS as ENTITYBENCH_METRICS
     from bench_assets.entitybench.page import PAGE as ENTITYBENCH_PAGE
     return Benchmark(
@@ -55,12 +58,13 @@ def _entitybench() -> Benchmark:
          "entitybench_action", "entitybench_presence_consistency", "entitybench_llm_consistency"],
         ["entitybench_dataset_statistics", "entitybench_leaderboard", "entitybench_gap_decay",
          "entitybench_effect_sizes", "entitybench_manifest"],
-        "entitybench_leaderboard", {"slice": "all"}, metrics=ENTITYBENCH_METRICS, page=ENTITYBENCH_PAGE)
+        "entitybench_leaderboard", {"slice": "all"}, metrics=ENTITYBENCH_METRICS, page=ENTITYBENCH_PAGE,
+        unit="shot", units_of=lambda p, e: len(load_episode(p, e).shots))
 
 
 def _vistorybench() -> Benchmark:
     from bench_assets.vistorybench import assets as vistorybench
-    from bench_assets.vistorybench.dataset import discover_stories
+    from bench_assets.vistorybench.dataset import discover_stories, load_story
     from bench_assets.vistorybench.metric_specs import METRICS as VISTORYBENCH_METRICS
     from bench_assets.vistorybench.page import PAGE as VISTORYBENCH_PAGE
     return Benchmark(
@@ -68,7 +72,8 @@ def _vistorybench() -> Benchmark:
         lambda p: discover_stories(p.benchmark_dir("vistorybench")),
         vistorybench.ITEM_ASSETS, vistorybench.GENERATOR_ASSETS,
         ["vistorybench_inception_score", "vistorybench_leaderboard", "vistorybench_human_alignment"],
-        "vistorybench_leaderboard", {"slice": "full"}, metrics=VISTORYBENCH_METRICS, page=VISTORYBENCH_PAGE)
+        "vistorybench_leaderboard", {"slice": "full"}, metrics=VISTORYBENCH_METRICS, page=VISTORYBENCH_PAGE,
+        unit="shot", units_of=lambda p, s: len(load_story(p.benchmark_dir("vistorybench") / s).shots))
 
 
 def _mbench() -> Benchmark:
@@ -80,7 +85,7 @@ def _mbench() -> Benchmark:
         "mbench", mbench.P, mbench.ASSETS,
         lambda p: discover_cases(p.benchmark_dir("mbench") / "cases"),
         mbench.ITEM_ASSETS, mbench.GENERATOR_ASSETS, ["mbench_leaderboard"], "mbench_leaderboard", {"slice": "A"},
-        metrics=MBENCH_METRICS, page=MBENCH_PAGE)
+        metrics=MBENCH_METRICS, page=MBENCH_PAGE, unit="video", units_of=lambda p, c: 1)
 
 
 def _locot2v() -> Benchmark:
@@ -92,7 +97,7 @@ def _locot2v() -> Benchmark:
         "locot2v", locot2v.P, locot2v.ASSETS,
         lambda p: discover_samples(p.benchmark_dir("locot2v") / "samples"),
         locot2v.ITEM_ASSETS, locot2v.GENERATOR_ASSETS, locot2v.AGGREGATE_ASSETS, locot2v.LEADERBOARD, {"slice": "all"},
-        metrics=LOCOT2V_METRICS, page=LOCOT2V_PAGE)
+        metrics=LOCOT2V_METRICS, page=LOCOT2V_PAGE, unit="video", units_of=lambda p, s: 1)
 
 
 def _narrativetrack() -> Benchmark:
@@ -108,7 +113,7 @@ def _narrativetrack() -> Benchmark:
         narrativetrack.ITEM_ASSETS, narrativetrack.GENERATOR_ASSETS,
         ["narrativetrack_leaderboard"],  # the released-QA assets run on demand (they need the authors' file)
         "narrativetrack_leaderboard", {"slice": "strict"}, outputs_per_item=False,
-        metrics=NARRATIVETRACK_METRICS, page=NARRATIVETRACK_PAGE)
+        metrics=NARRATIVETRACK_METRICS, page=NARRATIVETRACK_PAGE, unit="video", units_of=lambda p, v: 1)
 
 
 class _Benchmarks(Mapping):

@@ -132,7 +132,8 @@ def _run(benchmark: str, generator_path: str | None = None, aggregates: bool = T
     stats = evaluate(instance, assets=b.assets, resources=resources, partitions=b.partitions,
                      items=items, generators=gens, item_assets=b.item_assets, generator_assets=generator_assets,
                      aggregate_assets=[] if metric is not None else
-                     (b.aggregate_assets if aggregates else [b.leaderboard]), force=force)
+                     (b.aggregate_assets if aggregates else [b.leaderboard]), force=force,
+                     unit=b.unit, units=(lambda item: b.units_of(resources["paths"], item)) if b.units_of else None)
     stats.items = items
     for line in rerun_lines(stats):
         print(line)

@@ -4,7 +4,10 @@ Each test starts the real console script in its own session (as a terminal start
 generator partition is running (the progress lines name its stage), sends the signal the way a terminal does (to
 the whole process group) or the way a supervisor does (SIGTERM to the main pid), and checks: the exit within 5 s,
 the exit status (130 / 143), the one "interrupted; rerun resumes" line, no leaderboard table, board or report built
-from partial tables; then a rerun resumes (finishes with fewer partitions to do than a fresh run).
+from partial tables; then a rerun resumes (finishes with fewer partitions to do than a fresh run). After a SIGINT to
+the group nothing else is printed: no traceback (Dagster's compute-log tail watchers used to print a
+KeyboardInterrupt traceback each), only timestamped progress lines and the interrupted line.
+The validate case needs the cached footage; it skips without it, and fails under BENCH_REQUIRE_FOOTAGE=1 (CI).
 Also: the progress text (pure, on a fake clock).
 """
 from __future__ import annotations
@@ -88,6 +91,21 @@ def _check_stopped(job: Job, rc: int, dt: float, code: int, name: str, tmp_path:
     assert not (tmp_path / "store" / "reports").exists()
 
 
+PROGRESS_LINE = re.compile(r"^\[\d\d:\d\d:\d\d\] ")
+
+
+def _quiet_after_signal(job: Job, name: str) -> None:
+    """After the signal: timestamped progress lines (the last one says the run stopped), then the interrupted line;
+    nothing else (no traceback from a child in the process group)."""
+    after = [ln.rstrip("\n") for ln in job.err[job.at_signal:] if ln.strip()]
+    err = "".join(job.err)
+    assert "Traceback" not in "".join(job.err[job.at_signal:]), err[-3000:]
+    assert "KeyboardInterrupt" not in err, err[-3000:]
+    assert after and after[-1].startswith(f"interrupted ({name}); rerun resumes"), after
+    assert all(PROGRESS_LINE.match(ln) for ln in after[:-1]), after
+    assert after[-2].endswith(f"| stopped ({name})"), after
+
+
 def _materialised(out: str) -> int:
     return int(re.search(r"materialised (\d+) asset partitions, (\d+) failed", out).group(1))
 
@@ -100,6 +118,7 @@ def test_sigint_to_the_group_stops_evaluate_and_a_rerun_resumes(tmp_path):
     job.wait_for(r"mbench_changing x case a_env02: mbench_\w+")
     rc, dt = job.stop(signal.SIGINT)
     _check_stopped(job, rc, dt, 130, "SIGINT", tmp_path)
+    _quiet_after_signal(job, "SIGINT")
     # the interrupted run is marked failed, not left STARTED
     from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
     inst = DagsterInstance.from_config(str(tmp_path / "home"))
@@ -130,6 +149,7 @@ def test_sigint_to_the_group_stops_demo_before_any_board(tmp_path):
     job.wait_for(r"x case a_env01: mbench_\w+")
     rc, dt = job.stop(signal.SIGINT)
     _check_stopped(job, rc, dt, 130, "SIGINT", tmp_path)
+    _quiet_after_signal(job, "SIGINT")
     # one signal is enough: no other partition started after it (a stage of the one running may still start)
     part = re.compile(r"\| (\S+ x case \w+|case \w+): ")
     before = [m.group(1) for ln in job.err[:job.at_signal] if (m := part.search(ln))]
@@ -139,10 +159,14 @@ def test_sigint_to_the_group_stops_demo_before_any_board(tmp_path):
 
 @pytest.mark.slow
 def test_sigint_to_the_group_stops_validate(tmp_path):
-    footage = Path(os.environ.get("BENCH_FOOTAGE_DIR", Path.home() / ".cache" / "bench-footage"))
-    if not footage.is_dir() or not any(footage.iterdir()):
-        pytest.skip("no real footage cached (scripts/fetch_footage.py)")
-    job = Job(["validate", "--benchmark", "mbench"], _env(tmp_path))
+    from bench_assets.core.footage import require_footage
+    from bench_assets.mbench.validity import CASES
+    # the footage MBench's suite reads: a skip naming the fetch command, a failure under BENCH_REQUIRE_FOOTAGE=1
+    require_footage(*sorted({s for c in CASES for s in c.sources}))
+    env = _env(tmp_path)
+    if os.environ.get("BENCH_FOOTAGE_DIR"):  # the cache the check above found
+        env["BENCH_FOOTAGE_DIR"] = os.environ["BENCH_FOOTAGE_DIR"]
+    job = Job(["validate", "--benchmark", "mbench"], env)
     job.wait_for(r"x case \w+: mbench_\w+", timeout=400)
     rc, dt = job.stop(signal.SIGINT)
     err = "".join(job.err)
@@ -210,3 +234,19 @@ def test_progress_heartbeat_off_a_terminal(capsys):
     p.tick()
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2 and err[1].endswith("| case a1: mbench_case (still running)"), err
+
+
+def test_compute_log_tails_start_outside_the_terminals_process_group(tmp_path):
+    """Dagster's per-step `tail -F` and its Python orphan watcher (compute_logs.execute_posix_tail) run in their own
+    session once the runner has set it up, so the terminal's Ctrl-C never reaches them (no traceback from them)."""
+    from dagster._core.execution import compute_logs
+    from bench_assets.core.runner import quiet_log_tails
+    quiet_log_tails()
+    quiet_log_tails()  # idempotent
+    log = tmp_path / "step.log"
+    log.write_text("")
+    out = tmp_path / "mirror.txt"
+    with open(out, "w") as stream, compute_logs.tail_to_stream(str(log), stream) as (tail_pid, watcher_pid):
+        for pid in (tail_pid, watcher_pid):
+            assert os.getsid(pid) == pid != os.getsid(0)            # a session (and group) of its own
+            assert os.getpgid(pid) != os.getpgid(0)

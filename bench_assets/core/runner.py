@@ -247,11 +247,42 @@ def _interrupted_steps(result) -> bool:
     return False
 
 
+class _SessionedSubprocess:
+    """``subprocess`` as Dagster's compute_logs module sees it, but every child it starts gets its own session."""
+
+    _bench_sessioned = True
+
+    def __getattr__(self, name: str):
+        import subprocess
+        return getattr(subprocess, name)
+
+    @staticmethod
+    def Popen(*args, **kwargs):  # noqa: N802 - the name compute_logs calls
+        import subprocess
+        kwargs.setdefault("start_new_session", True)
+        return subprocess.Popen(*args, **kwargs)
+
+
+def quiet_log_tails() -> None:
+    """Dagster mirrors each step's stdout / stderr to the terminal through a `tail -F` and a Python watcher script
+    (``compute_logs.execute_posix_tail``) started in bench's process group, so Ctrl-C reached them too and the watcher
+    printed a KeyboardInterrupt traceback. Started in their own session, they never see the terminal's signal; they
+    still end with the step (Dagster terminates both) or, when bench is gone, by the watcher's orphan check (1 s).
+    Only that module's ``subprocess`` is replaced; idempotent."""
+    try:
+        from dagster._core.execution import compute_logs
+    except ImportError:  # another Dagster layout: its tails stay as they are
+        return
+    if not getattr(compute_logs.subprocess, "_bench_sessioned", False):
+        compute_logs.subprocess = _SessionedSubprocess()
+
+
 def guarded_materialize(assets: Sequence, *, instance: DagsterInstance, log: Callable[[str], None] = print,
                         tick: Optional[Callable[[], None]] = None, **kwargs):
     """``materialize(..., raise_on_error=False)`` under the Watchdog: raises KeyboardInterrupt (after marking
     this process's runs failed and freeing their slots) when SIGINT/SIGTERM arrived meanwhile."""
     kwargs.setdefault("tags", process_tags())
+    quiet_log_tails()
     with Watchdog(instance, log, tick) as dog:
         try:
             result = materialize(assets, instance=instance, raise_on_error=False, **kwargs)
@@ -294,41 +325,64 @@ def _duration(seconds: float) -> str:
     return f"{h}h{m:02d}m" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
 
 
+def _plural(word: str, n: float = 2) -> str:
+    if n == 1:
+        return word
+    return "stories" if word == "story" else word if word.endswith("s") else f"{word}s"
+
+
 class Progress:
-    """Per benchmark: partitions done of the total, rate and ETA, the partition running (generator x item, in the
+    """Per benchmark: work done of the total, rate and ETA, the partition running (generator x item, in the
     benchmark's own unit: episode, story, case, sample, video) and its current stage (the asset step Dagster
     started). On a terminal, a tqdm bar redrawn every tick so the clock moves inside a long partition; elsewhere
-    (a CI log, a pipe) plain timestamped lines: one per stage started, a heartbeat every HEARTBEAT_S, failures."""
+    (a CI log, a pipe) plain timestamped lines: one per stage started, a heartbeat every HEARTBEAT_S, failures.
+
+    The count is in ``unit``: partitions by default; ``bench evaluate`` counts what the user knows, the shots
+    (EntityBench, ViStoryBench) or videos (MBench, LoCoT2V, NarrativeTrack) scored. Each kind of partition (item,
+    generator x item, aggregate) keeps its own measure and time for the ETA (``plan``); only the kinds planned
+    ``counted`` move the count, by the ``units`` each partition holds (``label``)."""
 
     HEARTBEAT_S = 30.0
 
     def __init__(self, total: int, desc: str, enabled: Optional[bool] = None, lines: Optional[bool] = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, unit: str = "partition"):
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
         self.lines = (not self.enabled) if lines is None else lines  # timestamped lines off a terminal
-        self.total, self.desc, self.clock = total, desc, clock
+        self.total, self.desc, self.clock, self.unit = total, desc, clock, unit
         self.done = 0
-        self.kinds: dict[str, list] = {}  # kind -> [partitions planned, done, ran, seconds spent running]
+        self.steps = 0   # partitions finished, of every kind
+        # kind -> [planned, done, ran, seconds spent running], in the kind's measure (partitions or units)
+        self.kinds: dict[str, list] = {}
+        self._kind_unit: dict[str, str] = {}     # kind -> the word its rate is given in
+        self._uncounted: set[str] = set()        # kinds that do not move the count (dataset, aggregates)
         self.kind = ""
         self.item, self.stage_name = "", ""
+        self.units = 1
         self.t0 = self.clock()
         self._item_t0: Optional[float] = None
         self._last_line = self.t0
         self.bar = None
         if self.enabled and total:
             from tqdm import tqdm
-            self.bar = tqdm(total=total, desc=desc, unit="partition", file=sys.stderr, dynamic_ncols=True,
-                            bar_format="{desc} {n_fmt}/{total_fmt} |{bar}| {elapsed}<{remaining} {postfix}")
+            fmt = ("{desc} {n_fmt}/{total_fmt} |{bar}| {elapsed}<{remaining} {postfix}" if unit == "partition" else
+                   "{desc} {n_fmt}/{total_fmt} " + _plural(unit) + " |{bar}| {elapsed} {postfix}")
+            self.bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True, bar_format=fmt)
 
     # ------------------------------------------------------------------ what is running
-    def plan(self, kind: str, n: int) -> None:
-        """``n`` partitions of this kind (item, generator x item, aggregate) are coming: the ETA weighs each kind
-        by its own mean time, since a dataset partition and a scored generator partition differ a hundredfold."""
+    def plan(self, kind: str, n: int, unit: str = "", counted: bool = True) -> None:
+        """``n`` partitions of this kind (item, generator x item, aggregate) are coming, or ``n`` units when
+        ``unit`` names them (their partitions then say how many each holds): the ETA weighs each kind by its own
+        mean time, since a dataset partition and a scored generator partition differ a hundredfold. A kind not
+        ``counted`` is timed but does not move the count."""
         self.kinds.setdefault(kind, [0, 0, 0, 0.0])[0] += n
+        if unit:
+            self._kind_unit[kind] = unit
+        if not counted:
+            self._uncounted.add(kind)
 
-    def label(self, text: str, kind: str = "") -> None:
-        """A partition is next (it may turn out to be up to date)."""
-        self.item, self.stage_name, self._item_t0, self.kind = text, "", None, kind
+    def label(self, text: str, kind: str = "", units: int = 1) -> None:
+        """A partition is next (it may turn out to be up to date); it holds ``units`` of its kind's measure."""
+        self.item, self.stage_name, self._item_t0, self.kind, self.units = text, "", None, kind, units
         self._postfix()
 
     def stage(self, step_key: str) -> None:
@@ -343,29 +397,36 @@ class Progress:
     def step(self) -> None:
         """The current partition is done (materialised, up to date or failed)."""
         k = self.kinds.setdefault(self.kind, [0, 0, 0, 0.0])
-        k[1] += 1
+        self.steps += 1
+        k[1] += self.units
         if self._item_t0 is not None:  # only partitions that ran count towards the rate
-            k[2] += 1
+            k[2] += self.units
             k[3] += self.clock() - self._item_t0
             self._item_t0 = None
-        self.done += 1
-        if self.bar is not None:
-            self.bar.update(1)
+        if self.kind not in self._uncounted:
+            self.done += self.units
+            if self.bar is not None:
+                self.bar.update(self.units)
+        self._postfix()
 
     def tick(self) -> None:
         """Called a few times a second while a run is going."""
         if self.bar is not None:
+            if self.unit != "partition":
+                self._postfix(refresh=False)   # the ETA counts down inside a long partition
             self.bar.refresh()
         elif self.lines and self.clock() - self._last_line >= self.HEARTBEAT_S and self.stage_name:
             self._line(f"{self.item}: {self.stage_name} (still running)")
 
     # ------------------------------------------------------------------ text
     def rate_eta(self) -> str:
-        """'1.50 <item_dim>/min, ETA 4m00s': the rate of the kind running now, the ETA over every kind left, each
-        at its own mean time (from the partitions that actually ran; up-to-date ones cost ~nothing)."""
+        """'1.50 <unit>/min, ETA 4m00s': the rate of the kind running now (in its unit: shot, video, or the
+        partition's item dimension), the ETA over every kind left, each at its own mean time (from the partitions
+        that actually ran; up-to-date ones cost ~nothing), less the time the running partition has had so far."""
         left, unknown = 0.0, False
-        planned_left = sum(max(k[0] - k[1], 0) for k in self.kinds.values())
-        if self.total - self.done > planned_left:  # partitions of no planned kind: their time is unknown
+        planned_left = sum(max(k[0] - k[1], 0) for k, kind in zip(self.kinds.values(), self.kinds)
+                           if kind not in self._uncounted)
+        if self.total - self.done > planned_left:  # work of no planned kind: its time is unknown
             unknown = True
         for planned, done, ran, spent in self.kinds.values():
             if planned - done <= 0:
@@ -375,21 +436,29 @@ class Progress:
             else:
                 unknown = True
         cur = self.kinds.get(self.kind)
-        rate = (f"{60.0 * cur[2] / cur[3]:.2f} {(self.kind or 'partition').split(' x ')[-1]}/min"
-                if cur and cur[2] and cur[3] > 0 else "rate -")
+        if cur and cur[2] and cur[3] > 0 and self._item_t0 is not None:  # the running partition's time so far
+            left -= min(self.clock() - self._item_t0, self.units * cur[3] / cur[2])
+        # the rate: of the kind counted in the unit (shots scored per minute), else of the kind running now
+        shown = next((k for k, u in self._kind_unit.items() if u == self.unit), self.kind)
+        rk = self.kinds.get(shown)
+        word = self._kind_unit.get(shown) or (shown or "partition").split(" x ")[-1]
+        rate = f"{60.0 * rk[2] / rk[3]:.2f} {word}/min" if rk and rk[2] and rk[3] > 0 else "rate -"
         known = any(k[2] and k[3] > 0 and k[0] - k[1] > 0 for k in self.kinds.values())
         # kinds not timed yet (the aggregates, run last) add an unknown rest: 'ETA 4m00s+' is a lower bound
         eta = f"ETA {_duration(left)}{'+' if unknown else ''}" if known or not unknown else "ETA -"
         return f"{rate}, {eta}"
 
     def status(self) -> str:
-        return (f"{self.desc} {self.done}/{self.total} partitions, {_duration(self.clock() - self.t0)} elapsed, "
-                f"{self.rate_eta()}")
+        return (f"{self.desc} {self.done}/{self.total} {_plural(self.unit)}, "
+                f"{_duration(self.clock() - self.t0)} elapsed, {self.rate_eta()}")
 
-    def _postfix(self) -> None:
+    def _postfix(self, refresh: bool = True) -> None:
         if self.bar is not None:
             stage = f" | {self.stage_name}" if self.stage_name else ""
-            self.bar.set_postfix_str(f"{self.item}{stage}"[:70], refresh=True)
+            if self.unit == "partition":
+                self.bar.set_postfix_str(f"{self.item}{stage}"[:70], refresh=refresh)
+            else:
+                self.bar.set_postfix_str(f"{self.rate_eta()} | {self.item}{stage}"[:110], refresh=refresh)
 
     def _line(self, text: str) -> None:
         self._last_line = self.clock()
@@ -404,11 +473,12 @@ class Progress:
         else:
             print(text, file=sys.stderr)
 
-    def close(self) -> None:
+    def close(self, note: str = "done") -> None:
+        """The last line off a terminal: ``note`` ("done", or "stopped (SIGINT)" when a signal ended the run)."""
         if self.bar is not None:
             self.bar.close()
-        elif self.lines and self.done:
-            self._line("done")
+        elif self.lines and (self.steps or note != "done"):
+            self._line(note)
 
 
 @contextlib.contextmanager
@@ -501,9 +571,13 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
              generator_assets: Sequence[str], aggregate_assets: Sequence[str],
              progress: Optional[Callable[[str], None]] = None, only_stale: bool = True,
              log_level: str = "CRITICAL", show_progress: Optional[bool] = None,
-             extra_tags: Optional[dict] = None, force: bool = False) -> RunStats:
+             extra_tags: Optional[dict] = None, force: bool = False, unit: str = "",
+             units: Optional[Callable[[str], int]] = None) -> RunStats:
     """Materialise every missing or stale partition of the benchmark, item assets first, then aggregates.
     ``force``: every partition of the selection re-runs regardless (``bench evaluate --force``).
+    ``unit`` / ``units(item)``: what one item holds in the user's words (``"shot"``, 16): progress then counts the
+    shots (or videos) scored, generator x item partitions moving it by their item's count; without them it counts
+    partitions. A count that cannot be read (a broken item file, whose partition fails on its own) is 0.
 
     A partition also re-runs when its last materialisation counted evaluator failures (judge outage, replay
     miss, missing weights) and the evaluator state changed since (core/automation.py).
@@ -515,8 +589,18 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
     judge = resources.get("judge")
     j0 = judge.stats()["network_calls"] if judge is not None else 0
     jc0 = judge_counters()
-    total = len(items) * (1 + len(generators)) + len(aggregate_assets)
-    bar = Progress(total, partitions.benchmark, enabled=show_progress)
+    n_units = {i: 1 for i in items}
+    if unit and units is not None:
+        for i in items:
+            try:
+                n_units[i] = max(int(units(i)), 0)
+            except Exception:  # noqa: BLE001 - progress never fails a run; the item's own asset names the problem
+                n_units[i] = 0
+        total = sum(n_units.values()) * len(generators)
+    else:
+        unit = ""
+        total = len(items) * (1 + len(generators)) + len(aggregate_assets)
+    bar = Progress(total, partitions.benchmark, enabled=show_progress, unit=unit or "partition")
     say = progress or bar.write
     stats.recovered = reap_dead_runs(instance, log=say)
     home = Path(os.environ.get("DAGSTER_HOME", ".")) if not instance.is_ephemeral else None
@@ -529,8 +613,8 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
     state = evaluator_state(resources)
     tags = {**process_tags(), "bench/evaluator_state": state, **evaluator_tags(resources), **(extra_tags or {})}
 
-    def run(selection: Sequence[str], partition_key: Optional[str], label: str, kind: str) -> bool:
-        bar.label(label, kind)
+    def run(selection: Sequence[str], partition_key: Optional[str], label: str, kind: str, n: int = 1) -> bool:
+        bar.label(label, kind, n)
         todo = [AssetKey(a) for a in selection]
         if only_stale or force:  # core/automation.py rerun_plan: missing, stale, input changed, evaluator, forced
             why = rerun_plan(instance, assets, todo, partition_key, resources, force=force)
@@ -561,29 +645,37 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
         return False
 
     item_kind, gen_kind = f"{partitions.item_dim}", f"generator x {partitions.item_dim}"
-    bar.plan(item_kind, len(items))
-    bar.plan(gen_kind, len(items) * len(generators))
-    bar.plan("aggregate", len(aggregate_assets))
+    dim = partitions.item_dim
+
+    def gen_label(g: str, item: str) -> str:  # 'faithful x episode e0002 (16 shots)'; a one-video item says no more
+        n = n_units[item]
+        return f"{g} x {dim} {item}" + (f" ({n} {_plural(unit, n)})" if unit and n != 1 else "")
+
+    # unit counts: the dataset partitions and the aggregates are timed for the ETA but only the scored
+    # generator x item partitions move the count of shots / videos
+    bar.plan(item_kind, len(items), counted=not unit)
+    bar.plan(gen_kind, sum(n_units.values()) * len(generators), unit=unit)
+    bar.plan("aggregate", len(aggregate_assets), counted=not unit)
     try:
         ok_items = []
         for item in items:
-            if run(item_assets, item, f"{partitions.item_dim} {item}", item_kind):
+            if run(item_assets, item, f"{dim} {item}", item_kind):
                 ok_items.append(item)
             bar.step()
-        bar.kind = gen_kind
-        for _ in range(len(items) - len(ok_items)):  # their generator partitions cannot run
-            for _g in generators:
+        for item in [i for i in items if i not in set(ok_items)]:  # their generator partitions cannot run
+            for g in generators:
+                bar.label(gen_label(g.name, item), gen_kind, n_units[item])
                 bar.step()
         for g in generators:
             for item in ok_items:
-                run(generator_assets, str(partitions.key(g.name, item)), f"{g.name} x {partitions.item_dim} {item}",
-                    gen_kind)
+                run(generator_assets, str(partitions.key(g.name, item)), gen_label(g.name, item), gen_kind,
+                    n_units[item])
                 bar.step()
         for a in aggregate_assets:
             run([a], None, a, "aggregate")
             bar.step()
     finally:
-        bar.close()
+        bar.close("done" if interrupts.received() is None else f"stopped ({interrupts.signal_name()})")
     f1, s1 = _model_counters()
     stats.forwards, stats.forward_s = f1 - f0, s1 - s0
     stats.decodes = media.decode_count() - d0

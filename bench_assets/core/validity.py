@@ -432,7 +432,8 @@ def evaluate_suite(suite: Suite, benchmark: Any, work_dir: Path,
     t0 = time.perf_counter()
     evaluate(instance, assets=b.assets, resources=resources, partitions=b.partitions, items=b.item_ids(paths),
              generators=gens, item_assets=b.item_assets, generator_assets=b.generator_assets, aggregate_assets=[],
-             progress=progress, only_stale=False)
+             progress=progress, only_stale=False, unit=getattr(b, "unit", ""),
+             units=(lambda item: b.units_of(paths, item)) if getattr(b, "units_of", None) else None)
     progress(f"  {suite.benchmark}: evaluated {len(gens)} generators in {time.perf_counter() - t0:.0f} s")
     values = suite.unit_values(resources["store"])
     return validity_rows(suite, values, b.metrics, versions)

@@ -1,0 +1,192 @@
+"""Progress in units users know (issue 26 item 3): `bench evaluate` counts the shots (EntityBench, ViStoryBench) or
+videos (MBench, LoCoT2V, NarrativeTrack) scored, with a rate in them and an ETA, naming the partition (with its shot
+count) and the stage running; plain timestamped lines off a terminal, a tqdm bar on one.
+
+The end-to-end test runs the real console script on a two-episode EntityBench world (6 + 10 shots, one generator,
+one cheap metric) with stderr on a pipe, and checks its progress lines exactly."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"
+BENCH = str(Path(sys.executable).parent / "bench")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _shots_progress(clock, **kw):
+    """The plan `bench evaluate` makes for 2 episodes (6 and 10 shots) x 1 generator, no aggregate."""
+    from bench_assets.core.runner import Progress
+    p = Progress(16, "entitybench", clock=clock, unit="shot", **kw)
+    p.plan("episode", 2, counted=False)
+    p.plan("generator x episode", 16, unit="shot")
+    p.plan("aggregate", 0, counted=False)
+    return p
+
+
+def _episodes_up_to_date(p) -> None:
+    for e in ("e1", "e2"):
+        p.label(f"episode {e}", "episode")
+        p.step()
+
+
+def test_lines_count_shots_with_rate_and_eta(capsys):
+    clock = Clock()
+    p = _shots_progress(clock, enabled=False)
+    for e in ("e1", "e2"):             # dataset partitions: timed, but they score no shot
+        p.label(f"episode {e}", "episode")
+        p.stage("entitybench_episode")
+        clock.t += 1
+        p.step()
+    p.label("g x episode e1 (6 shots)", "generator x episode", 6)
+    p.stage("entitybench_outputs")
+    clock.t += 60
+    p.step()                           # 6 shots in 60 s: 6 shots/min; 10 shots left: 100 s
+    p.label("g x episode e2 (10 shots)", "generator x episode", 10)
+    p.stage("entitybench_pillar1")
+    clock.t += 40                      # 40 s into the 100 s it should take
+    p.tick()                           # a heartbeat is 30 s after the last line
+    clock.t += 20
+    p.step()
+    p.close()
+    err = capsys.readouterr().err.splitlines()
+    body = [re.sub(r"^\[\d\d:\d\d:\d\d\] ", "", ln) for ln in err]
+    assert len(body) == len(err) == 6 and all(b != ln for b, ln in zip(body, err)), err   # every line stamped
+    assert body == [
+        "entitybench 0/16 shots, 0s elapsed, rate -, ETA - | episode e1: entitybench_episode",
+        # the dataset partition's time is known, the shots' not yet: a lower bound
+        "entitybench 0/16 shots, 1s elapsed, rate -, ETA 1s+ | episode e2: entitybench_episode",
+        "entitybench 0/16 shots, 2s elapsed, rate -, ETA - | g x episode e1 (6 shots): entitybench_outputs",
+        "entitybench 6/16 shots, 1m02s elapsed, 6.00 shot/min, ETA 1m40s | g x episode e2 (10 shots): "
+        "entitybench_pillar1",
+        "entitybench 6/16 shots, 1m42s elapsed, 6.00 shot/min, ETA 1m00s | g x episode e2 (10 shots): "
+        "entitybench_pillar1 (still running)",
+        "entitybench 16/16 shots, 2m02s elapsed, 8.00 shot/min, ETA 0s | done",
+    ], body
+
+
+def test_a_failed_item_counts_its_shots_done_without_timing_them(capsys):
+    clock = Clock()
+    p = _shots_progress(clock, enabled=False)
+    _episodes_up_to_date(p)
+    p.label("g x episode e1 (6 shots)", "generator x episode", 6)   # its dataset partition failed: skipped
+    p.step()
+    assert p.done == 6 and p.rate_eta() == "rate -, ETA -"
+    p.label("g x episode e2 (10 shots)", "generator x episode", 10)
+    p.stage("entitybench_outputs")
+    clock.t += 50
+    p.step()
+    assert (p.done, p.status()) == (16, "entitybench 16/16 shots, 50s elapsed, 12.00 shot/min, ETA 0s")
+
+
+def test_terminal_bar_counts_shots_and_names_rate_eta_item_and_stage(capsys):
+    clock = Clock()
+    p = _shots_progress(clock, enabled=True)
+    assert p.bar is not None and p.lines is False
+    _episodes_up_to_date(p)
+    p.label("g x episode e1 (6 shots)", "generator x episode", 6)
+    p.stage("entitybench_outputs")
+    clock.t += 60
+    p.step()
+    p.label("g x episode e2 (10 shots)", "generator x episode", 10)
+    p.stage("entitybench_pillar1")
+    clock.t += 30
+    p.tick()
+    text = capsys.readouterr().err
+    p.close()
+    assert "entitybench 6/16 shots |" in text, text
+    assert "6.00 shot/min, ETA 1m10s | g x episode e2 (10 shots) | entitybench_pillar1" in text, text
+    assert "[" not in text.split("entitybench", 1)[0]   # a bar, not timestamped lines
+
+
+def test_without_units_it_counts_partitions():
+    """validity suites and callers that pass no unit keep the partition count."""
+    from bench_assets.core.runner import Progress
+    p = Progress(3, "mbench", enabled=False, lines=False)
+    p.plan("case", 3)
+    p.label("case a", "case")
+    p.step()
+    assert p.status().startswith("mbench 1/3 partitions, ")
+
+
+def test_each_benchmark_names_its_unit_and_counts_it_from_the_dataset():
+    from bench_assets.benchmarks import BENCHMARKS
+    from bench_resources.paths import BenchPaths
+    paths = BenchPaths(data_root=str(DATA))
+    got = {n: BENCHMARKS[n].unit for n in BENCHMARKS}
+    assert got == {"entitybench": "shot", "vistorybench": "shot", "mbench": "video", "locot2v": "video",
+                   "narrativetrack": "video"}
+    eb = BENCHMARKS["entitybench"]
+    import json
+    for e in ("e0001", "e0006"):
+        shots = json.loads((DATA / "entitybench" / "episodes" / f"{e}.json").read_text())["shots"]
+        assert eb.units_of(paths, e) == len(shots)
+    vb = BENCHMARKS["vistorybench"]
+    assert [vb.units_of(paths, s) for s in vb.item_ids(paths)] == [6, 5, 6]
+
+
+def _world(tmp: Path) -> Path:
+    data = tmp / "data"
+    (data / "entitybench" / "episodes").mkdir(parents=True)
+    gen = data / "generators" / "faithful"
+    for e in ("e0001", "e0002"):
+        shutil.copy(DATA / "entitybench" / "episodes" / f"{e}.json", data / "entitybench" / "episodes")
+        shutil.copytree(DATA / "generators" / "faithful" / e, gen / e)
+    shutil.copy(DATA / "generators" / "faithful" / "generator.yaml", gen)
+    return data
+
+
+LINE = re.compile(r"^\[(\d\d):(\d\d):(\d\d)\] entitybench (\d+)/16 shots, (\S+) elapsed, "
+                  r"(rate -|(\d+\.\d\d) shot/min), ETA (-|(?:(\d+)m)?(\d+)s) \| (.*)$")
+
+
+@pytest.mark.slow
+def test_bench_evaluate_off_a_terminal_prints_shots_rate_eta_item_and_stage(tmp_path):
+    data = _world(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCH_") and k != "DAGSTER_HOME"}
+    env.update(BENCH_STORE_ROOT=str(tmp_path / "store"), DAGSTER_HOME=str(tmp_path / "home"), BENCH_JUDGE_MODE="off",
+               BENCH_DATA_ROOT=str(data), BENCH_GENERATORS_ROOT=str(data / "generators"))
+    # one metric (outputs, grounding, fidelity per partition) keeps the run short; progress is the same
+    proc = subprocess.run([BENCH, "evaluate", "--benchmark", "entitybench", "--generator",
+                           str(data / "generators" / "faithful"), "--metric", "intra_face_fidelity"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [m for ln in proc.stderr.splitlines() if (m := LINE.match(ln))]
+    assert lines, proc.stderr[-3000:]
+    tail = [m.group(11) for m in lines]
+    # the dataset partitions, then each scored partition named with its shots and every stage it ran
+    assert tail[:2] == ["episode e0001: entitybench_episode", "episode e0001: entitybench_entity_registry"], tail
+    stages = ["entitybench_outputs", "entitybench_grounding", "entitybench_fidelity"]
+    first = [t for t in tail if t.startswith("faithful x episode e0001 (6 shots): ")]
+    second = [t for t in tail if t.startswith("faithful x episode e0002 (10 shots): ")]
+    assert [t.split(": ")[1] for t in first if "still running" not in t] == stages, tail
+    assert [t.split(": ")[1] for t in second if "still running" not in t] == stages, tail
+    assert tail[-1] == "done"
+    counts = [int(m.group(4)) for m in lines]
+    assert counts == sorted(counts) and counts[-1] == 16
+    for m in lines:
+        t = m.group(11)
+        if t.startswith("episode ") or t.startswith("faithful x episode e0001"):
+            assert (m.group(4), m.group(6), m.group(8)) == ("0", "rate -", "-"), m.group(0)   # nothing timed
+        elif t.startswith("faithful x episode e0002"):
+            # 6 shots scored: a rate from them, and an ETA for the 10 left that is no more than 10 at that rate
+            assert m.group(4) == "6" and m.group(7) is not None and m.group(8) != "-", m.group(0)
+            rate, eta = float(m.group(7)), int(m.group(9) or 0) * 60 + int(m.group(10))
+            assert 0 < eta <= 10 * 60 / rate + 1, m.group(0)
+    last = lines[-1]
+    assert last.group(4) == "16" and last.group(7) is not None and last.group(8) == "0s", last.group(0)
+    assert "intra_face_fidelity" in proc.stdout
