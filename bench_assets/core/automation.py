@@ -3,8 +3,10 @@
 Staleness (issue 25): a partition is re-run when Dagster's resolver says it is missing or stale (code versions,
 upstream data versions), when a file it read changed since (each input asset registers its files' content digest
 here with ``@input_version``, records it as ``input_sha256`` and gives its output a content ``DataVersion``), or
-when an evaluator failure it holds could now pass (``evaluator_rerun``: scoped to what the asset uses). Whatever
-re-runs in a partition takes the assets downstream of it in that partition along (``rerun_plan``)."""
+when the checkpoint of a model slot it uses changed (``Staleness.weights_changed``: the slots each asset declares,
+core/slots.py, against the fingerprints recorded on the run that materialised it), or when an evaluator failure it
+holds could now pass (``evaluator_rerun``: scoped to what the asset uses). Whatever re-runs in a partition takes the
+assets downstream of it in that partition along (``rerun_plan``)."""
 from __future__ import annotations
 
 import hashlib
@@ -157,10 +159,17 @@ class Staleness:
     read once (worth it when many partitions of an asset are asked about, as in a sensor tick)."""
 
     INPUT_CHANGED = "INPUT_CHANGED"
+    WEIGHTS_CHANGED = "WEIGHTS_CHANGED"
 
-    def __init__(self, instance, assets: Sequence, bulk: bool = False, paths=None):
-        self.instance, self.bulk, self.paths = instance, bulk, paths
+    def __init__(self, instance, assets: Sequence, bulk: bool = False, paths=None, models=None):
+        self.instance, self.bulk, self.paths, self.models = instance, bulk, paths, models
         self._materialized: dict[AssetKey, set] = {}
+        self._required = {k: set(getattr(a, "required_resource_keys", None) or ())
+                          for a in assets for k in getattr(a, "keys", ())}
+        self._now_fp: dict[str, str | None] = {}  # slot -> its fingerprint now (refreshed every second)
+        self._now_at = time.monotonic()
+        self._run_fp: dict[str, dict | None] = {}
+        self.changed_slots: dict[tuple, list[str]] = {}  # (key, pk) -> the slots whose checkpoint changed
         self.graph = AssetGraph.from_assets(assets)
         view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
                               instance=instance, asset_graph=self.graph)
@@ -185,6 +194,8 @@ class Staleness:
             return status.value
         if self.paths is not None and input_changed(self.instance, key, pk, self.paths):
             return self.INPUT_CHANGED
+        if self.models is not None and self.weights_changed(key, pk):
+            return self.WEIGHTS_CHANGED
         if pk is None and not self.graph.get(key).is_partitioned:
             mine = _latest_storage_id(self.instance, key)
             newer = [p for p in self.graph.get(key).parent_keys
@@ -192,6 +203,44 @@ class Staleness:
             if newer:
                 return StaleStatus.STALE.value
         return None
+
+    def weights_changed(self, key: AssetKey, pk: str | None) -> list[str]:
+        """The slots ``key`` uses (declared in its benchmark's wiring, core/slots.py) whose checkpoint fingerprint
+        now differs from the one recorded on the run that last materialised ``pk``; [] when none did, when the
+        asset uses no slot, or when that run recorded no fingerprints (made before they were recorded, or outside
+        `bench evaluate` / the sensors: unknown is not changed, as for input digests)."""
+        from bench_assets.core.slots import asset_slots, with_needs
+        slots = asset_slots(key.to_user_string(), self._required.get(key))
+        slots = with_needs(slots) if slots else slots
+        if slots == ():
+            return []
+        rec = _latest_record(self.instance, key, pk)
+        if rec is None:
+            return []
+        if rec.run_id not in self._run_fp:
+            run = self.instance.get_run_by_id(rec.run_id)
+            text = run.tags.get(SLOT_FP_TAG) if run is not None else None
+            try:
+                self._run_fp[rec.run_id] = json.loads(text) if text else None
+            except ValueError:
+                self._run_fp[rec.run_id] = None
+        recorded = self._run_fp[rec.run_id]
+        if not isinstance(recorded, dict):
+            return []
+        if slots is None:  # undeclared: every slot the registry has
+            from bench_resources.models.specs import SLOTS
+            slots = tuple(sorted(SLOTS))
+        if time.monotonic() - self._now_at > 1.0:  # a Staleness reused across calls (rerun_plan) sees an import
+            self._now_fp, self._now_at = {}, time.monotonic()
+        changed = []
+        for s in slots:
+            if s not in self._now_fp:
+                self._now_fp[s] = slot_fingerprint(self.models, s)
+            if recorded.get(s) != self._now_fp[s]:
+                changed.append(s)
+        if changed:
+            self.changed_slots[(key, pk)] = changed
+        return changed
 
     def todo(self, keys: Sequence[AssetKey], pk: str | None) -> list[AssetKey]:
         """The assets among ``keys`` whose partition ``pk`` is missing, stale or whose input files changed, with
@@ -257,6 +306,34 @@ def uses_judge(assets: Sequence, key: AssetKey) -> bool:
     return False
 
 
+SLOT_FP_TAG = "bench/slot_fingerprints"  # run tag: {slot: fingerprint of its checkpoint, None when unavailable}
+JUDGE_STATE_TAG = "bench/judge_state"     # run tag: the judge's state alone (judge-using assets compare it)
+
+
+def slot_fingerprint(models, slot: str) -> str | None:
+    """A short digest of a slot's checkpoint (its name and the weights' sha256), None when it is unavailable."""
+    try:
+        st = models.status(slot)
+    except KeyError:  # a slot the registry no longer has
+        return None
+    if not st.available:
+        return None
+    return hashlib.sha256(f"{st.checkpoint}|{st.fingerprint}".encode()).hexdigest()[:12]
+
+
+def slot_fingerprints(models) -> dict[str, str | None]:
+    """``slot_fingerprint`` of every slot (what a run records under ``SLOT_FP_TAG``)."""
+    from bench_resources.models.specs import SLOTS
+    return {s: slot_fingerprint(models, s) for s in sorted(SLOTS)}
+
+
+def judge_state(resources: dict) -> str:
+    judge = resources.get("judge")
+    state = (judge.state() if hasattr(judge, "state") else {"mode": getattr(judge, "mode", None)}) \
+        if judge is not None else None
+    return hashlib.sha256(json.dumps(state, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def scoped_evaluator_state(resources: dict, judge: bool) -> str:
     """``evaluator_state`` of what an asset uses: the judge only for assets that ask it, the model slots always
     (an asset's slots are not declared; every slot's weights count)."""
@@ -282,6 +359,12 @@ def evaluator_rerun(instance, assets: Sequence, key: AssetKey, partition: str | 
             and getattr(judge, "has_failed_questions", lambda: True)()):
         return f"{evaluator_failures(rec.asset_materialization)} evaluator failures, judge live: re-asking"
     run = instance.get_run_by_id(rec.run_id)
+    if run is not None and SLOT_FP_TAG in run.tags and JUDGE_STATE_TAG in run.tags:
+        # the slots' part is per slot and per asset (Staleness.weights_changed: a missing weight provided since
+        # re-runs exactly the assets declaring that slot); here only the judge's state, for assets that ask it
+        if asks and run.tags.get(JUDGE_STATE_TAG) != judge_state(resources):
+            return "evaluator failures and the judge's state changed"
+        return None
     recorded = run.tags.get(SCOPED_STATE_TAG_JUDGE if asks else SCOPED_STATE_TAG_SLOTS) if run else None
     if recorded is None and run is not None and SCOPED_STATE_TAG_SLOTS not in run.tags:
         recorded = run.tags.get(EVALUATOR_STATE_TAG)  # a run from before scoped states: the whole state
@@ -299,9 +382,21 @@ SCOPED_STATE_TAG_SLOTS = "bench/evaluator_state_slots"   # slots only: for every
 
 def evaluator_tags(resources: dict) -> dict[str, str]:
     """The run tags ``evaluator_rerun`` compares against."""
-    return {EVALUATOR_STATE_TAG: evaluator_state(resources),
+    tags = {EVALUATOR_STATE_TAG: evaluator_state(resources),
             SCOPED_STATE_TAG_JUDGE: scoped_evaluator_state(resources, True),
-            SCOPED_STATE_TAG_SLOTS: scoped_evaluator_state(resources, False)}
+            SCOPED_STATE_TAG_SLOTS: scoped_evaluator_state(resources, False),
+            JUDGE_STATE_TAG: judge_state(resources)}
+    if resources.get("models") is not None:
+        tags.update(slot_tags(resources["models"]))
+    return tags
+
+
+def slot_tags(models) -> dict[str, str]:
+    """The run tag recording every slot's checkpoint fingerprint (``Staleness.weights_changed`` reads it)."""
+    try:
+        return {SLOT_FP_TAG: json.dumps(slot_fingerprints(models), sort_keys=True, separators=(",", ":"))}
+    except Exception:  # noqa: BLE001 - a registry that cannot say: no record, so no weights staleness either
+        return {}
 
 
 def _descendants(graph, key: AssetKey, within: set) -> set:
@@ -314,7 +409,7 @@ def _descendants(graph, key: AssetKey, within: set) -> set:
     return out
 
 
-_PLAN_STALENESS: list = []  # [(instance, assets, paths, event-log mark, records digest, Staleness)]: one entry
+_PLAN_STALENESS: list = []  # [(instance, assets, paths, models, event-log mark, records digest, Staleness)]: one
 
 
 def _records_digest(instance, keys) -> tuple:
@@ -323,7 +418,7 @@ def _records_digest(instance, keys) -> tuple:
                         for r in instance.get_asset_records(list(keys))))
 
 
-def _plan_staleness(instance, assets: Sequence, paths) -> "Staleness":
+def _plan_staleness(instance, assets: Sequence, paths, models=None) -> "Staleness":
     """The ``Staleness`` that ``rerun_plan`` asks, shared by its calls while the store has not moved.
 
     An evaluate asks one partition after the other; while nothing was written in between (a no-change rerun),
@@ -336,12 +431,12 @@ def _plan_staleness(instance, assets: Sequence, paths) -> "Staleness":
     except Exception:  # a storage that cannot say: no sharing
         mark = None
     if _PLAN_STALENESS and mark is not None:
-        i, a, p, m, digest, st = _PLAN_STALENESS[0]
-        if i is instance and a is assets and p is paths and m == mark \
+        i, a, p, mo, m, digest, st = _PLAN_STALENESS[0]
+        if i is instance and a is assets and p is paths and mo is models and m == mark \
                 and _records_digest(instance, st.graph.get_all_asset_keys()) == digest:
             return st
     from dagster._core.storage.event_log.base import AssetRecord
-    st = Staleness(instance, assets, paths=paths)
+    st = Staleness(instance, assets, paths=paths, models=models)
     try:  # one query for every asset's record instead of one per asset partition asked about
         keys = list(st.graph.get_all_asset_keys())
         AssetRecord.blocking_get_many(st.resolver.instance_queryer._loading_context, keys)
@@ -349,7 +444,7 @@ def _plan_staleness(instance, assets: Sequence, paths) -> "Staleness":
     except Exception:  # only a prefetch: the resolver reads what it needs on its own; no sharing
         mark = None
         digest = None
-    _PLAN_STALENESS[:] = [(instance, assets, paths, mark, digest, st)] if mark is not None else []
+    _PLAN_STALENESS[:] = [(instance, assets, paths, models, mark, digest, st)] if mark is not None else []
     return st
 
 
@@ -360,7 +455,7 @@ def rerun_plan(instance, assets: Sequence, keys: Sequence[AssetKey], pk: str | N
     takes its descendants among ``keys`` along (their rows rest on it: no row mixes two versions of an input)."""
     if force:
         return {k: "forced (--force)" for k in keys}
-    st = _plan_staleness(instance, assets, resources.get("paths"))
+    st = _plan_staleness(instance, assets, resources.get("paths"), resources.get("models"))
     why: dict[AssetKey, str] = {}
     for k in keys:
         status = st.status(k, pk)
@@ -369,6 +464,8 @@ def rerun_plan(instance, assets: Sequence, keys: Sequence[AssetKey], pk: str | N
             for other in _ALSO_READ_BY.get(k.to_user_string(), ()):
                 if AssetKey(other) in keys:
                     why.setdefault(AssetKey(other), f"reads the changed files of {k.to_user_string()}")
+        elif status == Staleness.WEIGHTS_CHANGED:
+            why[k] = f"weights changed: slot {', '.join(st.changed_slots.get((k, pk), []))}"
         elif status:
             why[k] = status.lower()
         else:
@@ -454,8 +551,12 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
         folders = {g.name: folder_fingerprint(g.path) for g in gens}
         cur = read_cursor(context.cursor)
         now = time.time()
-        versions = code_versions(assets)
-        paths = _sensor_paths()
+        paths, models = _sensor_paths(), _sensor_models()
+        fps = slot_tags(models) if models is not None else {}
+        # the slots' checkpoints count like code versions: an imported checkpoint makes the next tick check every
+        # partition, and Staleness re-runs exactly the assets declaring that slot
+        weights = hashlib.sha256(fps[SLOT_FP_TAG].encode()).hexdigest()[:8] if fps else ""
+        versions = code_versions(assets) + weights
         # the content digest of every item's input files (small: episode / case / story files): an edited item
         # is checked on the next tick, like a changed generator folder
         item_versions = {i: v for i in items for a in item_assets
@@ -487,7 +588,7 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
         if new_gens:
             instance.add_dynamic_partitions(partitions.generators.name, new_gens)
 
-        stale = Staleness(instance, assets, bulk=True, paths=paths)
+        stale = Staleness(instance, assets, bulk=True, paths=paths, models=models)
         item_keys = [AssetKey(a) for a in item_assets]
         gen_keys = [AssetKey(a) for a in generator_assets]
         requests = []
@@ -500,7 +601,10 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
             selection = stale.todo(item_keys, i) if i in fresh_items or (changed and i not in ready) else []
             if selection:
                 item_todo.append(i)
-                requests.append(RunRequest(run_key=f"item/{i}", partition_key=i, asset_selection=selection))
+                # the run key names what the work reads (item content, checkpoints): Dagster drops a repeated key,
+                # so the same key after an edit would never run
+                key = "/".join(x for x in (f"item/{i}", str(item_versions.get(i) or "")[:12], weights) if x)
+                requests.append(RunRequest(run_key=key, partition_key=i, asset_selection=selection, tags=dict(fps)))
         if evaluate_job is not None:  # the same run materialises the items first
             ready = set(ready) | set(item_todo)
         for g in gens:
@@ -516,8 +620,9 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
                 if not selection:
                     continue
                 requests.append(RunRequest(
-                    run_key=f"{g.name}/{i}/{fp}", partition_key=pk, asset_selection=selection,
-                    tags={"bench/generator": g.name, "bench/benchmark": benchmark}))
+                    run_key="/".join(x for x in (g.name, i, fp, str(item_versions.get(i) or "")[:12], weights) if x),
+                    partition_key=pk, asset_selection=selection,
+                    tags={"bench/generator": g.name, "bench/benchmark": benchmark, **fps}))
         if requests:
             last = f"{len(requests)} partition runs requested"
         elif not items:
@@ -547,6 +652,15 @@ def _sensor_paths():
         from bench_resources.paths import BenchPaths
         return BenchPaths()
     except Exception:  # noqa: BLE001 - no paths: no input versions, the resolver alone decides
+        return None
+
+
+def _sensor_models():
+    """The model registry the code location's resources use (the environment's: profile, weights dir)."""
+    try:
+        from bench_resources.config import build_resources
+        return build_resources(judge=None)["models"]
+    except Exception:  # noqa: BLE001 - no registry: no weights staleness, the resolver alone decides
         return None
 
 

@@ -79,3 +79,22 @@ def item_metadata(df: pd.DataFrame) -> dict:
     items = df[df.level == "item"]
     return {r.metric_id: (float(r.value) if pd.notna(r.value) else "None") for r in items.itertuples()}
 
+
+
+# Issue 25: the model slots each asset loads (core/slots.py). A weights change re-runs exactly the assets that
+# load its slot (and what reads them); fidelity loads none (its crops come from grounding, which re-runs). A slot
+# named only in a row's protocol is not loaded here. The leaderboard and manifest record every slot's manifest.
+def _declare_slots():
+    from bench_assets.core.slots import declare_slots
+    from bench_assets.entitybench.pillar1 import PILLAR1_SLOTS
+    table = {"entitybench_grounding": ("open_vocab_detector", "clip_b32"),
+             "entitybench_pillar1": tuple(PILLAR1_SLOTS),
+             "entitybench_fidelity": (),
+             "entitybench_action": ("open_vocab_detector",),
+             "entitybench_presence_consistency": ("image_embedder", "face"),
+             "entitybench_llm_consistency": ("image_embedder",)}
+    every = tuple(sorted({s for v in table.values() for s in v} | set(GROUNDING_SLOTS)))
+    declare_slots({**table, "entitybench_leaderboard": every, "entitybench_manifest": every})
+
+
+_declare_slots()

@@ -86,3 +86,18 @@ def init_size(paths: BenchPaths, case: dataset.Case) -> Optional[tuple[int, int]
     from PIL import Image
     with Image.open(p) as im:
         return im.size
+
+
+# Issue 25: the model slots each asset loads (core/slots.py): a weights change re-runs exactly the assets that load
+# its slot (and what reads them). The trigger names the slots only in its rows' protocol; the leaderboard records
+# every slot's manifest.
+def _declare_slots():
+    from bench_assets.core.slots import declare_slots
+    declare_slots({"mbench_poses": ("pose",),
+                   "mbench_tracks": ("open_vocab_detector", "object_segmenter", "face", "person_detector"),
+                   "mbench_trigger": (),
+                   "mbench_scores": ("image_embedder", "style_vgg", "clip_b32", "object_segmenter"),
+                   "mbench_leaderboard": SLOTS})
+
+
+_declare_slots()

@@ -7,7 +7,7 @@ from dagster import Failure
 from bench_assets.core.automation import folder_digest, input_version
 from bench_assets.core.generators import GeneratorError, read_generator
 from bench_assets.core.partitions import BenchmarkPartitions
-from bench_assets.core.slots import load_slot
+from bench_assets.core.slots import declare_slots, load_slot
 from bench_assets.vistorybench import characters, dataset
 from bench_assets.vistorybench.constants import BENCH
 from bench_resources.device import Device
@@ -46,3 +46,15 @@ def story_version(paths: BenchPaths, story_id: str) -> str:
 def shots_version(paths: BenchPaths, partition_key: str) -> str:
     generator, sid = P.split(partition_key)
     return folder_digest(paths.generator_dir(generator) / sid)
+
+
+# Issue 25: the model slots each asset loads (core/slots.py): a weights change re-runs exactly the assets that load
+# its slot (and what reads them). Alignment asks the judge over matched crops (the matches re-run for a detector).
+_ENCODERS = ("face", "character_embedder")   # ``encoders``
+declare_slots({"vistorybench_references": ("character_detector", "style_csd", *_ENCODERS),
+               "vistorybench_matches": ("character_detector", *_ENCODERS),
+               "vistorybench_scores": ("style_csd", "aesthetic_v25", "character_detector", *_ENCODERS),
+               "vistorybench_alignment": (),
+               "vistorybench_inception_score": ("inception",),
+               "vistorybench_leaderboard": ("character_detector", "style_csd", "aesthetic_v25", "inception",
+                                            *_ENCODERS)})
