@@ -4,14 +4,16 @@ metadata use the same cells and marks, so a substitute or an addition reads the 
 Cell marks: ``0.812*`` an offline substitute produced the value (the legend names it); ``+`` an addition (a
 construct of this project, not the paper's metric); ``[75%]`` coverage below 100%; ``(ef16)`` 16 evaluator
 failures (judge outage, missing weights, replay miss), kept apart from the generator's; ``!`` not comparable
-(partitions scored under different protocols)."""
+(partitions scored under different protocols); ``^`` the paper's definition, which differs on purpose from the
+reference code (the legend says how); ``~`` ungated (judge off: the fidelity gate not applied) and ``?`` gate
+unknown (a fidelity question failed). A generator whose files were read with decode warnings gets a WARNING line."""
 from __future__ import annotations
 
 from typing import Any, Optional
 
 import pandas as pd
 
-from bench_assets.core.metric_spec import split_substitutes
+from bench_assets.core.metric_spec import GATE_UNKNOWN_STATE, PAPER_DEFINITION, UNGATED_STATE, split_substitutes
 
 
 def _present(v: Any) -> bool:
@@ -37,7 +39,8 @@ def select(board: pd.DataFrame, headline: Optional[dict] = None) -> pd.DataFrame
 
 def cells(head: pd.DataFrame, digits: int = 3) -> tuple[list[str], dict[str, bool]]:
     """One text cell per row with its marks, and which marks were used (for the legend)."""
-    used = {"substitute": False, "addition": False, "coverage": False, "evaluator": False, "comparable": False}
+    used = {"substitute": False, "addition": False, "coverage": False, "evaluator": False, "comparable": False,
+            "definition": False, "ungated": False, "gate_unknown": False}
     out = []
     for _, r in head.iterrows():
         v = pd.to_numeric(r.get("value"), errors="coerce")
@@ -48,6 +51,16 @@ def cells(head: pd.DataFrame, digits: int = 3) -> tuple[list[str], dict[str, boo
         if _flag(r.get("addition")):
             text += "+"
             used["addition"] = True
+        if _present(r.get("definition")):
+            text += "^"
+            used["definition"] = True
+        gates = str(r.get("gate")).split("+") if _present(r.get("gate")) else []
+        if UNGATED_STATE in gates:
+            text += "~"
+            used["ungated"] = True
+        if GATE_UNKNOWN_STATE in gates:
+            text += "?"
+            used["gate_unknown"] = True
         if _present(r.get("comparable")) and not _flag(r.get("comparable")):
             text += "!"
             used["comparable"] = True
@@ -78,6 +91,17 @@ def legend(head: pd.DataFrame, used: dict[str, bool]) -> list[str]:
                          f"{', ...' if len(mids) > 4 else ''})")
     if used.get("addition"):
         lines.append("+ an addition of this platform, not the paper's metric (never in a paper average)")
+    if used.get("definition"):
+        lines.append("^ the paper's definition, kept on purpose where it differs from the reference code:")
+        defs = head.loc[head["definition"].map(_present), ["metric_id", "definition"]].drop_duplicates("metric_id")
+        for mid, d in sorted(zip(defs["metric_id"], defs["definition"])):
+            lines.append(f"    {mid}: {str(d).removeprefix(PAPER_DEFINITION)}")
+    if used.get("ungated"):
+        lines.append("~ ungated: judge off, the fidelity gate not applied (not the paper's gated value; never "
+                     "comparable with gated rows)")
+    if used.get("gate_unknown"):
+        lines.append("? gate unknown: a fidelity question failed; not scored until the judge answers (the "
+                     "evaluator's failure, retried)")
     if used.get("coverage"):
         lines.append("[NN%] coverage below 100% (evaluated / what the metric should have read)")
     if used.get("evaluator"):
@@ -134,7 +158,24 @@ def format_board(board: pd.DataFrame, headline: Optional[dict] = None, benchmark
             line += f"; evaluator failures {n_ef} in {_n(len(hit), 'metric')} ({', '.join(hit[:3])}" \
                     f"{', ...' if len(hit) > 3 else ''})"
         notes.append(line)
+    notes += decode_warning_lines(head)
     return "\n".join(lines + [""] + notes)
+
+
+def decode_warnings(head: pd.DataFrame) -> dict[str, int]:
+    """generator -> files read with decode warnings (the board's ``n_decode_warnings``, the same on every row of a
+    generator; the largest is taken should rows disagree)."""
+    if "n_decode_warnings" not in head or not len(head):
+        return {}
+    n = pd.to_numeric(head["n_decode_warnings"], errors="coerce").fillna(0).astype(int)
+    return {str(g): int(k) for g, k in n.groupby(head["generator"]).max().items() if k > 0}
+
+
+def decode_warning_lines(head: pd.DataFrame) -> list[str]:
+    """One WARNING line per generator with files read with decode warnings (none when there are none)."""
+    return [f"WARNING {g}: {_n(k, 'file')} read with decode warnings (cut short, frames lost or concealed, a wrong "
+            f"rate header); the values stand on what was decoded: see the run's warnings"
+            for g, k in sorted(decode_warnings(head).items())]
 
 
 def board_markdown(board: pd.DataFrame, headline: Optional[dict] = None, digits: int = 3) -> str:
@@ -143,6 +184,6 @@ def board_markdown(board: pd.DataFrame, headline: Optional[dict] = None, digits:
     if head.empty:
         return "empty"
     texts, used = cells(head, digits)
-    notes = legend(head, used)
+    notes = legend(head, used) + decode_warning_lines(head)
     md = pivot(head, texts).to_markdown()
     return md + ("\n\n" + "\n\n".join(n.strip() for n in notes) if notes else "")

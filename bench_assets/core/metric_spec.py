@@ -9,7 +9,9 @@ metrics``), validity and the parity suite read them, and nothing else names a me
 
 Board rows (``BOARD_COLUMNS``) are the same for the five benchmarks: generator, metric id, slice, value, raw mean,
 coverage, the counts (evaluated, skipped, generator failures, evaluator failures, not evaluated by choice),
-reason, protocol digest, substitute model (or None), addition flag, comparable flag, baseline flag; anything a
+reason, protocol digest, substitute model (or None), the paper's definition where it differs on purpose from the
+reference code (``definition``), the fidelity gate's state where a gate applies (``gate``), the generator's
+files with decode warnings (``n_decode_warnings``), addition flag, comparable flag, baseline flag; anything a
 benchmark needs beyond that goes in ``detail`` (JSON). ``board_frame`` builds and checks one: an id without a
 spec is an error, and the addition flag is copied from the spec, so a board cannot present an addition as the
 paper's metric.
@@ -43,6 +45,10 @@ class MetricSpec:
     ``validity``: names of the validity cases that concern it (core/validity.py reads them for its rows).
     ``unit_id``: the id its per-unit rows carry in the metric tables when the board's id differs (MBench's case
     score ``identity`` behind the board's ``m_score.identity``); validity expectations name unit ids.
+    ``definition``: where the paper itself defines the metric differently from its reference implementation and the
+    project keeps the paper's definition on purpose, the documented difference (short text, asserted in
+    tests/parity); the board's ``definition`` column carries it as "paper's definition: <difference>". None where
+    the project computes what the reference code computes (or there is no reference code).
     """
     id: str
     family: str
@@ -60,6 +66,7 @@ class MetricSpec:
     pattern: Optional[str] = None
     validity: tuple[str, ...] = ()
     unit_id: Optional[str] = None
+    definition: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.paper_id == "same":
@@ -206,6 +213,10 @@ BOARD_COLUMNS: dict[str, str] = {
     "n_failed_evaluator": "Int64",   # the evaluator's (judge outage, missing weights, replay miss): never final
     "n_not_evaluated": "Int64",      # not evaluated by choice (judge off, a slot the profile does not have)
     "reason": "string", "protocol": "string", "substitute": "string",
+    "definition": "string",          # "paper's definition: <documented difference from the reference code>" or None
+    "gate": "string",                # fidelity gate: gated / ungated / gate unknown (mixed: '+'-joined); None: no gate
+    "n_decode_warnings": "Int64",    # the generator's files (shots, videos) read with decode warnings (cut short,
+                                     # frames lost or concealed, rate header wrong): the values stand, look at them
     "addition": "boolean", "comparable": "boolean", "baseline": "boolean",
     "detail": "string",              # benchmark extras (JSON): cases / triggered / reliability, mean rank, ...
 }
@@ -246,9 +257,54 @@ def board_row(generator: str, metric_id: str, slice: str, value: Optional[float]
     return row
 
 
-def board_frame(benchmark: str, rows: Sequence[Mapping[str, Any]] | pd.DataFrame, specs: MetricSpecs) -> pd.DataFrame:
-    """The common board from rows: schema columns in order and types, ``addition`` from the spec, ``detail`` as
-    JSON, ``value`` None wherever the row says so. Raises when a metric id has no spec."""
+# The fidelity gate's states on the board (EntityBench's gated families; core keeps only the words): a cell whose
+# items were scored under several states joins them with '+', and is never comparable.
+GATED, UNGATED_STATE, GATE_UNKNOWN_STATE = "gated", "ungated", "gate unknown"
+PAPER_DEFINITION = "paper's definition: "   # the board's ``definition`` cell: this, then the spec's difference
+
+
+def join_gates(states: Iterable[Any]) -> Optional[str]:
+    """The distinct gate states of a cell's rows, '+'-joined in a fixed order; None when no row has one."""
+    seen = {p for v in states if not _missing(v) for p in str(v).split("+") if p}
+    order = [GATED, UNGATED_STATE, GATE_UNKNOWN_STATE]
+    return "+".join(sorted(seen, key=lambda x: (order.index(x) if x in order else len(order), x))) or None
+
+
+DECODE_COLUMNS = ("decode_warnings", "n_decode_warnings", "corrupt_frames", "lost_frames")
+
+
+def decode_warning_counts(files: Optional[pd.DataFrame]) -> dict[str, Optional[int]]:
+    """generator -> how many of its files (shots, videos) were read with a decode warning. ``files``: one row per
+    file with ``generator`` and any of ``decode_warnings`` (the reader's warning text, '; '-joined; '' when it had
+    none), ``n_decode_warnings`` (a count), ``corrupt_frames`` / ``lost_frames`` (decode-pass counts). A file
+    counts once however many warnings it has. A generator with a file whose record holds none of these (a table
+    written before they were recorded) is None: unknown, never a silent 0."""
+    if files is None or not len(files) or "generator" not in files:
+        return {}
+    cols = [c for c in DECODE_COLUMNS if c in files]
+    if not cols:
+        return {str(g): None for g in files["generator"].dropna().unique()}
+    recorded = files[cols].notna().any(axis=1)
+    hit = pd.Series(False, index=files.index)
+    if "decode_warnings" in files:
+        hit |= files["decode_warnings"].map(lambda v: not _missing(v) and str(v).strip() != "")
+    for c in cols[1:] if cols[0] == "decode_warnings" else cols:
+        hit |= pd.to_numeric(files[c], errors="coerce").fillna(0) > 0
+    out: dict[str, Optional[int]] = {}
+    for g, idx in files.groupby("generator").groups.items():
+        out[str(g)] = int(hit.loc[idx].sum()) if bool(recorded.loc[idx].all()) else None
+    return out
+
+
+def board_frame(benchmark: str, rows: Sequence[Mapping[str, Any]] | pd.DataFrame, specs: MetricSpecs,
+                decode_warnings: Optional[Mapping[str, int]] = None) -> pd.DataFrame:
+    """The common board from rows: schema columns in order and types, ``addition`` and ``definition`` from the
+    spec, ``detail`` as JSON, ``value`` None wherever the row says so. Raises when a metric id has no spec.
+
+    ``decode_warnings``: generator -> files read with decode warnings (``decode_warning_counts``), copied onto
+    every row of that generator (``n_decode_warnings``; 0 when the mapping lacks it, None where the count is
+    unknown; the column stays None when no mapping is given: the benchmark does not record them). Rows of one metric and
+    slice under different gate states (``gate``) are never comparable, whatever their protocols say."""
     df = pd.DataFrame(list(rows) if not isinstance(rows, pd.DataFrame) else rows)
     unknown = set(df.columns) - set(BOARD_COLUMNS)
     if unknown:
@@ -260,6 +316,13 @@ def board_frame(benchmark: str, rows: Sequence[Mapping[str, Any]] | pd.DataFrame
         if missing:
             raise KeyError(f"{benchmark} board: metric ids without a MetricSpec: {missing[:10]}")
         df["addition"] = [specs[m].addition for m in df["metric_id"]]
+        df["definition"] = [None if specs[m].definition is None else PAPER_DEFINITION + specs[m].definition
+                            for m in df["metric_id"]]
+        if decode_warnings is not None:   # a generator the mapping lacks read no file with a warning
+            dw = {str(k): v for k, v in decode_warnings.items()}
+            given_dw = pd.to_numeric(df["n_decode_warnings"], errors="coerce")
+            df["n_decode_warnings"] = given_dw.where(
+                given_dw.notna(), pd.to_numeric(df["generator"].map(lambda g: dw.get(str(g), 0)), errors="coerce"))
         df["detail"] = [None if _missing(d) else (d if isinstance(d, str) else json.dumps(d, sort_keys=True,
                                                                                            default=str))
                         for d in df["detail"]]
@@ -274,6 +337,11 @@ def board_frame(benchmark: str, rows: Sequence[Mapping[str, Any]] | pd.DataFrame
             df[c] = df[c].map(lambda v: None if _missing(v) else bool(v))
         df["baseline"] = df["baseline"].fillna(False)
         df["comparable"] = df["comparable"].fillna(True)
+        df["gate"] = df["gate"].map(lambda v: join_gates([v]))
+        for _, part in df.groupby(["metric_id", "slice"], dropna=False):
+            gates = part["gate"].dropna()
+            if len(gates) and (gates.nunique() > 1 or gates.str.contains("+", regex=False).any()):
+                df.loc[part.index, "comparable"] = False   # gated vs ungated vs unknown: different constructs
     return df.astype(BOARD_COLUMNS)
 
 

@@ -118,7 +118,8 @@ def bar_chart_svg(rows: Sequence[dict], series_order: Sequence[str], *, title: s
 
     ``rows``: dicts with ``label`` (the metric), ``series`` (the generator), ``value`` (or None) and optional
     ``coverage`` in [0,1], ``note`` (tooltip) and ``mark`` (written after the value: ``*`` a substitute model
-    produced it, ``+`` an addition). The thick bar is the value; the thin strip under it is the coverage
+    produced it, ``+`` an addition, ``^`` the paper's definition where it differs from the reference code, ``~``
+    ungated, ``?`` gate unknown; the same marks as core/board_text). The thick bar is the value; the thin strip under it is the coverage
     (full axis width = 100 %), so a high value computed on few items is visibly thin underneath. A None value
     is written as None with no bar.
     """

@@ -30,7 +30,7 @@ import pandas as pd
 
 from bench_assets.core import audit as AU
 from bench_assets.core import report as R
-from bench_assets.core.metric_spec import BOARD_COLUMNS, split_substitutes
+from bench_assets.core.metric_spec import BOARD_COLUMNS, PAPER_DEFINITION, split_substitutes
 from bench_assets.core.page import BenchmarkPage, PageContext
 from bench_assets.core.report import fmt, is_none
 
@@ -119,10 +119,11 @@ def prepare_board(raw: pd.DataFrame, specs) -> tuple[Optional[pd.DataFrame], Opt
     b["metric_id"] = b["metric_id"].astype("string")
     b["slice"] = b["slice"].astype("string").fillna("none")
     b = b.dropna(subset=["generator", "metric_id"]).reset_index(drop=True)
-    for c in ("value", "raw_mean", "coverage", "n_items", "n_eval", "n_skipped", "n_failed", "n_failed_evaluator"):
+    for c in ("value", "raw_mean", "coverage", "n_items", "n_eval", "n_skipped", "n_failed", "n_failed_evaluator",
+              "n_decode_warnings"):
         b[c] = num(b[c])
     # object columns: a missing text stays None (a string dtype would hand the templates NaN)
-    for c in ("reason", "substitute", "protocol", "detail"):
+    for c in ("reason", "substitute", "protocol", "detail", "definition", "gate"):
         b[c] = pd.Series([None if is_none(v) or str(v) == "" else str(v) for v in b[c]], index=b.index, dtype=object)
     b["baseline"] = [_flag(v) for v in b["baseline"]]
     b["comparable"] = pd.Series([None if is_none(v) else _flag(v) for v in b["comparable"]], index=b.index,
@@ -208,6 +209,8 @@ class BenchPage:
     baselines: set = field(default_factory=set)
     audit_count: int = 0
     tables: list = field(default_factory=list)
+    decode_warnings: list = field(default_factory=list)   # "generator: N files read with decode warnings"
+    definitions: list = field(default_factory=list)       # (metric id, the paper's definition vs the reference)
     scale_note: str = ""
     item_label: str = "item"
 
@@ -242,11 +245,17 @@ def bar_rows(df: pd.DataFrame, label_col: str = "metric_id") -> list[dict]:
     an addition its ``+``."""
     out = []
     for r in df.to_dict("records"):
+        gates = str(r["gate"]).split("+") if not is_none(r.get("gate")) else []
         mark = ("*" if r.get("substitute") and not is_none(r.get("value")) else "") + \
-               ("+" if r.get("addition") else "")
+               ("+" if r.get("addition") else "") + ("^" if not is_none(r.get("definition")) else "") + \
+               ("~" if "ungated" in gates else "") + ("?" if "gate unknown" in gates else "")
         note = [] if is_none(r.get("reason")) else [str(r["reason"])[:120]]
         if r.get("substitute") and not is_none(r.get("value")):
             note.append(f"substitute: {r['substitute']}")
+        if not is_none(r.get("definition")):
+            note.append(str(r["definition"]))
+        if gates:
+            note.append(f"fidelity gate: {r['gate']}")
         out.append({"label": r[label_col], "series": r["generator"],
                     "value": None if is_none(r["value"]) else r["value"],
                     "coverage": None if is_none(r.get("coverage")) else r["coverage"],
@@ -323,6 +332,11 @@ def _cell(r: dict, notes: Footnotes, audit_href: Callable[[str, str], Optional[s
            f"n_failed_evaluator {R.count(c.get('n_failed_evaluator'))}, n_skipped {R.count(c.get('n_skipped'))}"]
     if c.get("substitute"):
         tip.append(f"substitute: {c['substitute']}")
+    if c.get("definition"):
+        tip.append(str(c["definition"]))
+    if c.get("gate"):
+        tip.append(f"fidelity gate: {c['gate']}")
+    c["gates"] = str(c["gate"]).split("+") if c.get("gate") else []
     if c.get("reason"):
         tip.append(str(c["reason"])[:300])
     if c.get("detail"):
@@ -360,6 +374,14 @@ def _view(part: pd.DataFrame, key: str, label: str, main: bool, order: list[str]
             "n_metrics": sum(len(v) for v in groups.values()),
             "generators": [g for g in order if g in gens] + [g for g in gens if g not in order], "cells": cells,
             "legend": notes.legend(used)}
+
+
+def decode_warning_notes(board: pd.DataFrame) -> list[str]:
+    """One line per generator whose files were read with decode warnings (the board's ``n_decode_warnings``)."""
+    n = board.dropna(subset=["n_decode_warnings"])
+    n = n[n["n_decode_warnings"] > 0].groupby("generator")["n_decode_warnings"].max()
+    return [f"{g}: {int(k)} file{'' if k == 1 else 's'} read with decode warnings (cut short, frames lost or "
+            f"concealed, a wrong rate header); the values stand on what was decoded" for g, k in sorted(n.items())]
 
 
 def reason_groups(main: pd.DataFrame, limit: int = 10) -> list[dict]:
@@ -731,6 +753,10 @@ def build_benchmark(benchmark, reader: Reader, out_dir: Path) -> BenchPage:
             page.addition_views.append(_view(added, f"add-{s}", label, not page.addition_views, order, fam_rank,
                                              notes, href))
     page.reasons = reason_groups(main)
+    page.decode_warnings = decode_warning_notes(board)
+    defs = board.dropna(subset=["definition"]).drop_duplicates("metric_id")
+    page.definitions = sorted(zip(defs["metric_id"],
+                                  defs["definition"].map(lambda d: d.removeprefix(PAPER_DEFINITION))))
     page.substitutes = notes.legend()
     page.galleries = galleries(spec, reader, out_dir)
     if spec.frame_galleries:

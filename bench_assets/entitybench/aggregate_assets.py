@@ -9,7 +9,7 @@ from dagster import AssetExecutionContext, AutomationCondition, MetadataValue, O
 from bench_assets.core.automation import board_condition
 from bench_assets.core.board_text import board_markdown
 from bench_assets.core.manifest import protocol_digest
-from bench_assets.core.metric_spec import board_frame
+from bench_assets.core.metric_spec import board_frame, decode_warning_counts
 from bench_assets.entitybench import audit, board, counts
 from bench_assets.entitybench import wiring as W
 from bench_assets.entitybench.constants import BENCH
@@ -24,7 +24,18 @@ METRIC_TABLES = ("entitybench_pillar1", "entitybench_presence_consistency", "ent
                  "entitybench_action", "entitybench_llm_consistency")
 
 
-@asset(group_name=W.METRIC_GROUP, code_version="4",
+def shot_decode_warnings(con, tables: set) -> dict:
+    """generator -> shots read with decode warnings, from the per-shot index (``entitybench_outputs``'s
+    ``decode_warnings``, recorded when the shot was probed); None for a generator indexed before it was recorded."""
+    if "entitybench_outputs" not in tables:
+        return {}
+    cols = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                      "WHERE table_name = 'entitybench_outputs'").fetchall()}
+    dw = "decode_warnings" if "decode_warnings" in cols else "NULL AS decode_warnings"
+    return decode_warning_counts(con.execute(f"SELECT generator, {dw} FROM entitybench_outputs").df())
+
+
+@asset(group_name=W.METRIC_GROUP, code_version="5",
        deps=[*METRIC_TABLES, "entitybench_episode"],
        automation_condition=board_condition(*METRIC_TABLES))
 def entitybench_leaderboard(context: AssetExecutionContext, store: Store, models: ModelRegistry,
@@ -47,7 +58,8 @@ def entitybench_leaderboard(context: AssetExecutionContext, store: Store, models
         raise ValueError("no EntityBench metric partition has been materialised yet")
     records = con.execute(" UNION ALL ".join(parts)).df()
     tiers = con.execute("SELECT episode_id AS item, tier FROM entitybench_episode").df()
-    table = board_frame(BENCH, board.leaderboard_rows(records, tiers, METRICS), METRICS)
+    table = board_frame(BENCH, board.leaderboard_rows(records, tiers, METRICS), METRICS,
+                        decode_warnings=shot_decode_warnings(con, present))
     gate = board.gate_diagnostics(records)
     manifest = entitybench_manifest(models, judge)
     main = table[table["slice"] == board.MAIN_SLICE]
@@ -58,6 +70,9 @@ def entitybench_leaderboard(context: AssetExecutionContext, store: Store, models
         "evaluator_failures": int(main["n_failed_evaluator"].sum()),
         "not_evaluated": int(main["n_not_evaluated"].sum()),  # by choice: judge off, a slot the profile lacks
         "generator_failures": int(main["n_failed"].sum()),
+        # shots read with decode warnings, per generator (the board's WARNING lines say the same)
+        "decode_warnings": MetadataValue.json({g: (None if pd.isna(n) else int(n)) for g, n in
+                                               main.groupby("generator")["n_decode_warnings"].max().items()}),
         "protocol_digest": protocol_digest(manifest), "profile": manifest["profile"],
         "judge_mode": manifest["judge_mode"],
         "grounding_status_rule": MetadataValue.text(manifest["grounding_status_rule"]),

@@ -20,12 +20,36 @@ import pandas as pd
 
 from bench_assets.core.stats import cohens_d
 from bench_assets.core.stats import paired_dz_by_key as paired_dz
-from bench_assets.core.metric_spec import (MetricSpecs, board_row, comparability, join_substitutes,
-                                          split_not_evaluated)
+from bench_assets.core.metric_spec import (GATE_UNKNOWN_STATE, GATED, UNGATED_STATE, MetricSpecs, board_row,
+                                          comparability, join_gates, join_substitutes, split_not_evaluated,
+                                          split_substitutes)
 from bench_assets.entitybench.counts import EVAL
 from bench_assets.entitybench.dataset import TIERS
+from bench_assets.entitybench.judged import GATE_UNKNOWN, GATED_IDS, UNGATED
 
 MAIN_SLICE = "all"
+
+
+def gate_states(sub: pd.DataFrame) -> list[Optional[str]]:
+    """The fidelity gate's state of each item row (judged.withhold_unknown_gate recorded it): a gated family's row
+    is 'gate unknown' when a fidelity question failed (its reason says so), 'ungated' when the judge was off (its
+    substitute carries UNGATED), else 'gated'; None for every metric the gate does not touch."""
+    out: list[Optional[str]] = []
+    for mid, reason, subst in zip(sub["metric_id"], sub["reason"], sub["substitute"]):
+        if mid not in GATED_IDS:
+            out.append(None)
+        elif isinstance(reason, str) and reason.startswith(GATE_UNKNOWN):
+            out.append(GATE_UNKNOWN_STATE)
+        elif UNGATED in split_substitutes(subst):
+            out.append(UNGATED_STATE)
+        else:
+            out.append(GATED)
+    return out
+
+
+def _models_only(substitutes: pd.Series) -> Optional[str]:
+    """The cell's substitute models; the UNGATED label moves to the board's ``gate`` column (its own mark)."""
+    return join_substitutes([None if p == UNGATED else p for v in substitutes for p in split_substitutes(v) or [None]])
 
 
 def cell(sub: pd.DataFrame, policy: str) -> dict:
@@ -88,7 +112,8 @@ def leaderboard_rows(records: pd.DataFrame, tiers: pd.DataFrame, specs: MetricSp
                                   n_not_evaluated=n_not_eval,
                                   reason=reason, protocol=None if pc is None else pc["protocol"],
                                   comparable=True if pc is None else bool(pc["comparable"]),
-                                  substitute=join_substitutes(sub["substitute"]), baseline=False))
+                                  substitute=_models_only(sub["substitute"]), gate=join_gates(gate_states(sub)),
+                                  baseline=False))
     return rows
 
 

@@ -44,7 +44,9 @@ def _pillar1() -> list[MetricSpec]:
     return [
         MetricSpec("subject_consistency", PILLAR1, "higher",
                    "mean cosine of consecutive frames' image embeddings (DINOv2 in the paper)",
-                   slots=("image_embedder",), inputs=table, aggregation=_PILLAR1_AGG),
+                   slots=("image_embedder",), inputs=table, aggregation=_PILLAR1_AGG,
+                   definition="Eq. 2, the mean cosine of consecutive frames (VBench's code averages the clipped "
+                              "cosines to the previous and to the first frame)"),
         MetricSpec("temporal_flickering", PILLAR1, "higher",
                    "1 - mean absolute difference of consecutive frames (pixels in [0,1])", inputs=table,
                    aggregation=_PILLAR1_AGG),
@@ -54,7 +56,9 @@ def _pillar1() -> list[MetricSpec]:
                    aggregation=_PILLAR1_AGG),
         MetricSpec("dynamic_degree", PILLAR1, "higher",
                    "fraction of frame pairs (~8 fps) whose top-5% flow magnitude exceeds 6*min(H,W)/256",
-                   slots=("flow",), inputs=table, aggregation=_PILLAR1_AGG),
+                   slots=("flow",), inputs=table, aggregation=_PILLAR1_AGG,
+                   definition="the fraction of moving frame pairs (VBench's code gives one moving / static "
+                              "verdict per video)"),
         MetricSpec("aesthetic_quality", PILLAR1, "higher",
                    "LAION aesthetic predictor on CLIP ViT-L/14 embeddings, /10, mean over frames",
                    slots=("aesthetic", "clip_l14"), inputs=table, aggregation=_PILLAR1_AGG),

@@ -17,12 +17,15 @@ def output_rows(ep: dataset.Episode, folder, generator: str) -> list[dict]:
     rows = []
     for sf in dataset.index_shot_files(ep, folder, generator):
         row = {"generator": generator, "episode_id": ep.episode_id, "shot": sf.index, "path": sf.path,
-               "sha256": None, "n_frames": None, "fps": None, "width": None, "height": None, "error": sf.error}
+               "sha256": None, "n_frames": None, "fps": None, "width": None, "height": None, "error": sf.error,
+               "decode_warnings": ""}
         if sf.path:
             try:  # probe only (no decode): a still image, a folder, a tiny or empty video is rejected here
                 src = VideoSource(sf.path)
+                # what reading the file found (cut short, reading stopped, a wrong rate header): the board counts
+                # such shots per generator (n_decode_warnings) and says so
                 row.update(sha256=src.sha256, n_frames=src.n_frames, fps=src.fps,
-                           width=src.size[0], height=src.size[1])
+                           width=src.size[0], height=src.size[1], decode_warnings="; ".join(src.warnings)[:1000])
             except DecodeError as e:
                 row["error"] = f"generator {generator!r}, episode {ep.episode_id!r}, shot {sf.index}: {e}"
         rows.append(row)

@@ -59,7 +59,9 @@ METRICS = MetricSpecs("vistorybench", [
                "judge prompt alignment: mean of the four aspect means (0-4) x 25 per story",
                paper_id="Alignment Score*", scale=STARRED, aggregation=PER_STORY,
                # single-character questions show the matched crop: the detector and the identity encoders chose it
-               slots=IDENTITY_SLOTS, inputs=ALIGNMENT + ("vistorybench_matches",)),
+               slots=IDENTITY_SLOTS, inputs=ALIGNMENT + ("vistorybench_matches",),
+               definition="the mean of the four subtasks x 25 (the official leaderboard script averages five "
+                          "numbers on 0-4, the single-character action twice)"),
     MetricSpec("alignment.scene", "prompt alignment", "higher",
                "judge 0-4: the shot against its Setting Description (background, objects, mood; characters "
                "excluded)", paper_id="Scene score (Table 7)", scale=(0.0, 4.0), unit="judge score 0-4",
@@ -93,14 +95,18 @@ METRICS = MetricSpecs("vistorybench", [
                "the mirror image); single-reference generators only; diagnostic, not ranked",
                paper_id="Copy-Paste Degree (reference code v1.3)", scale=STARRED, unit="probability x 100",
                aggregation=PER_STORY, slots=IDENTITY_SLOTS, inputs=SCORES + ("vistorybench_references",),
-               kind="diagnostic", validity=("copy_paste",)),
+               kind="diagnostic", validity=("copy_paste",),
+               definition="a story with no matched character has no value and is left out of the mean (the "
+                          "official summary averages its 0.0 in); the paper averages over the stories that have it"),
     MetricSpec("copy_paste_paper", "copy-paste", "none",
                "copy-paste degree as the paper defines it (its Table 1 numbers): s(g, reference used) - mean s(g, "
                "the character's other references) x100, characters with >= 2 references; single-reference "
                "generators only; diagnostic, not ranked",
                paper_id="Copy-Paste Degree", scale=(-200.0, 200.0), unit="cosine difference x 100",
                aggregation=PER_STORY, slots=IDENTITY_SLOTS, inputs=SCORES + ("vistorybench_references",),
-               kind="diagnostic"),
+               kind="diagnostic",
+               definition="s(g, reference used) - s(g, the character's other references) (the reference code "
+                          "v1.3 scores a softmax against the mirrored reference: copy_paste beside it)"),
 ])
 
 # Every id on the board, in the board's order.
