@@ -19,6 +19,10 @@ What runs, all of it the official code:
   fixed style vector of each image path.
 - Aesthetic: ``AestheticEvaluator.evaluate`` with ``load_outputs`` and ``get_aesthetic_score`` returning fixed
   values.
+- Single-character action: the per-shot block of ``CIDSEvaluator.evaluate``'s shot loop (from "Aggregate
+  single_character_action for this shot" to ``pa_story_scores.append``), read from its source and executed per
+  shot with the fixture's judge scores of the matched characters, then the story line of the aggregation block
+  above (``int(round(mean of the shot values))``).
 - Prompt alignment: ``PromptAlignEvaluator.evaluate`` with ``gptv_query`` returning fixed "Score: N" replies (its
   own regex parses them), then ``utils/summarize_leaderboard._compute_pa_avg_from_row`` for the total.
 - Across stories: ``ResultManager._aggregate_story_metrics_mean`` (the newest snapshot's summary: the mean of the
@@ -72,9 +76,13 @@ def build_inputs(seed: int = 24) -> dict:
     # judge replies per (story, shot, dimension) in the official reply format; 0-4
     judge = {sid: {str(s): {d: int(rng.integers(0, 5)) for d in ("scene", "character_action", "camera")}
                    for s in range(1, n + 1)} for sid, n in (("01", 3), ("02", 2))}
-    single = {"01": 2, "02": 3}  # the story's single_character_action (the official value is an int 0-4)
+    # single-character action: the judge's 0-4 score per (story, shot, matched character). Chosen so that Python's
+    # round (half to even) decides: story 01 shot 1 (2.5 -> 2), shot 3 (1.5 -> 2), story (2, 3, 2) -> 2; story 02
+    # shot 1 (2.5 -> 2), story (2, 4, 4) -> 3. The unrounded means (2.2, 3.25) and round-half-up (3, 4) differ.
+    single = {"01": {"1": {"A": 2, "B": 3}, "2": {"A": 3}, "3": {"A": 1, "B": 2}},
+              "02": {"1": {"D": 2, "F": 3}, "2": {"D": 4}, "3": {"D": 4}}}
     return {"seed": seed, "dim": DIM, "cids": stories, "csd": csd, "aesthetic": aesthetic,
-            "prompt_align": {"judge": judge, "single_character_action": single}}
+            "prompt_align": {"judge": judge, "single_character": single}}
 
 
 def stub_modules():
@@ -103,15 +111,37 @@ def aggregation_block(src: str) -> str:
     return textwrap.dedent("\n".join(lines[start:end + 1]))
 
 
+def single_action_block(src: str) -> str:
+    """The official per-shot single_character_action block of CIDSEvaluator.evaluate's shot loop (from the comment
+    "Aggregate single_character_action for this shot" to ``pa_story_scores.append``), dedented."""
+    lines = src.splitlines()
+    start = next(i for i, ln in enumerate(lines) if "# Aggregate single_character_action for this shot" in ln)
+    end = next(i for i in range(start, len(lines)) if "pa_story_scores.append(shot_pa_mean)" in lines[i])
+    return textwrap.dedent("\n".join(lines[start:end + 1]))
+
+
+def run_single_action(src: str, shots: dict) -> tuple[list, dict]:
+    """The official per-shot block over {shot: {character name: judge score}}: (pa_story_scores, detail)."""
+    block = compile(single_action_block(src), "cids_evaluator.py:evaluate (single_character_action)", "exec")
+    ns = {"pa_available": True, "pa_story_scores": [], "pa_detailed_scores": {}}
+    for shot, scores in shots.items():
+        ns |= {"shot_id": int(shot), "pa_char_scores": dict(scores)}
+        exec(block, ns)
+    return ns["pa_story_scores"], ns["pa_detailed_scores"]
+
+
 def run_cids(ref: Path, inputs: dict) -> dict:
     import torch
     mod = importlib.import_module("vistorybench.bench.content.cids_evaluator")
     ev = object.__new__(mod.CIDSEvaluator)
     ev.ensemble_method = "average"
     ev.use_multi_face_encoder = False
-    block = aggregation_block((ref / "vistorybench/bench/content/cids_evaluator.py").read_text())
+    src = (ref / "vistorybench/bench/content/cids_evaluator.py").read_text()
+    block = aggregation_block(src)
     out = {}
     for sid, chars in inputs["cids"].items():
+        single = inputs["prompt_align"]["single_character"].get(sid)
+        pa_story_scores, pa_detail = run_single_action(src, single) if single else ([], {})
         crops = {k: torch.tensor(c["crops"], dtype=torch.float32) for k, c in chars.items()}
         # a "crop image" is (character, row); its feature is that row of the fixture
         ev.get_char_feat = lambda imgs, encoder_name=None, **kw: torch.stack([crops[k][j] for k, j in imgs])
@@ -121,11 +151,13 @@ def run_cids(ref: Path, inputs: dict) -> dict:
               "ref_clip_feats": {k: torch.tensor(c["references"], dtype=torch.float32) for k, c in chars.items()},
               "ref_copy_paste_feats": {k: torch.tensor([c["references"][0], c["mirror"]], dtype=torch.float32)
                                        for k, c in chars.items()},
-              "results": {"cids": {}}, "occm_scores": [], "pa_available": False, "pa_story_scores": [],
-              "story_id": sid}
+              "results": {"cids": {}}, "occm_scores": [], "pa_available": bool(single),
+              "pa_story_scores": pa_story_scores, "story_id": sid}
         exec(compile(block, "cids_evaluator.py:evaluate (aggregation block)", "exec"), ns)
         r = ns["results"]
         out[sid] = {"cids": r["cids"], "copy-paste-score": r["copy-paste-score"], "metrics": r["metrics"]}
+        if single:
+            out[sid]["single_character_action_shots"] = {str(k): v for k, v in pa_detail.items()}
     manager = importlib.import_module("vistorybench.result_management.manager")
     across = manager.ResultManager._aggregate_story_metrics_mean(None, {s: {"metrics": v["metrics"]}
                                                                        for s, v in out.items()})
@@ -162,7 +194,7 @@ def run_aesthetic(inputs: dict) -> dict:
         None, {s: {"metrics": v} for s, v in out.items()})}
 
 
-def run_prompt_align(ref: Path, inputs: dict) -> dict:
+def run_prompt_align(ref: Path, inputs: dict, cids: dict) -> dict:
     mod = importlib.import_module("vistorybench.bench.prompt_align.prompt_align_evaluator")
     board = importlib.import_module("utils.summarize_leaderboard")
     ev = object.__new__(mod.PromptAlignEvaluator)
@@ -192,7 +224,8 @@ def run_prompt_align(ref: Path, inputs: dict) -> dict:
         mod.load_outputs = lambda **kw: {sid: {"shots": {int(s): f"{sid}/{s}" for s in shots}}}
         stories[sid] = ev.evaluate("m", sid)["metrics"]
     manager = importlib.import_module("vistorybench.result_management.manager")
-    single = inputs["prompt_align"]["single_character_action"]
+    # the story's single_character_action is the CIDS evaluator's (its metrics), as the leaderboard reads it
+    single = {s: cids["stories"][s]["metrics"]["single_character_action"] for s in stories}
     across = manager.ResultManager._aggregate_story_metrics_mean(
         None, {s: {"metrics": v | {"single_character_action": single[s]}} for s, v in stories.items()})
     row = {f"metrics.prompt_align.metrics.{k}": across[k] for k in ("scene", "camera", "character_action")}
@@ -209,9 +242,10 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ref))
     stub_modules()
     inputs = build_inputs()
+    cids = run_cids(ref, inputs)
     outputs = {"source": "ViStoryBench/vistorybench", "commit": a.commit,
-               "cids": run_cids(ref, inputs), "csd": run_csd(inputs), "aesthetic": run_aesthetic(inputs),
-               "prompt_align": run_prompt_align(ref, inputs)}
+               "cids": cids, "csd": run_csd(inputs), "aesthetic": run_aesthetic(inputs),
+               "prompt_align": run_prompt_align(ref, inputs, cids)}
     GOLDEN.mkdir(parents=True, exist_ok=True)
     (GOLDEN / "inputs.json").write_text(json.dumps(inputs, indent=1) + "\n")
     (GOLDEN / "outputs.json").write_text(json.dumps(outputs, indent=1) + "\n")

@@ -3,7 +3,7 @@ single-character action) and its answers as rows, per question, per aspect and o
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 import pandas as pd
@@ -40,16 +40,29 @@ def alignment_requests(story: dataset.Story, language: str, shots: pd.DataFrame,
     return out
 
 
+def single_action_value(scores_by_shot: dict) -> Optional[float]:
+    """The story's single-character action as the official code aggregates it (ViStoryBench 514cc31,
+    ``CIDSEvaluator.evaluate``; the paper only says each judgement is 0-4): per shot, the mean of its matched
+    characters' scores rounded to an int; per story, the mean of those shot values rounded to an int. Python's
+    round (half to even), as theirs: shots (2.5, 3, 1.5) -> (2, 3, 2) -> 2. None without an answered question."""
+    shots = [int(round(sum(v) / len(v))) for _, v in sorted(scores_by_shot.items()) if len(v)]
+    return float(int(round(sum(shots) / len(shots)))) if shots else None
+
+
 def alignment_rows(generator: str, sid: str, asked: list[tuple], results) -> list[dict]:
-    """Per question (0-4), per aspect (mean 0-4, the paper's Table 7 scale) and the story's alignment (mean of the
-    aspect means x 25). A question the judge did not answer is n_failed / n_skipped with its reason, never 0."""
+    """Per question (0-4), per aspect (mean 0-4, the paper's Table 7 scale; the single-character action rounded
+    per shot and per story as the official code, ``single_action_value``) and the story's alignment (mean of the
+    aspect values x 25). A question the judge did not answer is n_failed / n_skipped with its reason, never 0
+    (the official code scores an unparsed reply 0)."""
     keys = {"benchmark": BENCH, "generator": generator, "item": sid}
-    rows, by_aspect = [], defaultdict(list)
+    rows, by_aspect, single_by_shot = [], defaultdict(list), defaultdict(list)
     counts = {a: {"failed": 0, "skipped": 0, "reasons": set()} for a in metrics.ALIGNMENT_ASPECTS}
     for (aspect, shot, character, _), res in zip(asked, results):
         detail = {"aspect": aspect, "cache_key": res.cache_key, "answer": res.answer, "model": res.model}
         if res.status == "ok":
             by_aspect[aspect].append(float(res.answer["score"]))
+            if aspect == "single_character_action":
+                single_by_shot[shot].append(float(res.answer["score"]))
             rows.append(instance_row(f"alignment.{aspect}", float(res.answer["score"]), "question", shot=shot,
                                      entity_id=character, detail=detail, **keys))
         else:
@@ -60,7 +73,9 @@ def alignment_rows(generator: str, sid: str, asked: list[tuple], results) -> lis
             rows.append(instance_row(f"alignment.{aspect}", None, "question", shot=shot, entity_id=character,
                                      reason=f"judge {res.status}: {res.reason}", detail=detail, **keys)
                         | {"n_failed": int(res.status == "failed"), "n_skipped": int(res.status == "skipped")})
-    value, missing = metrics.alignment_score(by_aspect)
+    single = single_action_value(single_by_shot)
+    value, missing = metrics.alignment_score({**by_aspect, **({"single_character_action": [single]}
+                                                              if single is not None else {})})
     n = sum(len(v) for v in by_aspect.values())
     failed = sum(c["failed"] for c in counts.values())
     skipped = sum(c["skipped"] for c in counts.values())
@@ -72,7 +87,8 @@ def alignment_rows(generator: str, sid: str, asked: list[tuple], results) -> lis
     for aspect in metrics.ALIGNMENT_ASPECTS:
         v, c = by_aspect.get(aspect), counts[aspect]
         reason = "; ".join(sorted(c["reasons"]))[:500] or (None if v else "no question of this aspect was asked")
-        rows.append(record_row(MetricRecord(f"alignment.{aspect}", float(np.mean(v)) if v else None,
+        mean = (single if aspect == "single_character_action" else float(np.mean(v))) if v else None
+        rows.append(record_row(MetricRecord(f"alignment.{aspect}", mean,
                                             len(v) if v else 0, c["failed"], c["skipped"], reason), **keys))
     return rows
 

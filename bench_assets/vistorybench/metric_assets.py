@@ -81,7 +81,7 @@ def vistorybench_scores(context: AssetExecutionContext, paths: BenchPaths, visto
 
 # ----------------------------------------------------------------------------------------- alignment (judge)
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="3")
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="4")
 def vistorybench_alignment(context: AssetExecutionContext, vistorybench_outputs: pd.DataFrame,
                            vistorybench_story: pd.DataFrame, vistorybench_matches: pd.DataFrame, judge: Judge,
                            models: ModelRegistry, store: Store) -> Output[pd.DataFrame]:

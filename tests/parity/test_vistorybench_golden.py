@@ -11,7 +11,11 @@ and reports x 25 (Table 1's 26.2 for the copy-paste baseline = mean of Table 7's
 x 25); the project follows the paper. Second documented difference: a story where no character was matched has
 copy-paste "null" in the official story result but 0.0 in its story metrics, and that 0.0 enters the official mean
 over stories; the project's story value is None and the mean covers the stories that have one (the paper averages
-"across all stories equipped with" the data; the project's no-silent-zero rule)."""
+"across all stories equipped with" the data; the project's no-silent-zero rule).
+
+The single-character action follows the official code (the paper is silent on its aggregation): per shot the
+rounded mean of the matched characters' scores, per story the rounded mean of the shots, Python's round (half to
+even); the fixture runs that block of ``CIDSEvaluator.evaluate`` on per-character judge scores."""
 from __future__ import annotations
 
 import json
@@ -143,11 +147,30 @@ def _alignment_rows(sid: str) -> pd.DataFrame:
         for aspect, score in dims.items():
             asked.append((aspect, int(shot), None, None))
             results.append(types.SimpleNamespace(status="ok", answer={"score": score}, cache_key="k", model="m"))
-    # the story's single-character action: one question with the official story value
-    asked.append(("single_character_action", 1, "A", None))
-    results.append(types.SimpleNamespace(status="ok", answer={"score": pa["single_character_action"][sid]},
-                                         cache_key="k", model="m"))
+    # the single-character action: one question per (shot, matched character), the fixture's judge scores
+    for shot, chars in pa["single_character"][sid].items():
+        for char, score in chars.items():
+            asked.append(("single_character_action", int(shot), char, None))
+            results.append(types.SimpleNamespace(status="ok", answer={"score": score}, cache_key="k", model="m"))
     return pd.DataFrame(alignment_rows("g", sid, asked, results))
+
+
+@pytest.mark.parametrize("sid", sorted(INPUTS["prompt_align"]["single_character"]))
+def test_single_character_action_rounds_as_the_official_code(sid):
+    """The story value equals the official CIDS evaluator's int(round(mean of int(round(shot means)))); the
+    plain mean of the questions (the project's old value) and round-half-up differ on this fixture."""
+    from bench_assets.vistorybench.alignment import single_action_value
+    official = OUT["cids"]["stories"][sid]["metrics"]["single_character_action"]
+    rows = _alignment_rows(sid)
+    item = rows[rows.level == "item"].set_index("metric_id")
+    assert item.loc["alignment.single_character_action", "value"] == official
+    shots = INPUTS["prompt_align"]["single_character"][sid]
+    for shot, ref in OUT["cids"]["stories"][sid]["single_character_action_shots"].items():
+        assert single_action_value({1: list(shots[shot].values())}) == ref["single_character_action"], shot
+    plain = np.mean([v for c in shots.values() for v in c.values()])
+    assert abs(plain - official) > 0.1                 # the fixture tells the old plain mean apart
+    half_up = np.floor(np.mean([np.floor(np.mean(list(c.values())) + 0.5) for c in shots.values()]) + 0.5)
+    assert half_up != official                         # and round-half-up
 
 
 def test_prompt_alignment_aspects_equal_and_total_is_the_papers():
