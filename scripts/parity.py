@@ -5,7 +5,16 @@ both, plus the offline substitute's value and time beside them.
 Prints one row per (metric, clip): reference value, project value, |diff|, seconds per clip for each, and the
 offline substitute's value and seconds ('-' where the slot has no offline substitute). Random weights make the
 values meaningless as quality numbers: what the table shows is whether the two codes compute the same thing, and
-how far the substitute's computation lands from it on the same frames.
+how far the substitute's computation lands from it on the same frames. Every project value is EntityBench's
+paper-profile Pillar 1 path (its per-shot accumulator fed through the paper registry's slots); the offline column
+is the same accumulator through the offline registry's slots.
+
+Documented differences (the paper's definitions, so the diff column is not zero there): dynamic_degree is the
+fraction of moving pairs x 100 in EntityBench (VBench: its verdict, 0 or 100); subject_consistency is Eq. 2 (the
+mean consecutive cosine; VBench averages it with the first-frame cosine, clipped at 0), and the model is the
+paper's DINOv2-base (VBench: DINO ViT-B/16): both sides run the slot's random DINOv2 here, so the row shows the
+formula's difference; the line above it prints the frame embeddings' difference (VBench's dino_transform against
+the slot's ``embed_frames``), which must be within the bar.
 
     .venv/bin/python scripts/parity.py                       # every clip, first 9 frames (CPU-friendly)
     .venv/bin/python scripts/parity.py --frames 0            # whole clips (GPU advised)
@@ -26,7 +35,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 CLIPS = ["bikes.mp4", "carphone_pristine.mp4", "bigbuckbunny.mp4"]
-METRICS = ["temporal_flickering", "dynamic_degree", "motion_smoothness", "aesthetic_quality", "imaging_quality"]
+METRICS = ["temporal_flickering", "dynamic_degree", "motion_smoothness", "aesthetic_quality", "imaging_quality",
+           "subject_consistency"]
 
 
 def frames_of(path, n):
@@ -100,13 +110,30 @@ class Models:
 
     def amt(self):
         if "amt" not in self.cache:
-            from bench_resources.models.amt import AmtInterpolator, amt_s_module
+            from bench_resources.models.amt import amt_s_module
             self.torch.manual_seed(0)
             ref = amt_s_module().eval()
             self.torch.save({"state_dict": ref.state_dict()}, self.work / "amt-s.pth")
-            self.cache["amt"] = (ref.to(self.dev.torch_device()),
-                                 AmtInterpolator.load(self.work / "amt-s.pth", self.dev.torch_device()))
+            self.paper.import_weights("interpolator", self.work / "amt-s.pth")
+            self.cache["amt"] = (ref.to(self.dev.torch_device()), self.paper.slot("interpolator", self.dev))
         return self.cache["amt"]
+
+    def dinov2(self):
+        """The image_embedder slot's architecture (DINOv2 ViT-B/14), LayerScale set to 1 (timm's 1e-5 init gives
+        a random DINOv2 almost the same CLS token for every image)."""
+        if "dinov2" not in self.cache:
+            from bench_resources.models.vision import dinov2_module
+            self.torch.manual_seed(0)
+            module = dinov2_module()
+            with self.torch.no_grad():
+                for name, p in module.named_parameters():
+                    if name.endswith(".gamma"):
+                        p.fill_(1.0)
+            self.torch.save(module.state_dict(), self.work / "dinov2_vitb14.pth")
+            self.paper.import_weights("image_embedder", self.work / "dinov2_vitb14.pth")
+            self.cache["dinov2"] = (module.eval().to(self.dev.torch_device()),
+                                    self.paper.slot("image_embedder", self.dev))
+        return self.cache["dinov2"]
 
     def musiq(self):
         if "musiq" not in self.cache:
@@ -186,10 +213,10 @@ def row_imaging(m, path, n):
 
 
 def row_smoothness(m, path, n):
-    """Reference: VBench's MotionSmoothness.motion_score (AMT-S); project: bench_resources/models/amt.py (the
-    AMT-S path, not yet wired to the assets); offline: EntityBench's flow-midpoint smoothness on DIS."""
+    """Reference: VBench's MotionSmoothness.motion_score (AMT-S); project: EntityBench's Pillar 1 through the paper
+    profile's ``interpolator`` slot (AMT-S, wired in EntityBench and LoCoT2V); offline: the same accumulator
+    through the offline ``interpolator`` slot (flow midpoints along DIS, a substitute)."""
     from vbench.motion_smoothness import MotionSmoothness
-    from bench_resources.models.amt import amt_smoothness
     ref_model, interp = m.amt()
     ms = MotionSmoothness.__new__(MotionSmoothness)
     ms.device, ms.niters, ms.model = str(m.dev.torch_device()), 1, ref_model
@@ -198,13 +225,46 @@ def row_smoothness(m, path, n):
     ms.fp.get_frames = lambda p: orig(p)[:n] if n else orig(p)
     ref, t_ref = timed(lambda: ms.motion_score(str(path)))
     (frames, fps), t_dec = timed(lambda: frames_of(path, n))   # both sides' times include decoding
-    got, t_got = timed(lambda: amt_smoothness(frames, interp))
-    off, t_off = timed(lambda: shot_metric("motion_smoothness", m.offline.slot("flow", m.dev), frames, fps))
+    got, t_got = timed(lambda: shot_metric("motion_smoothness", interp, frames, fps))
+    off, t_off = timed(lambda: shot_metric("motion_smoothness", m.offline.slot("interpolator", m.dev), frames, fps))
     return ref, got, t_ref, t_dec + t_got, off, t_dec + t_off
 
 
+def row_subject(m, path, n):
+    """Reference: VBench's subject_consistency (decord frames, dino_transform(224)) run with the slot's random
+    DINOv2; project: EntityBench's Eq. 2 through the image_embedder slot's ``embed_frames``; offline: the same
+    through EfficientNet-Lite0 (a substitute)."""
+    import torch
+    import vbench.subject_consistency as vsc
+    from bench_resources.models.vision import _whole_patches
+    module, embedder = m.dinov2()
+    seen = []
+
+    class Recorder(torch.nn.Module):
+        def forward(self, x):
+            f = _whole_patches(module, x)
+            seen.append(torch.nn.functional.normalize(f.float(), dim=-1)[0].cpu().numpy())
+            return f
+
+    orig = vsc.load_video
+    vsc.load_video = lambda p, *a, **k: decord_first(p, n)
+    try:
+        (_, per), t_ref = timed(lambda: vsc.subject_consistency(Recorder(), [str(path)], m.dev.torch_device(),
+                                                                read_frame=False))
+    finally:
+        vsc.load_video = orig
+    (frames, fps), t_dec = timed(lambda: frames_of(path, n))   # both sides' times include decoding
+    got, t_got = timed(lambda: shot_metric("subject_consistency", embedder, frames, fps))
+    emb = embedder.embed_frames(list(frames))
+    print(f"  subject_consistency {Path(path).name}: frame embeddings max diff "
+          f"{float(np.max(np.abs(np.stack(seen) - emb))):.3g} (VBench's dino_transform vs embed_frames)")
+    off, t_off = timed(lambda: shot_metric("subject_consistency", m.offline.slot("image_embedder", m.dev), frames,
+                                           fps))
+    return per[0]["video_results"], got, t_ref, t_dec + t_got, off, t_dec + t_off
+
+
 ROWS = {"temporal_flickering": row_flickering, "dynamic_degree": row_dynamic, "motion_smoothness": row_smoothness,
-        "aesthetic_quality": row_aesthetic, "imaging_quality": row_imaging}
+        "aesthetic_quality": row_aesthetic, "imaging_quality": row_imaging, "subject_consistency": row_subject}
 
 
 def main(argv=None) -> int:
