@@ -113,6 +113,41 @@ def test_terminal_bar_counts_shots_and_names_rate_eta_item_and_stage(capsys):
     assert "[" not in text.split("entitybench", 1)[0]   # a bar, not timestamped lines
 
 
+def test_heartbeat_and_bar_name_the_shot_file_the_stage_is_reading(capsys):
+    clock = Clock()
+    opened = {"n": 5, "path": "/gen/faithful/e0001/shot_05.mp4"}   # opened by an earlier stage
+    reading = lambda: (opened["n"], opened["path"])  # noqa: E731
+    p = _shots_progress(clock, enabled=False, reading=reading)
+    _episodes_up_to_date(p)
+    p.label("g x episode e2 (10 shots)", "generator x episode", 10)
+    p.stage("entitybench_pillar1")
+    clock.t += 31
+    p.tick()                                                      # nothing opened by this stage yet
+    opened.update(n=7, path="/gen/faithful/e0002/shot_02.mp4")    # it opened two shots
+    clock.t += 31
+    p.tick()
+    bar = _shots_progress(clock, enabled=True, reading=reading)
+    bar.label("g x episode e2 (10 shots)", "generator x episode", 10)
+    bar.stage("entitybench_pillar1")
+    opened.update(n=8, path="/gen/faithful/e0002/shot_03.mp4")
+    bar.tick()
+    bar.close()
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if "still running" in ln]
+    assert [ln.split(" | ", 1)[1] for ln in lines] == [
+        "g x episode e2 (10 shots): entitybench_pillar1 (still running)",
+        "g x episode e2 (10 shots): entitybench_pillar1 (still running, reading e0002/shot_02.mp4)"], lines
+    assert "| g x episode e2 (10 shots) | entitybench_pillar1 | e0002/shot_03.mp4" in err, err
+
+
+def test_media_names_the_last_video_opened(tmp_path):
+    from bench_assets.core import media
+    from test_hygiene_media import write
+    n0, _ = media.last_opened()
+    media.VideoSource(write(tmp_path / "a.mp4", 10, "mp4"))
+    assert media.last_opened() == (n0 + 1, str(tmp_path / "a.mp4"))
+
+
 def test_without_units_it_counts_partitions():
     """validity suites and callers that pass no unit keep the partition count."""
     from bench_assets.core.runner import Progress

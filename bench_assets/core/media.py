@@ -110,6 +110,14 @@ _counts = {"passes": 0, "frames_decoded": 0, "frames_converted": 0, "frames_need
            "decode_s": 0.0, "convert_s": 0.0}       # wall seconds in FFmpeg's decoder / in RGB conversion
 
 
+_opened = {"n": 0, "path": ""}   # videos opened in this process, and the last one
+
+
+def last_opened() -> tuple[int, str]:
+    """(videos opened so far in this process, the last one's path): progress names the file a step is reading."""
+    return _opened["n"], _opened["path"]
+
+
 def decode_count() -> int:
     """Decode passes so far in this process (one per VideoSource.run / decode_video)."""
     return _counts["passes"]
@@ -233,6 +241,7 @@ class VideoSource:
         self._started = False
         self.done = False
         self.stats = PassStats(self.path)
+        _opened.update(n=_opened["n"] + 1, path=self.path)
         info = _probe(Path(path), min_side)
         self.n_frames, self.fps = info["n_frames"], info["fps"]
         self.codec, self.container_format = info["codec"], info["format"]

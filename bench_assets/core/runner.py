@@ -345,10 +345,13 @@ class Progress:
     HEARTBEAT_S = 30.0
 
     def __init__(self, total: int, desc: str, enabled: Optional[bool] = None, lines: Optional[bool] = None,
-                 clock: Callable[[], float] = time.monotonic, unit: str = "partition"):
+                 clock: Callable[[], float] = time.monotonic, unit: str = "partition",
+                 reading: Optional[Callable[[], tuple[int, str]]] = None):
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
         self.lines = (not self.enabled) if lines is None else lines  # timestamped lines off a terminal
         self.total, self.desc, self.clock, self.unit = total, desc, clock, unit
+        # (videos opened so far, the last one's path) -- media.last_opened: names the shot file a stage is reading
+        self.reading, self._opened_at_stage = reading, None
         self.done = 0
         self.steps = 0   # partitions finished, of every kind
         # kind -> [planned, done, ran, seconds spent running], in the kind's measure (partitions or units)
@@ -383,6 +386,7 @@ class Progress:
     def label(self, text: str, kind: str = "", units: int = 1) -> None:
         """A partition is next (it may turn out to be up to date); it holds ``units`` of its kind's measure."""
         self.item, self.stage_name, self._item_t0, self.kind, self.units = text, "", None, kind, units
+        self._opened_at_stage = None
         self._postfix()
 
     def stage(self, step_key: str) -> None:
@@ -390,6 +394,7 @@ class Progress:
         if self._item_t0 is None:
             self._item_t0 = self.clock()
         self.stage_name = step_key
+        self._opened_at_stage = self.reading()[0] if self.reading is not None else None
         self._postfix()
         if self.lines:
             self._line(f"{self.item}: {step_key}")
@@ -416,7 +421,15 @@ class Progress:
                 self._postfix(refresh=False)   # the ETA counts down inside a long partition
             self.bar.refresh()
         elif self.lines and self.clock() - self._last_line >= self.HEARTBEAT_S and self.stage_name:
-            self._line(f"{self.item}: {self.stage_name} (still running)")
+            now = self.file_now()
+            self._line(f"{self.item}: {self.stage_name} (still running{f', reading {now}' if now else ''})")
+
+    def file_now(self) -> str:
+        """The video the running stage opened last ('e0002/shot_03.mp4'), '' when it opened none (yet)."""
+        if self.reading is None or self._opened_at_stage is None:
+            return ""
+        n, path = self.reading()
+        return "/".join(Path(path).parts[-2:]) if n > self._opened_at_stage and path else ""
 
     # ------------------------------------------------------------------ text
     def rate_eta(self) -> str:
@@ -458,7 +471,9 @@ class Progress:
             if self.unit == "partition":
                 self.bar.set_postfix_str(f"{self.item}{stage}"[:70], refresh=refresh)
             else:
-                self.bar.set_postfix_str(f"{self.rate_eta()} | {self.item}{stage}"[:110], refresh=refresh)
+                now = self.file_now()
+                self.bar.set_postfix_str(f"{self.rate_eta()} | {self.item}{stage}{f' | {now}' if now else ''}"[:140],
+                                         refresh=refresh)
 
     def _line(self, text: str) -> None:
         self._last_line = self.clock()
@@ -600,7 +615,8 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
     else:
         unit = ""
         total = len(items) * (1 + len(generators)) + len(aggregate_assets)
-    bar = Progress(total, partitions.benchmark, enabled=show_progress, unit=unit or "partition")
+    bar = Progress(total, partitions.benchmark, enabled=show_progress, unit=unit or "partition",
+                   reading=media.last_opened)
     say = progress or bar.write
     stats.recovered = reap_dead_runs(instance, log=say)
     home = Path(os.environ.get("DAGSTER_HOME", ".")) if not instance.is_ephemeral else None
