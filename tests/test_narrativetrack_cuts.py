@@ -45,3 +45,48 @@ def test_the_cut_case_reads_validation_clips_and_expects_the_pooled_unit():
     # every clip's cuts are labelled in its footage sidecar
     for clip in NV.CUT_VIDEOS:
         assert isinstance(footage.ground_truth(clip)["cuts"], list)
+
+
+def _scene(seed: int, size=(600, 1000)) -> np.ndarray:
+    """A textured colour 'scene' (smoothed noise at several scales), different per seed."""
+    import cv2
+    rng = np.random.default_rng(seed)
+    img = np.zeros((*size, 3), np.float32)
+    for k in (4, 16, 64):
+        small = rng.uniform(0, 255, (size[0] // k + 1, size[1] // k + 1, 3)).astype(np.float32)
+        img += cv2.resize(small, (size[1], size[0]), interpolation=cv2.INTER_CUBIC)
+    return np.clip(img / 3, 0, 255).astype(np.uint8)
+
+
+def _view(scene: np.ndarray, x: int, y: int = 100, w: int = 480, h: int = 270) -> np.ndarray:
+    import cv2
+    return cv2.resize(scene[y:y + h, x:x + w], (320, 180), interpolation=cv2.INTER_AREA)
+
+
+def test_a_pan_is_one_shot_and_cuts_between_scenes_are_found():
+    from bench_assets.narrativetrack import pipeline as PL
+    a, b = _scene(1), _scene(2)
+    # a pan of 120 px per sample (a quarter of the view) over scene a, a cut to scene b, a pan over b
+    frames = [_view(a, x) for x in (0, 120, 240, 360, 480)] + [_view(b, x) for x in (0, 120, 240)]
+    # the raw rule alone (compensation switched off) reads the pan as cuts: the case this change is for
+    assert PL.shot_ids(frames, compensated=0.0)[:5] != [0] * 5
+    assert PL.shot_ids(frames) == [0, 0, 0, 0, 0, 1, 1, 1]
+
+
+def test_a_zoom_is_one_shot_and_a_cut_to_black_is_a_cut():
+    import cv2
+    from bench_assets.narrativetrack import pipeline as PL
+    a = _scene(3)
+    zoom = [cv2.resize(a[300 - h // 2:300 + h // 2, 500 - int(h * 16 / 18):500 + int(h * 16 / 18)], (320, 180),
+                       interpolation=cv2.INTER_AREA) for h in (540, 460, 390)]
+    black = np.zeros((180, 320, 3), np.uint8)
+    assert PL.shot_ids(zoom + [black, black]) == [0, 0, 0, 1, 1]
+    assert PL.shot_ids([]) == []
+
+
+def test_readings_undo_the_camera_but_not_a_cut():
+    from bench_assets.narrativetrack import cuts
+    a, b = _scene(4), _scene(5)
+    (raw_p, comp_p, moved), (raw_c, comp_c, _) = cuts.pair_readings([_view(a, 0), _view(a, 150), _view(b, 150)])
+    assert moved and raw_p > 0.4 and comp_p < 0.1
+    assert raw_c > 0.4 and comp_c > 0.4

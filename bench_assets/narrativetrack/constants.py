@@ -24,6 +24,8 @@ GAP_TOLERANCE_S = 2.5             # presence runs closer than this are one run: 
                                   # hole) is not a disappearance (vtest: a missed detection made a "reappear")
 EDGE_TOLERANCE_S = 1.5            # "at the start" / "at the end" of the video
 CUT_CHANGED_FRACTION = 0.4        # a shot cut: this fraction of pixels changes between consecutive sampled frames
+CUT_COMPENSATED_FRACTION = 0.367  # ... and still changes once the camera's motion is undone (cuts.py); fitted on
+                                  # calibration stills only (scripts/calibrate_cuts.py: Youden J, pans/zooms vs cuts)
 TRACKLET_SPLIT_COSINE = 0.75      # consecutive boxes of one track below this ReID cosine: two tracklets
 # Stitching tracklets that IoU tracking broke (a walker moves about a box width between 1 fps samples): the ReID link
 # threshold is calibrated per video on its own pairs (pipeline.link_threshold; the REID_THRESHOLD of the profile where

@@ -29,17 +29,18 @@ def sample_indices(n_frames: int, native_fps: float, sample_fps: float) -> list[
     return sorted({min(n_frames - 1, int(round(j * step))) for j in range(int((n_frames - 1) / step) + 1)})
 
 
-def shot_ids(frames: Sequence[np.ndarray], threshold: float = constants.CUT_CHANGED_FRACTION) -> list[int]:
-    """Shot number per frame: a cut where at least ``threshold`` of the pixels (48x27 thumbnails) change by more than 40
-    grey levels between consecutive sampled frames. Sensitive on purpose: a spurious cut only splits a segment (the
-    change lists collapse equal neighbours), a missed one merges two scenes."""
-    out, shot, prev = [], 0, None
-    for f in frames:
-        small = cv2.resize(f, (48, 27), interpolation=cv2.INTER_AREA).astype(np.int16)
-        if prev is not None and float((np.abs(small - prev).max(axis=2) > 40).mean()) >= threshold:
-            shot += 1
+def shot_ids(frames: Sequence[np.ndarray], threshold: float = constants.CUT_CHANGED_FRACTION,
+             compensated: float = constants.CUT_COMPENSATED_FRACTION) -> list[int]:
+    """Shot number per frame: a cut where at least ``threshold`` of the pixels (thumbnails) change by more than 40
+    grey levels between consecutive sampled frames AND at least ``compensated`` still change once the earlier frame
+    is warped by the camera's global motion (cuts.py: at 1 fps a pan moves most pixels, issue 23). Sensitive on
+    purpose: a spurious cut only splits a segment (the change lists collapse equal neighbours), a missed one merges
+    two scenes."""
+    from bench_assets.narrativetrack import cuts
+    out, shot = [0] if len(frames) else [], 0
+    for raw, comp, _ in cuts.pair_readings(frames):
+        shot += cuts.is_cut(raw, comp, threshold, compensated)
         out.append(shot)
-        prev = small
     return out
 
 

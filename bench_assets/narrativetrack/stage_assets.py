@@ -45,7 +45,9 @@ def narrativetrack_video(context: AssetExecutionContext, paths: BenchPaths) -> O
         context.asset_key]), metadata={"duration_s": round(row["duration"], 2), "fps": fps, INPUT_SHA_KEY: sha})
 
 
-@asset(partitions_def=P.items, group_name=GROUP, code_version="1")
+# the cut thresholds are part of the code version: a refit (scripts/calibrate_cuts.py) re-cuts the shots
+@asset(partitions_def=P.items, group_name=GROUP,
+       code_version=f"2+cut{constants.CUT_CHANGED_FRACTION}/{constants.CUT_COMPENSATED_FRACTION}")
 def narrativetrack_frames(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame) -> Output[pd.DataFrame]:
     """Frames at the sampling rate (t_j = j / f) and the shot each belongs to (cut detection)."""
     video = video_row(narrativetrack_video)
