@@ -55,7 +55,8 @@ def _instance_rows(page_html: str) -> list[dict]:
         for tr in re.findall(r"<tr><td>.*?</tr>", t, re.S):
             tds = re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)
             src = re.search(r'<img class="crop" src="([^"]+)"', tr)
-            out.append({"entity": tds[1], "level": tds[2], "frame": int(re.match(r"\d+", tds[5]).group(0)),
+            frame = re.match(r"\d+", tds[5])
+            out.append({"entity": tds[1], "level": tds[2], "frame": int(frame.group(0)) if frame else None,
                         "src": src.group(1) if src else None, "detail": H.unescape(tds[6])})
     return out
 

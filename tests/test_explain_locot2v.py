@@ -1,12 +1,14 @@
 """Issue 26 item 4 for LoCoT2V: a real Dagster materialization of one embedded sample (locot2v_smooth x nature_1,
 judge off, offline models) carries, through core/explain.py, the rounded values with their coverage, the events and
 subjects behind the event-consistency values as a Markdown table worst first, and audit links on the report site
-served over HTTP (as `bench ui` does) that open the page listing those events."""
+served over HTTP (as `bench ui` does) that open the page listing those events and the crops of the subject's
+grounded appearances (cut from the boxes the metric used)."""
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -42,7 +44,9 @@ def run(tmp_path_factory):
     store = resources["store"]
     server, base = serve_site(store, 0)          # what `bench ui` starts, on a free port
     old = os.environ.get(REPORT_URL_ENV)
+    old_gens = os.environ.get("BENCH_GENERATORS_ROOT")
     os.environ[REPORT_URL_ENV] = base            # what `bench ui` passes to the webserver's runs
+    os.environ["BENCH_GENERATORS_ROOT"] = str(data / "generators")   # where the site finds the videos
     try:
         gens, errors = discover_generators(paths.generators_dir, "locot2v")
         with instance_for_test() as instance:
@@ -56,9 +60,13 @@ def run(tmp_path_factory):
         from bench_assets.benchmarks import BENCHMARKS
         from bench_assets.core.site import build_site
         build_site(store, {"locot2v": BENCHMARKS["locot2v"]})
-        yield md, store, base
+        yield md, store, base, gdir / f"{SAMPLE}.mp4"
     finally:
         server.shutdown()
+        if old_gens is None:
+            os.environ.pop("BENCH_GENERATORS_ROOT", None)
+        else:
+            os.environ["BENCH_GENERATORS_ROOT"] = old_gens
         if old is None:
             os.environ.pop(REPORT_URL_ENV, None)
         else:
@@ -74,7 +82,7 @@ def _lines(v) -> list[str]:
 
 
 def test_values_are_rounded_with_coverage_and_an_http_audit_link(run):
-    md, store, base = run
+    md, store, base, video = run
     vis = store.query("SELECT * FROM locot2v_visual")
     assert len(vis) == 13
     rows = {line.split(" | ")[0][2:]: line for line in _lines(md["locot2v_visual"]["values"])[1:]}
@@ -102,7 +110,7 @@ def test_values_are_rounded_with_coverage_and_an_http_audit_link(run):
 
 
 def test_events_and_subjects_worst_first_explain_the_value(run):
-    md, store, base = run
+    md, store, base, video = run
     vis = store.query("SELECT * FROM locot2v_visual").set_index("metric_id")
     intra = json.loads(vis.loc["intra_event_subject_consistency", "detail"])
     bg = json.loads(vis.loc["intra_event_background_consistency", "detail"])
@@ -134,7 +142,7 @@ def test_events_and_subjects_worst_first_explain_the_value(run):
 
 
 def test_the_audit_link_opens_the_page_with_those_events(run):
-    md, store, base = run
+    md, store, base, video = run
     line = next(x for x in _lines(md["locot2v_visual"]["values"]) if x.startswith("| intra_event_subject_consistency"))
     url = line.rsplit("[audit](", 1)[1].split(")", 1)[0]
     assert url.startswith("http://127.0.0.1:") and "/reports/site/audit/locot2v/" in url
@@ -142,6 +150,28 @@ def test_the_audit_link_opens_the_page_with_those_events(run):
     assert "intra_event_subject_consistency" in page and "a small orange tabby cat" in page
     for e in range(3):
         assert f"event {e}" in page
+    # the subject's grounded appearances, each with the crop of its box cut from its frame, served over HTTP
+    import cv2
+    import numpy as np
+
+    from tests.test_explain_benchmarks import _instance_rows
+    intra = json.loads(store.query("SELECT detail FROM locot2v_visual WHERE metric_id = "
+                                   "'intra_event_subject_consistency'")["detail"].iloc[0])
+    found = {(f["frame"], tuple(f["box"])) for f in intra["found"]}
+    shown = [r for r in _instance_rows(page) if r["level"] == "appearance"]
+    assert len(shown) == 3 * 4 and all(r["src"] for r in shown)     # 4 per event, 3 events
+    cap = cv2.VideoCapture(str(video))
+    for r in shown:
+        box = json.loads(r["detail"].split("</pre>")[0].replace("<pre>", ""))["box_xyxy"]
+        assert (r["frame"], tuple(box)) in found, r
+        png = urllib.request.urlopen(urllib.parse.urljoin(url, r["src"]), timeout=10).read()
+        crop = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR).astype(int)
+        cap.set(cv2.CAP_PROP_POS_FRAMES, r["frame"])
+        ok, frame = cap.read()
+        x1, y1, x2, y2 = box
+        assert ok and crop.shape[:2] == (y2 - y1, x2 - x1)
+        assert np.abs(crop - frame[y1:y2, x1:x2].astype(int)).mean() < 4, r
+    cap.release()
     judged = next(x for x in _lines(md["locot2v_judged"]["values"]) if x.startswith("| herd.Emotional Response"))
     url = judged.rsplit("[audit](", 1)[1].split(")", 1)[0]
     assert "herd.Emotional Response" in urllib.request.urlopen(url, timeout=10).read().decode()

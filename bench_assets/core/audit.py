@@ -83,6 +83,14 @@ def _box(v: Any) -> Optional[tuple[float, float, float, float]]:
     return x1, y1, x2, y2
 
 
+def evenly(rows: list, k: int) -> list:
+    """``k`` of ``rows`` evenly spaced, first and last included (all of them when there are no more than ``k``):
+    the boxes an audit page cuts crops from."""
+    if len(rows) <= k:
+        return list(rows)
+    return [rows[int(round(i * (len(rows) - 1) / (k - 1)))] for i in range(k)]
+
+
 def crop_file(crops_dir: Path, video: str, frame: int, box) -> Optional[Path]:
     """Where the crop of ``box`` (xyxy, frame pixels) in frame ``frame`` of ``video`` is kept: named by the
     video's path, size and mtime, the frame and the box, so a rebuild (and every other page showing the same box)

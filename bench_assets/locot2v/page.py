@@ -81,14 +81,58 @@ def unit_rows(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+MAX_APPEARANCE_CROPS = 4   # grounded subject appearances per event cut into crops on an audit page
+SUBJECT_METRICS = ("intra_event_subject_consistency", "inter_event_subject_consistency")   # both read these crops
+
+
+def appearance_rows(rows: pd.DataFrame, video_of=None, sha_of=None) -> pd.DataFrame:
+    """The grounded subject appearances behind the subject-consistency values (``found`` in the intra-event row's
+    detail: event, native frame index, xyxy box, grounding score): up to MAX_APPEARANCE_CROPS per event, evenly
+    spaced, under both subject metrics, naming the video, frame and box the audit page cuts the crop from
+    (core/audit.cut_box_crops). A video that is no longer the one scored (sha256) gets no box to cut."""
+    from bench_assets.core import audit as AU
+    from bench_assets.core.media import sha256_file
+    video_of, sha_of = video_of or item_video, sha_of or sha256_file
+    out = []
+    for r in rows.to_dict("records"):
+        if r.get("metric_id") != "intra_event_subject_consistency" or r.get("level", "item") != "item":
+            continue
+        found = _detail(r.get("detail")).get("found") or []
+        if not found:
+            continue
+        video, scored = video_of(str(r["generator"]), str(r["item"])), r.get("source_sha256")
+        try:
+            same = video is not None and isinstance(scored, str) and sha_of(str(video)) == scored
+        except OSError:
+            same = False
+        by_event: dict[int, list] = {}
+        for f in found:
+            by_event.setdefault(int(f["event"]), []).append(f)
+        for e in sorted(by_event):
+            for f in AU.evenly(sorted(by_event[e], key=lambda x: int(x["frame"])), MAX_APPEARANCE_CROPS):
+                detail = {"event": e, "subject": f.get("text"), "box_xyxy": f["box"], "grounding": f.get("a")}
+                if not same:
+                    detail["no_crop"] = "the video is not the one scored (sha256 differs) or is gone"
+                for mid in SUBJECT_METRICS:
+                    out.append({"generator": r["generator"], "item": r["item"], "level": "appearance",
+                                "metric_id": mid, "value": None, "reason": None, "n_eval": None, "n_failed": None,
+                                "n_skipped": None, "shot": None, "frame_index": int(f["frame"]),
+                                "entity_id": f"{f.get('subject')} (event {e})", "crop_id": None,
+                                "source_sha256": scored, "detail": json.dumps(detail, sort_keys=True),
+                                "crop_box": json.dumps(f["box"]) if same else None,
+                                "crop_video": str(video) if same else None})
+    return pd.DataFrame(out)
+
+
 def audit_rows(reader, tables) -> Optional[pd.DataFrame]:
     """The item rows of the metric tables, and under the event-consistency values their events and subjects
-    (``unit_rows``): an audit page reaches the event or subject that pulled a value down."""
+    (``unit_rows``) and the subject's grounded appearances with their crops (``appearance_rows``): an audit page
+    reaches the event, subject and crop that pulled a value down."""
     rows = site.read_metric_rows(reader, tables, "sample_id")
     if rows is None:
         return None
-    units = unit_rows(rows)
-    return pd.concat([rows, units], ignore_index=True) if len(units) else rows
+    extra = [d for d in (unit_rows(rows), appearance_rows(rows)) if len(d)]
+    return pd.concat([rows, *extra], ignore_index=True) if extra else rows
 
 
 def item_video(generator: str, item: str):

@@ -8,6 +8,7 @@ from typing import Optional
 
 import pandas as pd
 
+from bench_assets.core import audit as AU
 from bench_assets.core import site
 from bench_assets.core.page import BenchmarkPage, PageContext
 from bench_assets.mbench.metric_specs import IDENTITY_FIRST_APPEARANCE
@@ -46,13 +47,6 @@ TRACK_SQL = ('SELECT generator, case_id, kind, frame, box, person_box, track, ma
              'FROM mbench_tracks WHERE kind IN (\'object\', \'face\')')
 
 
-def _spread(rows: list, k: int) -> list:
-    """``k`` rows evenly spaced over ``rows`` (all of them when there are fewer)."""
-    if len(rows) <= k:
-        return rows
-    return [rows[int(round(i * (len(rows) - 1) / (k - 1)))] for i in range(k)]
-
-
 def box_rows(tracks: Optional[pd.DataFrame], video_of=None, sha_of=None) -> pd.DataFrame:
     """Instance rows for the audit pages: per (generator, case) up to MAX_BOX_CROPS boxes of each kind the tracker
     wrote (the object's box per frame, face boxes, the person box around a face), each under every sub-dimension
@@ -80,7 +74,7 @@ def box_rows(tracks: Optional[pd.DataFrame], video_of=None, sha_of=None) -> pd.D
                  "person": [(r, r["person_box"]) for r in g[g["kind"] == "face"].to_dict("records")
                             if isinstance(r.get("person_box"), str)]}
         for kind, found in picks.items():
-            for r, box in _spread(found, MAX_BOX_CROPS):
+            for r, box in AU.evenly(found, MAX_BOX_CROPS):
                 track = r.get("track")
                 who = "object" if kind == "object" else f"{kind} track {int(track)}" \
                     if track is not None and not pd.isna(track) else kind
