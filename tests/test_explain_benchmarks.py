@@ -153,3 +153,58 @@ def test_mbench_audit_rows_show_crops_cut_from_tracked_boxes(tmp_path, monkeypat
     before = sorted(x.name for x in (out / "crops").iterdir())
     write_audits(MBENCH, Reader(store), board, "A", out)
     assert sorted(x.name for x in (out / "crops").iterdir()) == before
+
+
+def test_audit_link_covers_board_ids_a_pattern_spec_declares():
+    """NarrativeTrack's measured.<dim>.<format> cells are board ids declared by one pattern spec: they get their page's
+    link; an id the pattern does not match, or no spec at all, still gets none (no 404 link)."""
+    from bench_assets.core import audit as AU
+    from bench_assets.core.site import audit_link, report_base_url
+    from bench_assets.narrativetrack.metric_specs import METRICS
+    link = audit_link("narrativetrack", "ans", METRICS.specs)
+    assert link("measured.EE.binary") == f"{report_base_url()}/audit/narrativetrack/" \
+                                         f"{AU.audit_filename('measured.EE.binary', 'ans')}"
+    assert link("accuracy.direction.forward").endswith("/accuracy.direction.forward__ans.html")
+    assert link("accuracy.avg").endswith("/accuracy.avg__ans.html")
+    for bad in ("measured.OC.ordering", "measured.EE", "accuracy.nothing", "no_such_metric"):
+        assert link(bad) is None, bad
+
+
+def test_locot2v_units_are_the_events_and_subjects_in_the_rows_detail():
+    """Pure: per event its intra-event consistency in % (None with why where it had < 2 appearances), per subject
+    its inter-event consistency, a subject grounded in one event only None with why; other metrics give no unit."""
+    from bench_assets.locot2v.page import appearance_rows, unit_rows
+    found = [{"event": 0, "frame": f, "subject": "subject0", "text": "a cat", "box": [1, 2, 30, 40], "a": 0.5}
+             for f in (0, 3, 6, 9, 12, 15)] + [{"event": 2, "frame": 50, "subject": "subject1", "text": "a dog",
+                                                "box": [5, 5, 25, 25], "a": 0.4}]
+    rows = pd.DataFrame([
+        {"generator": "g", "item": "s1", "level": "item", "metric_id": "intra_event_subject_consistency",
+         "value": 80.0, "source_sha256": "abc",
+         "detail": json.dumps({"events": [0.9, None, -0.2], "ranges": [[0, 20], [20, 40], [40, 60]],
+                               "found": found, "subjects": {"subject0": ["a cat"], "subject1": ["a dog"]}})},
+        {"generator": "g", "item": "s1", "level": "item", "metric_id": "inter_event_subject_consistency",
+         "value": 70.0, "source_sha256": "abc",
+         "detail": json.dumps({"elements": {"subject0": 0.7}, "subjects": {"subject0": ["a cat", "the cat"],
+                                                                           "subject1": ["a dog"]}})},
+        {"generator": "g", "item": "s1", "level": "item", "metric_id": "dynamic_degree", "value": 100.0,
+         "detail": json.dumps({"events": [0.1]})}])
+    u = unit_rows(rows)
+    u = u.astype(object).where(u.notna(), None)
+    got = [(r["metric_id"], r["level"], r["entity_id"], r["subject"], r["frames"], r["value"], r["reason"])
+           for r in u.to_dict("records")]
+    assert got == [
+        ("intra_event_subject_consistency", "event", "event 0", "a cat", "0-19", 90.0, None),
+        ("intra_event_subject_consistency", "event", "event 1", None, "20-39", None,
+         "fewer than 2 subject appearances in this event"),
+        ("intra_event_subject_consistency", "event", "event 2", "a dog", "40-59", 0.0, None),
+        ("inter_event_subject_consistency", "subject", "subject0", "a cat; the cat", None, 70.0, None),
+        ("inter_event_subject_consistency", "subject", "subject1", "a dog", None, None,
+         "grounded in fewer than 2 events")]
+    # appearances: 4 of event 0's 6 evenly (first and last kept), event 2's one, under both subject metrics
+    a = appearance_rows(rows, video_of=lambda g, i: f"/v/{g}/{i}.mp4", sha_of=lambda p: "abc")
+    assert sorted(set(a["metric_id"])) == ["inter_event_subject_consistency", "intra_event_subject_consistency"]
+    mine = a[a["metric_id"] == "intra_event_subject_consistency"]
+    assert list(mine["frame_index"]) == [0, 6, 9, 15, 50] and set(mine["crop_video"]) == {"/v/g/s1.mp4"}
+    assert list(mine["crop_box"])[-1] == "[5, 5, 25, 25]"
+    moved = appearance_rows(rows, video_of=lambda g, i: "/v/x.mp4", sha_of=lambda p: "other")
+    assert moved["crop_box"].isna().all() and moved["detail"].str.contains("sha256 differs").all()
