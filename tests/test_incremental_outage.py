@@ -1,7 +1,8 @@
-"""Issue 25: a judge outage, then a plain rerun against the healed endpoint, on a real Dagster instance (EntityBench,
-offline profile, one episode). The rerun re-asks exactly the questions that failed (counted), runs no model forward
-(grounding is not re-run), and ends with tables equal to a run that never saw the outage; the judge-independent
-grounding table is identical throughout."""
+"""Issue 25: a judge outage, a plain rerun while it lasts (the failed questions are re-asked again, and counted),
+then a plain rerun against the healed endpoint, on a real Dagster instance (EntityBench, offline profile, one
+episode). The rerun re-asks exactly the questions that failed (counted), runs no model forward (grounding is not
+re-run), and ends with tables equal to a run that never saw the outage; the judge-independent grounding table is
+identical throughout."""
 import hashlib
 import shutil
 import threading
@@ -97,6 +98,18 @@ def test_outage_then_healed_rerun_reasks_exactly_the_failed_questions(tmp_path, 
         fid = table(store, "entitybench_fidelity")
         assert fid["n_failed_evaluator"].fillna(0).sum() > 0
         grounding_before = table(store, "entitybench_grounding")
+
+        # still failing: a plain rerun re-asks exactly the failed questions once more (an evaluator failure is
+        # never final, by design), re-runs only the judge-using assets, and its summary says how many it re-asked
+        n0, f0 = len(srv.requests), endpoint.failed
+        still, store = run(instance, data, tmp_path / "store", judge(tmp_path / "cache"))
+        assert len(srv.requests) - n0 == failed and endpoint.failed - f0 == failed
+        assert still.judge["questions_reasked"] == failed and still.forwards == 0
+        assert {a for a, _ in still.materialized} <= JUDGE_ASSETS and still.materialized
+        from bench_assets.cli import _judge_summary, rerun_lines
+        assert f"{failed} questions re-asked" in _judge_summary(still)
+        assert any("judge live: re-asking" in line for line in rerun_lines(still)), rerun_lines(still)
+        assert table(store, "entitybench_grounding").equals(grounding_before)
 
         endpoint.outage = False
         n0 = len(srv.requests)
