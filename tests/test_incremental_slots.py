@@ -108,3 +108,32 @@ def test_weights_and_judge_changes_rerun_only_what_uses_them(tmp_path):
         st = Staleness(instance, assets, models=Models({"image_embedder": "bbb", "pose": "ppp"}))
         assert st.weights_changed(AssetKey("t_asks"), None) == [] and st.weights_changed(AssetKey("t_plain"), None) == []
         assert st.status(AssetKey("t_embeds"), None) == Staleness.WEIGHTS_CHANGED
+
+
+def test_a_run_without_recorded_fingerprints_falls_back_to_the_assets_slot_manifest():
+    """Materialize in the UI records no run tags; an asset that records its slots' manifest in its metadata (as
+    EntityBench's and ViStoryBench's model assets do) is still marked stale by a changed checkpoint of its slots."""
+    from dagster import AssetKey, MetadataValue, Output, asset, instance_for_test, materialize
+    from bench_assets.core.automation import Staleness
+    from bench_assets.core.slots import declare_slots
+
+    a = Models({"image_embedder": "aaa", "face": "fff"})
+    manifest = {s: {"checkpoint": a.status(s).checkpoint, "fingerprint": a.status(s).fingerprint, "available": True}
+                for s in ("image_embedder", "face")}
+    declare_slots({"t_ui": ("image_embedder", "face"), "t_ui_bare": ("image_embedder",)})
+
+    @asset(required_resource_keys={"models"})
+    def t_ui():
+        return Output(1, metadata={"models": MetadataValue.json(manifest)})
+
+    @asset(required_resource_keys={"models"})
+    def t_ui_bare():   # no manifest, no run tag: unknown, not changed
+        return Output(1)
+
+    with instance_for_test() as instance:
+        assert materialize([t_ui, t_ui_bare], instance=instance, resources={"models": a}).success
+        same = Staleness(instance, [t_ui, t_ui_bare], models=a)
+        assert same.weights_changed(AssetKey("t_ui"), None) == []
+        moved = Staleness(instance, [t_ui, t_ui_bare], models=Models({"image_embedder": "aaa", "face": "f2"}))
+        assert moved.weights_changed(AssetKey("t_ui"), None) == ["face"]
+        assert moved.weights_changed(AssetKey("t_ui_bare"), None) == []

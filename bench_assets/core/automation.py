@@ -226,7 +226,12 @@ class Staleness:
                 self._run_fp[rec.run_id] = None
         recorded = self._run_fp[rec.run_id]
         if not isinstance(recorded, dict):
-            return []
+            # a run that recorded no fingerprints (Materialize in the UI): the asset's own "models" metadata, where
+            # it records its slots' manifest, for those slots
+            recorded = manifest_fingerprints(rec.asset_materialization)
+            if not recorded:
+                return []
+            slots = tuple(s for s in (slots if slots is not None else sorted(recorded)) if s in recorded)
         if slots is None:  # undeclared: every slot the registry has
             from bench_resources.models.specs import SLOTS
             slots = tuple(sorted(SLOTS))
@@ -319,6 +324,21 @@ def slot_fingerprint(models, slot: str) -> str | None:
     if not st.available:
         return None
     return hashlib.sha256(f"{st.checkpoint}|{st.fingerprint}".encode()).hexdigest()[:12]
+
+
+def manifest_fingerprints(materialization) -> dict[str, str | None]:
+    """``slot_fingerprint`` of the slots in a materialization's ``models`` metadata (a slot manifest: checkpoint,
+    fingerprint, available per slot), {} when it has none."""
+    mv = (materialization.metadata or {}).get("models") if materialization is not None else None
+    value = getattr(mv, "value", mv)
+    if not isinstance(value, dict):
+        return {}
+    out = {}
+    for slot, d in value.items():
+        if isinstance(d, dict) and "fingerprint" in d:
+            out[str(slot)] = (hashlib.sha256(f"{d.get('checkpoint')}|{d.get('fingerprint')}".encode())
+                              .hexdigest()[:12] if d.get("available") else None)
+    return out
 
 
 def slot_fingerprints(models) -> dict[str, str | None]:
