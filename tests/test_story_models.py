@@ -71,12 +71,13 @@ def test_aesthetic_v25_slot_with_a_tiny_siglip(tmp_path):
     model = reg.slot("aesthetic_v25")
     got = model.score(IMAGES)
     assert got.shape == (3,) and np.isfinite(got).all()
-    # the same numbers from the pieces: SigLIP pooled output, L2-normalised, through the head
+    # the same numbers from the pieces: the SigLIP image processor (transformers' PIL backend, what the reference
+    # package ran under transformers 4; bicubic as the checkpoint's config), pooled output, L2-normalised, head
     vision = SiglipVisionModel.from_pretrained(slot_dir).eval()
-    import cv2
-    from bench_resources.models.vision import to_tensor
-    x = to_tensor([cv2.resize(im, (28, 28), interpolation=cv2.INTER_CUBIC) for im in IMAGES], 28, (0.5,) * 3,
-                  (0.5,) * 3, "cpu", torch.float32)
+    from transformers.models.siglip.image_processing_pil_siglip import SiglipImageProcessorPil
+    proc = SiglipImageProcessorPil(size={"height": 28, "width": 28}, resample=3, image_mean=[0.5] * 3,
+                                   image_std=[0.5] * 3)
+    x = proc(images=list(IMAGES), return_tensors="pt")["pixel_values"].float()
     with torch.no_grad():
         pooled = vision(pixel_values=x).pooler_output
         ref = head.eval()(pooled / pooled.norm(dim=-1, keepdim=True)).squeeze(-1).numpy()

@@ -218,8 +218,9 @@ def locot2v_derived(context: AssetExecutionContext, locot2v_sample: pd.DataFrame
     return Output(pd.DataFrame([row]), metadata=meta)
 
 
-# code version 6: the face-identity addition (issue 23) joins the visual rows
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="6", pool="gpu", op_tags=GPU_OP_TAGS)
+# code version 6: the face-identity addition (issue 23) joins the visual rows; 7: AQ's aesthetic_v25 resizes as
+# SigLIP's processor does (PIL bicubic, antialiased; issue 24)
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="7", pool="gpu", op_tags=GPU_OP_TAGS)
 def locot2v_visual(context: AssetExecutionContext, paths: BenchPaths, locot2v_sample: pd.DataFrame,
                    locot2v_derived: pd.DataFrame, models: ModelRegistry, device: Device,
                    judge: Judge) -> Output[pd.DataFrame]:

@@ -80,7 +80,8 @@ SLOTS: dict = {
                            "Inception-v3 values", package=EFFNET, load=_effnet_classifier)),
     "aesthetic_v25": SlotSpec(
         "ViStoryBench: aesthetic predictor v2.5 (SigLIP so400m), 1-10",
-        paper=Checkpoint("aesthetic-predictor-v2-5 head on google/siglip-so400m-patch14-384",
+        paper=Checkpoint("aesthetic-predictor-v2-5 head on google/siglip-so400m-patch14-384 (SigLIP processor: PIL "
+                         "bicubic to 384 x 384)",
                          files=("config.json", "model.safetensors", "aesthetic_predictor_v2_5.pth"),
                          load=_aesthetic_v25),
         offline=None),

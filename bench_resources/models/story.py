@@ -135,10 +135,20 @@ class ImageNetClassifier:
                    batch_size=batch_size, center_crop=True)
 
 
+def resize_pil(image: np.ndarray, size: int) -> np.ndarray:
+    """RGB uint8 -> size x size uint8 through PIL's bicubic (antialiased when shrinking), as SigLIP's image
+    processor resizes (``resample`` 3 in its config); ``to_tensor`` then leaves the size as it is."""
+    from PIL import Image
+    return np.asarray(Image.fromarray(np.ascontiguousarray(image)).resize((size, size), Image.BICUBIC,
+                                                                           reducing_gap=None))
+
+
 class AestheticV25:
     """Aesthetic predictor v2.5: SigLIP so400m-patch14-384 pooled features, L2-normalised, then an MLP head
-    (1152-1024-128-64-16-1); scores about 1-10. Preprocessing follows the SigLIP image processor
-    (bicubic resize to 384x384, rescale 1/255, normalise mean 0.5 std 0.5)."""
+    (1152-1024-128-64-16-1); scores about 1-10. Preprocessing is the checkpoint's own SigLIP image processor
+    (its preprocessor config: PIL bicubic resize to 384 x 384, rescale 1/255, normalise mean 0.5 std 0.5), as the
+    aesthetic-predictor-v2-5 package runs it under transformers 4 (PIL; ``resize_pil``). OpenCV's bicubic, used
+    before, does not antialias: a 1280 px frame cut to 384 px read other pixels."""
 
     def __init__(self, vision_model, head, device, dtype, batch_size: int, size: int):
         self.vision = vision_model.eval().to(device=device, dtype=dtype)
@@ -165,7 +175,7 @@ class AestheticV25:
         import torch
         out = []
         for chunk in batches(list(images), self.batch_size):
-            resized = [cv2.resize(im, (self.size, self.size), interpolation=cv2.INTER_CUBIC) for im in chunk]
+            resized = [resize_pil(im, self.size) for im in chunk]
             with torch.inference_mode(), counted(len(chunk)):
                 x = to_tensor(resized, self.size, (0.5, 0.5, 0.5), (0.5, 0.5, 0.5), self.device, self.dtype)
                 pooled = self.vision(pixel_values=x).pooler_output
