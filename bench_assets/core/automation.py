@@ -261,10 +261,10 @@ class Staleness:
 
 def stale_or_missing(instance, assets: Sequence, keys: Sequence[AssetKey],
                      partition_keys: Callable[[AssetKey], Sequence[str | None]],
-                     paths=None) -> list[tuple[AssetKey, str | None, str]]:
+                     paths=None, models=None) -> list[tuple[AssetKey, str | None, str]]:
     """(asset, partition, status) for every partition whose data is missing or stale (``Staleness``; with
-    ``paths``, also whose input files changed)."""
-    st = Staleness(instance, assets, paths=paths)
+    ``paths``, also whose input files changed; with ``models``, also whose slots' checkpoints changed)."""
+    st = Staleness(instance, assets, paths=paths, models=models)
     out = []
     for key in keys:
         for pk in partition_keys(key):
@@ -732,7 +732,8 @@ def evaluate_request(job_name: str, benchmark: str, requests: Sequence[RunReques
 
 def nightly_stale_schedule(*, name: str, assets_fn: Callable[[], Sequence], asset_keys: Sequence[str],
                            partitions: BenchmarkPartitions, cron: str = "0 3 * * *"):
-    """Re-evaluate, every night, the generator x item partitions whose code or inputs changed."""
+    """Re-evaluate, every night, the generator x item partitions whose code, input files or slots' checkpoints
+    changed (the same check as the sensors and `bench evaluate`)."""
 
     @schedule(name=name, cron_schedule=cron, default_status=DefaultScheduleStatus.RUNNING,
               target=AssetSelection.assets(*asset_keys))
@@ -742,13 +743,16 @@ def nightly_stale_schedule(*, name: str, assets_fn: Callable[[], Sequence], asse
         def pks(_key: AssetKey) -> list[str]:
             return partitions.generator_x_item.get_partition_keys(dynamic_partitions_store=instance)
 
-        stale = stale_or_missing(instance, assets_fn(), [AssetKey(k) for k in asset_keys], pks)
+        models = _sensor_models()
+        stale = stale_or_missing(instance, assets_fn(), [AssetKey(k) for k in asset_keys], pks,
+                                 paths=_sensor_paths(), models=models)
         by_partition: dict[str, set[AssetKey]] = {}
         for key, pk, _ in stale:
             by_partition.setdefault(pk, set()).add(key)
         tick = get_current_datetime().strftime("%Y-%m-%d")
         return [RunRequest(run_key=f"stale/{pk}/{tick}", partition_key=pk, asset_selection=sorted(keys, key=str),
-                           tags={"bench/reason": "stale"}) for pk, keys in sorted(by_partition.items())] or \
+                           tags={"bench/reason": "stale", **(slot_tags(models) if models is not None else {})})
+                for pk, keys in sorted(by_partition.items())] or \
             SkipReason("nothing stale")
 
     return _schedule
