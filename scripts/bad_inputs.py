@@ -6,9 +6,9 @@ files.
 ``media_cases`` put bad outputs and bad case files next to a good MBench case in one real ``bench evaluate``
 process: each bad one must be named by one clear error (a FAILED line naming the item, or a reason in the item's
 rows) and the good case's rows must equal a clean run's. Files that are usable as they come (cut short, a wrong
-rate in the header, damage FFmpeg conceals, frames stored sideways with a display rotation that media.py applies,
-4K frames) must instead be scored *and* named by a
-warning in the run's Dagster event log (``WARN_KINDS``). ``dataset_cases`` (run inside ``media_cases``) call the
+rate in the header, damage FFmpeg conceals, 4K frames) must instead be scored *and* named by a warning in the run's
+Dagster event log (``WARN_KINDS``); frames stored sideways with a display rotation are turned upright, scored and
+named by an INFO note there, never by a warning (``NOTE_KINDS``: a portrait phone clip is no decode problem). ``dataset_cases`` (run inside ``media_cases``) call the
 dataset readers directly, next to good items, for what a one-benchmark MBench run cannot show: NarrativeTrack
 index paths out of the root, a duplicate id, ``sample_fps: 0``, an EntityBench shot linked out of its generator
 folder, an episode declaring 10,000 shots with 2 files, a generator card nested 50,000 deep beside good ones.
@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -225,8 +226,9 @@ def media_kinds(good_mp4: Path) -> dict[str, Callable[[Path], None]]:
 
 # kind -> what the run's warnings must say about it (the item is scored, the finding named)
 WARN_KINDS = {"cut_short": "but the file holds", "wrong_rate_header": "timestamps give",
-              "concealed_corrupt_avi": "m_concealed_corrupt_avi.avi", "rotated_90": "display rotation 90 degrees applied",
-              "uhd_4096x2160": "at 2048x1080"}
+              "concealed_corrupt_avi": "m_concealed_corrupt_avi.avi", "uhd_4096x2160": "at 2048x1080"}
+# kind -> what an INFO note of the run must say (scored, what was done named, and no warning naming the file)
+NOTE_KINDS = {"rotated_90": "display rotation 90 degrees applied"}
 
 
 def _frames(path: Path):
@@ -392,8 +394,17 @@ def media_cases(root: Path, timeout_s: float, reference: Optional[dict] = None,
     results = []
     traceback_seen = "Traceback" in text
     warned = _run_warnings(root / "home")
+    noted = _run_warnings(root / "home", level=logging.INFO)
     for cid in names:
         kind = cid[2:]
+        if cid.startswith("m_") and kind in NOTE_KINDS:  # done to the frames (rotation): scored, noted, no warning
+            scored = any(df["_file"].str.contains(f"={cid}(?:/|$)").any() for df in got.values() if "_file" in df)
+            hits = [m for m in noted if cid in m and NOTE_KINDS[kind] in m]
+            warns = [m for m in warned if cid in m]
+            results.append((cid, {"clear": bool(hits) and scored and not warns and not traceback_seen, "exit": rc,
+                                  "collateral": 0, "error": (warns[0] if warns else hits[0] if hits else
+                                                             f"no note naming it (scored={scored})")[:300]}))
+            continue
         if cid.startswith("m_") and kind in WARN_KINDS:  # usable: scored, and named by a warning
             scored = any(df["_file"].str.contains(f"={cid}(?:/|$)").any() for df in got.values() if "_file" in df)
             hits = [m for m in warned if cid in m and WARN_KINDS[kind] in m]
@@ -415,16 +426,17 @@ def media_cases(root: Path, timeout_s: float, reference: Optional[dict] = None,
     return results + dataset_cases(root.parent / "datasets")
 
 
-def _run_warnings(home: Path) -> list[str]:
-    """Every warning-level message of every run in the Dagster home (the step logs the UI shows)."""
-    import logging
+def _run_warnings(home: Path, level: int = logging.WARNING) -> list[str]:
+    """Every message at exactly ``level`` (warning: WARNING, info notes: INFO) of every run in the Dagster home
+    (the step logs the UI shows)."""
     from dagster import DagsterInstance
     if not (home / "dagster.yaml").exists():
         return []
     instance = DagsterInstance.from_config(str(home))
     try:
         return [r.user_message for run in instance.get_runs() for r in instance.all_logs(run.run_id)
-                if not r.is_dagster_event and logging.WARNING <= r.level < logging.ERROR and r.user_message]
+                if not r.is_dagster_event and level <= r.level < (logging.ERROR if level >= logging.WARNING
+                                                                   else logging.WARNING) and r.user_message]
     finally:
         instance.dispose()
 

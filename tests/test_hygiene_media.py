@@ -201,7 +201,9 @@ def test_rotation_is_applied_frames_upright(tmp_path, rotation):
     assert ok and np.abs(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB).astype(int) - frame.astype(int)).mean() < 2
     h = src.health()
     assert h["rotation"] == rotation and h["rotation_applied"] is True
-    assert any(f"display rotation {rotation} degrees applied" in w for w in src.warnings), src.warnings
+    # a note, not a decode warning: the board's decode-warnings count (the warnings) stays clean
+    assert src.warnings == [] and h["warnings"] == []
+    assert len(h["notes"]) == 1 and f"display rotation {rotation} degrees applied" in h["notes"][0], h
     # frame indices, times and rate are the stream's, as for the same frames stored upright
     ref = media.VideoSource(plain)
     assert ref.rotation == 0 and not ref.rotation_applied and ref.warnings == []
@@ -292,3 +294,22 @@ def test_media_warnings_reach_the_dagster_step_log(tmp_path):
         assert res.success
         msgs = [r.user_message for r in instance.all_logs(res.run_id) if not r.is_dagster_event]
     assert any("header states 30.000 fps" in m for m in msgs), msgs
+
+
+def test_applied_rotation_is_an_info_note_in_the_dagster_step_log(tmp_path):
+    import logging
+    from dagster import asset, instance_for_test, materialize
+    cfg = yaml.safe_load((ROOT / "dagster.yaml").read_text())
+    p = write_rotated(tmp_path / "portrait.mp4", _upright(), 90)
+
+    @asset
+    def open_it() -> int:
+        return media.VideoSource(p).size[1]
+
+    with instance_for_test(overrides={"python_logs": cfg["python_logs"]}) as instance:
+        res = materialize([open_it], instance=instance)
+        assert res.success and res.output_for_node("open_it") == 64
+        recs = [r for r in instance.all_logs(res.run_id) if not r.is_dagster_event and "display rotation" in
+                (r.user_message or "")]
+    assert [r.level for r in recs] == [logging.INFO], [(r.level, r.user_message) for r in recs]
+    assert "display rotation 90 degrees applied" in recs[0].user_message

@@ -43,8 +43,9 @@ records on the step, and counted in ``src.health()``):
   that gave no frame) are counted per pass (``stats.corrupt_frames`` / ``stats.lost_frames``).
 - rotation: a display rotation of 90, 180 or 270 degrees (the stream's display matrix, what phones write) is
   applied: every frame is handed over upright, ``size`` is the upright (W, H), ``rotation_applied`` is recorded
-  and a warning names it. Frame indices, times and fps are those of the stream, untouched. Another angle is
-  reported and the frames are analysed as stored.
+  and a note names it (``src.notes``, logged at INFO: a portrait phone clip is not a decode problem, so it is no
+  warning and no decode-warnings count on the board). Frame indices, times and fps are those of the stream,
+  untouched. Another angle is a warning and the frames are analysed as stored.
 - size: chunked requests (the per-frame walks that flow runs on) of frames whose longer side exceeds
   ``max_stream_side()`` (``BENCH_MAX_STREAM_SIDE``, default 2048) are downscaled to it while converting, the
   scale recorded (``stats.stream_scale``), so memory stays bounded on a 4096x2160 shot.
@@ -87,6 +88,8 @@ RATE_TOLERANCE = 0.01
 DEFAULT_MAX_STREAM_SIDE = 2048
 
 _log = logging.getLogger("bench.media")
+if _log.level == logging.NOTSET:   # notes (INFO) reach the step's event log too; dagster.yaml may set another level
+    _log.setLevel(logging.INFO)
 
 
 def max_stream_side() -> int:
@@ -257,10 +260,11 @@ class VideoSource:
         w, h = info["size"]
         self.size: tuple[int, int] = (h, w) if self._quarter_turns % 2 else (w, h)   # (W, H) upright
         self.warnings: list[str] = []
+        self.notes: list[str] = []   # what was done to the frames that is no fault of the file (rotation applied)
         for w in info["warnings"]:
             self._warn(w)
         if self.rotation_applied:
-            self._warn(f"{self.path}: display rotation {self.rotation} degrees applied; frames are analysed upright "
+            self._note(f"{self.path}: display rotation {self.rotation} degrees applied; frames are analysed upright "
                        f"({self.size[0]}x{self.size[1]}, stored as {self.stored_size[0]}x{self.stored_size[1]})")
         elif self.rotation:
             self._warn(f"{self.path}: display rotation {self.rotation} degrees is not a right angle and is not "
@@ -269,6 +273,10 @@ class VideoSource:
     def _warn(self, msg: str) -> None:
         self.warnings.append(msg)
         _log.warning(msg)
+
+    def _note(self, msg: str) -> None:
+        self.notes.append(msg)
+        _log.info(msg)
 
     def frame_times(self) -> np.ndarray:
         """Presentation time of every frame in seconds from the first, from the packets' timestamps (evenly
@@ -279,14 +287,14 @@ class VideoSource:
 
     def health(self) -> dict:
         """What was found about this file: declared / present / decoded frames, corrupt and lost frames, header vs
-        timestamp rate, rotation and whether it was applied, the stream scale and every warning (a row or a board
-        can carry it as is)."""
+        timestamp rate, rotation and whether it was applied, the stream scale, every warning (a row or a board
+        can carry it as is) and every note (what was done that is no fault of the file)."""
         return {"declared_frames": self.declared_frames, "present_frames": self.n_frames,
                 "decoded_frames": self.stats.frames_decoded if self.done else None,
                 "corrupt_frames": self.stats.corrupt_frames, "lost_frames": self.stats.lost_frames,
                 "fps_header": self.fps_header, "fps": self.fps, "rotation": self.rotation,
                 "rotation_applied": self.rotation_applied,
-                "stream_scale": self.stats.stream_scale, "warnings": list(self.warnings)}
+                "stream_scale": self.stats.stream_scale, "warnings": list(self.warnings), "notes": list(self.notes)}
 
     # ------------------------------------------------------------------ stating needs
     @property
