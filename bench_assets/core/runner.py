@@ -368,7 +368,7 @@ class Progress:
         if self.enabled and total:
             from tqdm import tqdm
             fmt = ("{desc} {n_fmt}/{total_fmt} |{bar}| {elapsed}<{remaining} {postfix}" if unit == "partition" else
-                   "{desc} {n_fmt}/{total_fmt} " + _plural(unit) + " |{bar}| {elapsed} {postfix}")
+                   "{desc} {n_fmt}/{total_fmt} " + _plural(unit) + " |{bar}| {elapsed}{postfix}")  # tqdm adds ', '
             self.bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True, bar_format=fmt)
 
     # ------------------------------------------------------------------ what is running
