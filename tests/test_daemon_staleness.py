@@ -9,6 +9,7 @@ benchmark whose generator output is one file per partition (an EntityBench episo
 cores for the same evidence). The helpers are scripts/daemon_quiet.py's (world, environment, daemon start/stop).
 """
 import hashlib
+import os
 import subprocess
 import sys
 import time
@@ -104,10 +105,12 @@ def test_daemon_reruns_exactly_the_partition_whose_file_was_replaced(tmp_path):
         poll(lambda: sensor_ticks(home, started), lambda t: len(t) >= 1, 150, proc)
         assert runs_since(home, started) == [], "the daemon queued a run before anything was edited"
 
-        # the edit: the generator's output file gets other content, in place (a re-rendered video)
+        # the edit: the generator's output file gets other content (a re-rendered video saved over it)
         edited_at = time.time()
         replacement = ROOT / "data" / "generators" / "mbench_changing" / f"{CASE}.mp4"
-        video.write_bytes(replacement.read_bytes())
+        staged = tmp_path / "staged.mp4"   # written beside, then renamed over it: a tick never sees half a file
+        staged.write_bytes(replacement.read_bytes())
+        os.replace(staged, video)
         new_sha = sha256(video)
         assert new_sha != old_sha
 
