@@ -10,7 +10,6 @@ import re
 
 import numpy as np
 import pandas as pd
-import pytest
 
 
 # ----------------------------------------------------------------------------- MBench crops from tracked boxes
@@ -78,7 +77,7 @@ def test_mbench_audit_rows_show_crops_cut_from_tracked_boxes(tmp_path, monkeypat
     store = Store(root=str(tmp_path / "store"))
     gen = "mb_gen"
     v1 = _video(gens / gen / "c1.mp4")
-    v2 = _video(gens / gen / "c2.mp4")
+    _video(gens / gen / "c2.mp4")   # c2: a video whose content is not the one tracked
     sha1 = sha256_file(v1)
     scores = pd.DataFrame([{"generator": gen, "case_id": c, "metric_id": m, "value": 0.5 + 0.1 * i, "reason": None,
                             "n_eval": 1, "n_failed": 0, "n_skipped": 0, "detail": None, "trigger_reason": "t"}
