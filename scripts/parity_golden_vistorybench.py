@@ -17,6 +17,8 @@ What runs, all of it the official code:
   The modules the evaluator imports for its models (insightface, groundingdino, facexlib, AdaFace) are stubbed.
 - CSD: ``CSDEvaluator.get_self_csd_score`` and ``get_cross_csd_score``, with ``_get_image_embed`` returning the
   fixed style vector of each image path.
+- CSD preprocessing: ``CSDEvaluator._preprocess`` and ``_encode`` on three fixed images (two scikit-image
+  photographs, one seeded noise image), the encoder a stub that average-pools the tensor to 16 x 16.
 - Aesthetic: ``AestheticEvaluator.evaluate`` with ``load_outputs`` and ``get_aesthetic_score`` returning fixed
   values.
 - Single-character action: the per-shot block of ``CIDSEvaluator.evaluate``'s shot loop (from "Aggregate
@@ -82,7 +84,8 @@ def build_inputs(seed: int = 24) -> dict:
     single = {"01": {"1": {"A": 2, "B": 3}, "2": {"A": 3}, "3": {"A": 1, "B": 2}},
               "02": {"1": {"D": 2, "F": 3}, "2": {"D": 4}, "3": {"D": 4}}}
     return {"seed": seed, "dim": DIM, "cids": stories, "csd": csd, "aesthetic": aesthetic,
-            "prompt_align": {"judge": judge, "single_character": single}}
+            "prompt_align": {"judge": judge, "single_character": single},
+            "csd_pixels": {"skimage": ["chelsea", "coffee"], "noise_seed": seed, "noise_shape": [96, 160]}}
 
 
 def stub_modules():
@@ -179,6 +182,33 @@ def run_csd(inputs: dict) -> dict:
                                     for d in details}}
 
 
+POOL = 16   # the stub CSD encoder's output: the preprocessed image average-pooled to 16 x 16 (768 numbers)
+
+
+def csd_images(inputs: dict) -> list:
+    """The fixture's images for the CSD preprocessing (RGB uint8): two scikit-image photographs (3:2 and 4:3) and a
+    seeded noise image (96 x 160), the shapes a crop to square would change."""
+    import skimage.data as sd
+    spec = inputs["csd_pixels"]
+    noise = np.random.default_rng(spec["noise_seed"]).integers(0, 256, (*spec["noise_shape"], 3), dtype=np.uint8)
+    return [getattr(sd, n)() for n in spec["skimage"]] + [noise]
+
+
+def run_csd_pixels(inputs: dict) -> dict:
+    """``CSDEvaluator._preprocess`` then ``_encode`` (the official resize and normalisation) with the evaluator's
+    own size / mean / std, its ``csd_encoder`` a stub that average-pools the tensor it is given."""
+    import torch
+    from PIL import Image
+    mod = importlib.import_module("vistorybench.bench.style.csd_evaluator")
+    ev = object.__new__(mod.CSDEvaluator)
+    ev.device = "cpu"
+    # the values CSDEvaluator.__init__ sets (it also loads the model, which is not needed here)
+    ev.csd_size, ev.csd_mean, ev.csd_std = 224, [0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.26130258, 0.27577711]
+    ev.csd_encoder = lambda x: {"style": torch.nn.functional.adaptive_avg_pool2d(x, POOL).flatten(1)}
+    out = [ev._encode(ev._preprocess(Image.fromarray(im).convert("RGB")))[0].tolist() for im in csd_images(inputs)]
+    return {"pool": POOL, "size": ev.csd_size, "pooled": out}
+
+
 def run_aesthetic(inputs: dict) -> dict:
     mod = importlib.import_module("vistorybench.bench.quality.aesthetic_evaluator")
     ev = object.__new__(mod.AestheticEvaluator)
@@ -244,7 +274,8 @@ def main(argv=None) -> int:
     inputs = build_inputs()
     cids = run_cids(ref, inputs)
     outputs = {"source": "ViStoryBench/vistorybench", "commit": a.commit,
-               "cids": cids, "csd": run_csd(inputs), "aesthetic": run_aesthetic(inputs),
+               "cids": cids, "csd": run_csd(inputs), "csd_pixels": run_csd_pixels(inputs),
+               "aesthetic": run_aesthetic(inputs),
                "prompt_align": run_prompt_align(ref, inputs, cids)}
     GOLDEN.mkdir(parents=True, exist_ok=True)
     (GOLDEN / "inputs.json").write_text(json.dumps(inputs, indent=1) + "\n")

@@ -8,7 +8,7 @@ import torch
 
 from bench_assets.vistorybench import metrics as M
 from bench_resources.models import ModelRegistry
-from bench_resources.models.story import AestheticV25, CsdStyleEncoder, ImageNetClassifier, _center_crop_resize
+from bench_resources.models.story import AestheticV25, CsdStyleEncoder, ImageNetClassifier
 
 RNG = np.random.default_rng(0)
 IMAGES = [RNG.integers(0, 255, (96 + 8 * i, 128, 3), dtype=np.uint8) for i in range(3)]
@@ -28,13 +28,16 @@ def test_csd_checkpoint_layout_loads_and_matches_a_manual_forward(tmp_path):
     got = enc.embed(IMAGES)
     assert got.shape == (3, visual.proj.shape[1])
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
-    # manual: CLIP preprocessing, the tower without its projection, then the style head
+    # manual: ViStoryBench's CSD preprocessing (torchvision v2: the whole float image resized to 224 x 224 bicubic,
+    # CLIP-normalised; tests/parity checks it against the official evaluator), the tower without its projection,
+    # then the style head
+    import torchvision.transforms.v2 as T
     from bench_resources.models.story import CLIP_MEAN, CLIP_STD
-    from bench_resources.models.vision import to_tensor
     visual.proj = None
     visual.eval()
+    tf = T.Compose([T.Resize((224, 224), interpolation=T.InterpolationMode.BICUBIC), T.Normalize(CLIP_MEAN, CLIP_STD)])
     with torch.no_grad():
-        x = to_tensor([_center_crop_resize(im, 224) for im in IMAGES], 224, CLIP_MEAN, CLIP_STD, "cpu", torch.float32)
+        x = torch.cat([tf(torch.from_numpy(im).permute(2, 0, 1)[None].float() / 255.0) for im in IMAGES])
         ref = torch.nn.functional.normalize(visual(x) @ style, dim=-1).numpy()
     assert np.allclose(got, ref, atol=1e-4)
     assert M.style_self(got) == pytest.approx(float(np.mean([got[0] @ got[1], got[0] @ got[2], got[1] @ got[2]])))

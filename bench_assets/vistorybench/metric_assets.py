@@ -43,7 +43,8 @@ def _explain(df: pd.DataFrame, generator: str) -> dict:
                             audit_url=audit_link(BENCH, generator, METRICS.specs))  # board metrics only: no 404
 
 
-# code version 5: the aesthetic slot resizes as SigLIP's processor does (PIL bicubic, antialiased)
+# code version 5: the aesthetic slot resizes as SigLIP's processor does (PIL bicubic, antialiased); CSD squashes
+# the whole image to 224 x 224 as the official evaluator (it cropped the short side's centre)
 @asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="5", pool="gpu", op_tags=GPU_OP_TAGS)
 def vistorybench_scores(context: AssetExecutionContext, paths: BenchPaths, vistorybench_outputs: pd.DataFrame,
                         vistorybench_story: pd.DataFrame, vistorybench_references: pd.DataFrame,

@@ -69,7 +69,8 @@ SLOTS: dict = {
                            package=EFFNET, load=_effnet_features)),
     "style_csd": SlotSpec(
         "ViStoryBench: CSD style features (csd_cross, csd_self)",
-        paper=Checkpoint("CSD ViT-L/14 (learn2phoenix/CSD checkpoint.pth, style head)", files=("checkpoint.pth",),
+        paper=Checkpoint("CSD ViT-L/14 (learn2phoenix/CSD checkpoint.pth, style head; whole image to 224 x 224 "
+                         "bicubic as ViStoryBench's evaluator)", files=("checkpoint.pth",),
                          load=_csd),
         offline=None),
     "inception": SlotSpec(

@@ -54,10 +54,23 @@ def _center_crop_resize(im: np.ndarray, size: int) -> np.ndarray:
     return im[y:y + size, x:x + size]
 
 
+def csd_pixels(images: Sequence[np.ndarray], size: int, mean, std, device, dtype):
+    """ViStoryBench's CSD preprocessing (``CSDEvaluator._preprocess`` / ``_encode``, the paper silent): the RGB
+    image as float in [0, 1], the WHOLE image resized to ``size`` x ``size`` (torchvision v2 bicubic, antialiased
+    as v2 does by default; no short-side resize, no crop, no rounding back to uint8), CLIP-normalised."""
+    import torch
+    from torchvision.transforms import InterpolationMode
+    from torchvision.transforms.v2 import functional as F2
+    out = [F2.resize(torch.from_numpy(np.ascontiguousarray(im)).permute(2, 0, 1)[None].float().div(255.0),
+                     [size, size], interpolation=InterpolationMode.BICUBIC, antialias=True) for im in images]
+    return F2.normalize(torch.cat(out), list(mean), list(std)).to(device=device, dtype=dtype)
+
+
 class CsdStyleEncoder:
     """CSD (Somepalli et al. 2024): a CLIP ViT-L/14 vision tower whose final projection is replaced by a learned
     style projection; output L2-normalised. Loads the released ``checkpoint.pth`` (``model_state_dict`` with
-    ``backbone.*``, ``last_layer_style``, ``last_layer_content``, keys optionally prefixed ``module.``)."""
+    ``backbone.*``, ``last_layer_style``, ``last_layer_content``, keys optionally prefixed ``module.``).
+    Images are preprocessed as ViStoryBench's evaluator does (``csd_pixels``)."""
 
     def __init__(self, visual, style_proj, device, dtype, batch_size: int, size: int = 224):
         import torch
@@ -87,8 +100,7 @@ class CsdStyleEncoder:
         out = []
         for chunk in batches(list(images), self.batch_size):
             with torch.inference_mode(), counted(len(chunk)):
-                x = to_tensor([_center_crop_resize(im, self.size) for im in chunk], self.size, CLIP_MEAN, CLIP_STD,
-                              self.device, self.dtype)
+                x = csd_pixels(chunk, self.size, CLIP_MEAN, CLIP_STD, self.device, self.dtype)
                 f = self.visual(x) @ self.style_proj
                 out.append(torch.nn.functional.normalize(f.float(), dim=-1).cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, 0), np.float32)

@@ -126,6 +126,38 @@ def test_csd_self_and_cross(monkeypatch):
     assert abs(cross - ref["cross_csd"]) <= BAR
 
 
+def test_csd_preprocessing_is_the_officials():
+    """The CSD slot's preprocessing (``CsdStyleEncoder``: ``csd_pixels``) = ``CSDEvaluator._preprocess`` and
+    ``_encode``: the whole image squashed to 224 x 224 on floats (bicubic, antialiased), CLIP-normalised. Both sides'
+    tower is the same average pooling to 16 x 16, compared after L2 normalisation (the scores use cosines). The
+    short-side resize and centre crop the slot ran before is asserted to differ."""
+    import skimage.data as sd
+    import torch
+    from bench_resources.models.story import CLIP_MEAN, CLIP_STD, CsdStyleEncoder, _center_crop_resize
+    from bench_resources.models.vision import to_tensor
+    spec, ref = INPUTS["csd_pixels"], OUT["csd_pixels"]
+    noise = np.random.default_rng(spec["noise_seed"]).integers(0, 256, (*spec["noise_shape"], 3), dtype=np.uint8)
+    images = [getattr(sd, n)() for n in spec["skimage"]] + [noise]
+    pool = ref["pool"]
+
+    class Pool(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.adaptive_avg_pool2d(x, pool).flatten(1)
+
+    enc = CsdStyleEncoder(Pool(), torch.eye(3 * pool * pool), "cpu", torch.float32, batch_size=2, size=ref["size"])
+    got = enc.embed(images)
+    want = np.asarray(ref["pooled"])
+    want = want / np.linalg.norm(want, axis=1, keepdims=True)
+    diff = float(np.max(np.abs(got - want)))
+    old = Pool()(to_tensor([_center_crop_resize(im, 224) for im in images], 224, CLIP_MEAN, CLIP_STD, "cpu",
+                           torch.float32)).numpy()
+    old = old / np.linalg.norm(old, axis=1, keepdims=True)
+    print(f"\nparity CSD preprocessing: max diff {diff:.3g}; short side + centre crop: "
+          f"{float(np.max(np.abs(old - want))):.3g}")
+    assert diff <= BAR
+    assert float(np.max(np.abs(old - want))) > 100 * BAR
+
+
 def test_aesthetic_story_mean(monkeypatch):
     from bench_assets.vistorybench import scores
     monkeypatch.setattr(scores, "shot_image", lambda p: p)
