@@ -123,3 +123,31 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# ---------------------------------------------------------------------------------------------- tracklet links
+# Issue 23: the stitching (ReID cosine) and torso-colour (Bhattacharyya) thresholds were learned from each file's own
+# pairs, so who was merged depended on whatever else the file held. They are now fixed: fitted once on the
+# calibration videos by scripts/calibrate_links.py (the same unlabelled pairs, pooled) and read from this file.
+LINK_FILE = Path(__file__).with_name("link_calibration.json")
+
+
+def link_thresholds(reid_model: Optional[str], path: Path = LINK_FILE) -> Optional[dict]:
+    """{"reid", "colour", "source", ...} for the pipeline's stitching, or None where there is no file. The colour
+    threshold holds for any ReID model (it compares HSV histograms); the ReID cosine only for the model it was fitted
+    with (``reid`` None otherwise: the caller falls back to its profile's REID_THRESHOLD)."""
+    p = Path(path)
+    if not p.is_file():
+        return None
+    doc = json.loads(p.read_text())
+    same = reid_model is not None and reid_model == doc["reid_model"]
+    return {"reid": doc["reid"]["threshold"] if same else None, "colour": doc["colour"]["threshold"],
+            "source": f"{p.name} (scripts/calibrate_links.py), fitted on {', '.join(doc['fitted_on'])}"
+                      + ("" if same else f"; its ReID cosine is for {doc['reid_model']}, not {reid_model}: "
+                                         "the profile's REID_THRESHOLD"),
+            "held_out": doc.get("held_out")}
+
+
+def link_thresholds_doc(path: Path = LINK_FILE) -> Optional[dict]:
+    p = Path(path)
+    return json.loads(p.read_text()) if p.is_file() else None

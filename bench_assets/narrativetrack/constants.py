@@ -38,6 +38,8 @@ LINK_MIN_PAIRS = 10
 LINK_POSITIVE_IOU = 0.5           # torso-colour calibration: consecutive boxes overlapping this much are one person
 COLOUR_FALLBACK = 0.0             # torso-colour agreement where a video has too few pairs to calibrate it: no check
 FACE_MIN_HEIGHT = 15              # a face under this many native pixels carries no identity (campus walkers: 5-12 px)
+FACE_MIN_FRACTION = 15 / 576       # the same limit as a share of the frame height (15 px of the campus' 576 rows),
+                                  # so a resized copy keeps the same faces; FACE_MIN_HEIGHT where no height is known
 VERIFY_FACE_CROPS = 6             # face crops per identity sent to the judge for verification
 VERIFY_MODELS: tuple[str, ...] = ()   # judge model ids for the majority vote; () = the configured judge model
 CONTEXT_FRAMES = 4                # frames per segment shown to the judge with the green box

@@ -50,14 +50,12 @@ def split_tracklets(track_ids: Sequence[int], samples: Sequence[int], emb: Seque
     return split_on(track_ids, samples, emb, cos, lambda a, b: float(l2_normalise(a) @ l2_normalise(b)))
 
 
-def link_threshold(track_ids: Sequence[int], samples: Sequence[int], emb: Sequence,
-                   fallback: float, sim=None, boxes: Optional[Sequence] = None) -> tuple[float, dict]:
-    """The ReID cosine above which two boxes are taken for one person, calibrated on the video itself without labels:
+def link_pairs(track_ids: Sequence[int], samples: Sequence[int], emb: Sequence, sim=None,
+               boxes: Optional[Sequence] = None) -> tuple[list[float], list[float]]:
+    """Unlabelled pairs of one video that say what "the same person" and "two people" look like to ``sim``:
     positives are consecutive boxes of one IoU track (the same person by construction; with ``boxes``, only pairs
     overlapping at IoU >= ``constants.LINK_POSITIVE_IOU``, which a track cannot have jumped between), negatives two
-    boxes of one frame (two people by construction). The threshold maximises Youden's J (TPR - FPR) between the
-    two; ``fallback`` where either side is missing (one person alone: nothing to confuse). Returns (threshold, the
-    numbers behind it)."""
+    boxes of one frame (two people by construction). Returns (positive similarities, negative similarities)."""
     sim = sim or cosine
     unit = {i: e for i, e in enumerate(emb) if e is not None}
     by = defaultdict(list)
@@ -73,18 +71,34 @@ def link_threshold(track_ids: Sequence[int], samples: Sequence[int], emb: Sequen
     for i in unit:
         per[samples[i]].append(i)
     neg = [sim(unit[a], unit[b]) for ii in per.values() for k, a in enumerate(ii) for b in ii[k + 1:]]
-    info = {"positives": len(pos), "negatives": len(neg)}
-    if len(pos) < constants.LINK_MIN_PAIRS or len(neg) < constants.LINK_MIN_PAIRS:
-        return fallback, {**info, "source": "fallback (too few positive or negative pairs)"}
-    p, n = np.sort(pos), np.sort(neg)
+    return pos, neg
+
+
+def youden_threshold(pos: Sequence[float], neg: Sequence[float]) -> tuple[float, dict]:
+    """The similarity that maximises Youden's J (TPR - FPR) between positive and negative pairs, half-way to the next
+    lower observed value (a clean separation is not decided at its very edge). Returns (threshold, its rates)."""
+    p, n = np.sort(np.asarray(pos, float)), np.sort(np.asarray(neg, float))
     cands = np.unique(np.r_[p, n])
     tpr = 1 - np.searchsorted(p, cands, side="left") / len(p)
     fpr = 1 - np.searchsorted(n, cands, side="left") / len(n)
     k = int(np.argmax(tpr - fpr))
-    # half-way to the next lower observed value: a clean separation is not decided at its very edge
     thr = float(cands[k] + cands[k - 1]) / 2 if k > 0 else float(cands[k])
-    return thr, {**info, "source": "Youden J on the video's own pairs", "tpr": round(float(tpr[k]), 3),
-                             "fpr": round(float(fpr[k]), 3)}
+    return thr, {"positives": len(p), "negatives": len(n), "tpr": round(float(tpr[k]), 3),
+                 "fpr": round(float(fpr[k]), 3)}
+
+
+def link_threshold(track_ids: Sequence[int], samples: Sequence[int], emb: Sequence,
+                   fallback: float, sim=None, boxes: Optional[Sequence] = None) -> tuple[float, dict]:
+    """Youden's J on one video's own unlabelled pairs (``link_pairs``); ``fallback`` where either side has fewer
+    than ``constants.LINK_MIN_PAIRS``. Issue 23: the pipeline no longer decides with this (a threshold learned from
+    the file made identities depend on whatever else the file holds); it fixes its link thresholds from these pairs
+    pooled over the calibration videos (``scripts/calibrate_links.py``) and keeps this for the diagnostics."""
+    pos, neg = link_pairs(track_ids, samples, emb, sim, boxes)
+    info = {"positives": len(pos), "negatives": len(neg)}
+    if len(pos) < constants.LINK_MIN_PAIRS or len(neg) < constants.LINK_MIN_PAIRS:
+        return fallback, {**info, "source": "fallback (too few positive or negative pairs)"}
+    thr, rates = youden_threshold(pos, neg)
+    return thr, {**rates, "source": "Youden J on the video's own pairs"}
 
 
 def cosine(a, b) -> float:
@@ -162,18 +176,21 @@ def stitch_tracklets(track_ids: Sequence[int], samples: Sequence[int], boxes: Se
             col = (bhattacharyya(colour[last], colour[first]) if colour is not None and colour[last] is not None
                    and colour[first] is not None else None)
             if cos >= threshold and (col is None or col >= colour_threshold):
-                cands.append((cos if col is None else col, ta, tb))
+                # the margin of the link: how far above its threshold the weaker of the two tests passed
+                margin = cos - threshold if col is None else min(cos - threshold, col - colour_threshold)
+                cands.append((cos if col is None else col, ta, tb, cos, margin))
     nxt, prv = {}, {}
-    for cos, ta, tb in sorted(cands, reverse=True):
+    for key, ta, tb, cos, margin in sorted(cands, reverse=True):
         if ta not in nxt and tb not in prv:
-            nxt[ta], prv[tb] = (tb, cos), ta
+            nxt[ta], prv[tb] = (tb, cos, margin), ta
     root = {}
     for t in ends:
         r = t
         while r in prv:
             r = prv[r]
         root[t] = r
-    log = [{"from": ta, "to": tb, "reid_cosine": round(c, 3)} for ta, (tb, c) in sorted(nxt.items())]
+    log = [{"from": ta, "to": tb, "reid_cosine": round(c, 3), "margin": round(m, 4)}
+           for ta, (tb, c, m) in sorted(nxt.items())]
     return [root.get(t, t) if t >= 0 else t for t in track_ids], log
 
 
@@ -359,11 +376,14 @@ def track_boxes(frame_boxes: Sequence[tuple[np.ndarray, np.ndarray]], shots: Seq
 # ----------------------------------------------------------------------------------------------- clustering
 
 def cluster_tracklets(embeddings: dict[int, np.ndarray], frames: dict[int, set], threshold: float,
-                      colours: Optional[dict[int, np.ndarray]] = None, colour_threshold: float = 0.0) -> dict[int, int]:
+                      colours: Optional[dict[int, np.ndarray]] = None, colour_threshold: float = 0.0,
+                      log: Optional[list] = None) -> dict[int, int]:
     """Average-linkage agglomerative clustering of tracklets by cosine of their mean ReID embeddings; two clusters
     merge only when their average similarity >= threshold, no two of their tracklets share a frame (a person is
     not twice in one frame), and, with ``colours`` (mean clothes-colour histograms), their average colour similarity
-    is >= ``colour_threshold``. Returns tracklet -> cluster id (0..n-1, ordered by first tracklet)."""
+    is >= ``colour_threshold``. Returns tracklet -> cluster id (0..n-1, ordered by first tracklet). With ``log``, every
+    merge is appended with its margin (similarity minus the threshold), and for every final cluster its nearest
+    other cluster it could have joined (no shared frame), with the margin by which it stayed apart (issue 23)."""
     tids = sorted(embeddings)
     if not tids:
         return {}
@@ -390,8 +410,28 @@ def cluster_tracklets(embeddings: dict[int, np.ndarray], frames: dict[int, set],
         if pair is None or best < threshold:
             break
         a, b = pair
+        if log is not None:
+            log.append({"op": "reid_merge", "a": [tids[i] for i in clusters[a]], "b": [tids[i] for i in clusters[b]],
+                        "reid_cosine": round(best, 4), "margin": round(best - threshold, 4)})
         clusters[a] += clusters.pop(b)
         fr[a] |= fr.pop(b)
+    if log is not None:
+        keys = sorted(clusters)
+        for a in keys:
+            near = None
+            for b in keys:
+                if a == b or fr[a] & fr[b]:
+                    continue
+                s = float(S[np.ix_(clusters[a], clusters[b])].mean())
+                m = s - threshold
+                if C is not None:
+                    m = min(m, float(C[np.ix_(clusters[a], clusters[b])].mean()) - colour_threshold)
+                if near is None or m > near[0]:
+                    near = (m, b, s)
+            if near is not None:
+                log.append({"op": "reid_kept_apart", "a": [tids[i] for i in clusters[a]],
+                            "b": [tids[i] for i in clusters[near[1]]], "reid_cosine": round(near[2], 4),
+                            "margin": round(near[0], 4)})
     order = sorted(clusters.values(), key=min)
     return {tids[i]: k for k, members in enumerate(order) for i in members}
 
@@ -421,7 +461,7 @@ def face_refine(labels: dict[int, int], face_emb: dict[int, np.ndarray], frames:
             if cos < split:
                 labels[t] = nxt
                 log.append({"op": "split", "tracklet": t, "from": c, "to": nxt, "face_cosine": round(cos, 3),
-                            "margin": round(cos - split, 3)})
+                            "margin": round(cos - split, 3), "tracklets": [t]})
                 nxt += 1
     while True:
         by = defaultdict(list)
@@ -442,13 +482,13 @@ def face_refine(labels: dict[int, int], face_emb: dict[int, np.ndarray], frames:
         if pair is None or best < merge:
             if pair is not None:
                 log.append({"op": "kept_apart", "a": pair[0], "b": pair[1], "face_cosine": round(best, 3),
-                            "margin": round(best - merge, 3)})
+                            "margin": round(best - merge, 3), "tracklets": sorted(by[pair[0]] + by[pair[1]])})
             break
         a, b = pair
+        log.append({"op": "merge", "into": a, "from": b, "face_cosine": round(best, 3),
+                    "margin": round(best - merge, 3), "tracklets": sorted(by[a] + by[b])})
         for t in by[b]:
             labels[t] = a
-        log.append({"op": "merge", "into": a, "from": b, "face_cosine": round(best, 3),
-                    "margin": round(best - merge, 3)})
     order = {c: k for k, c in enumerate(sorted(set(labels.values()), key=lambda c: min(t for t in labels
                                                                                      if labels[t] == c)))}
     return {t: order[c] for t, c in labels.items()}, log

@@ -11,13 +11,14 @@ from bench_assets.core.automation import INPUT_SHA_KEY, content_data_version
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.media import even_indices
 from bench_assets.core.slots import load_slot
+from bench_assets.narrativetrack import calibration
 from bench_assets.narrativetrack import constants
 from bench_assets.narrativetrack import dataset
 from bench_assets.narrativetrack import pipeline
 from bench_assets.narrativetrack import stages
 from bench_assets.narrativetrack.frame_cache import frame_view, open_video, sampled_frames, video_row
 from bench_assets.narrativetrack.judged import verify_identities
-from bench_assets.narrativetrack.manifest import FACE_MERGE, protocol
+from bench_assets.narrativetrack.manifest import FACE_MERGE, LINKS_VERSION, protocol
 from bench_assets.narrativetrack.tables import as_list, as_strings, det_records
 from bench_assets.narrativetrack.wiring import GROUP, P, data_dir, video_version
 from bench_resources.device import Device
@@ -142,8 +143,10 @@ def narrativetrack_faces(context: AssetExecutionContext, narrativetrack_video: p
                                 "face_slot": MetadataValue.text(why or "available")})
 
 
-# the face-merge threshold is part of the code version: a refit (scripts/calibrate_faces.py) re-runs the identities
-@asset(partitions_def=P.items, group_name=GROUP, code_version=f"3+merge{FACE_MERGE:.4f}")
+# the face-merge and link thresholds are part of the code version: a refit (scripts/calibrate_faces.py,
+# scripts/calibrate_links.py) re-runs the identities
+@asset(partitions_def=P.items, group_name=GROUP,
+       code_version=f"4+merge{FACE_MERGE:.4f}+links{LINKS_VERSION}")
 def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
                               narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
                               narrativetrack_tracklets: pd.DataFrame, narrativetrack_reid: pd.DataFrame,
@@ -164,8 +167,12 @@ def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_vid
     threshold = constants.REID_THRESHOLD[models.profile]
     frames, _, _ = sampled_frames(video, narrativetrack_frames)
     shots = [int(s) for s in narrativetrack_frames.sort_values("sample")["shot"]]
+    # fixed link thresholds (calibration videos only) and face sizes relative to the frame: the same frames give the
+    # same identities whatever the file's size or whatever else it holds (issue 23)
+    links = calibration.link_thresholds(models.status("reid").checkpoint)
     ids, info = stages.identities(dets, tids, emb, face_rows, threshold, FACE_MERGE, shots=shots,
-                             sample_fps=float(video["sample_fps"]), colours=stages.torso_colours(frames, dets))
+                                  sample_fps=float(video["sample_fps"]), colours=stages.torso_colours(frames, dets),
+                                  links=links, frame_height=float(video["height"]))
     faces_df = faces.assign(face_box=[r["face_box"] for r in face_rows])
     seconds = time.perf_counter() - t0  # the judge's latency is not the pipeline's speed
     judged, vlog = verify_identities(judge, frames, dets, ids, info["tracklet_ids"], faces_df)
@@ -179,13 +186,18 @@ def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_vid
                        "sample": [d["sample"] for d in dets], "tracklet": info["tracklet_ids"],
                        "entity": pd.array(ids, dtype="Int64"), "verified": pd.array(verified, dtype="boolean"),
                        # every identity, main character or not (the validity check compares people with it)
-                       "identity": pd.array([info["cluster_of"].get(i) for i in range(len(dets))], dtype="Int64")})
+                       "identity": pd.array([info["cluster_of"].get(i) for i in range(len(dets))], dtype="Int64"),
+                       # how close this row's identity came to being another: the signed margin of the nearest
+                       # decision that touched it (positive: a merge taken; negative: one refused) and which one
+                       "decision_margin": pd.array(info["decision_margin"], dtype="Float64"),
+                       "decision": pd.array(info["decision"], dtype="string")})
     df["video_id"], df["seconds"] = video["video_id"], seconds
     df["protocol"] = protocol(models, judge)
     meta = {k: v for k, v in info.items() if k not in ("tracklet_ids", "face_log", "cluster_of", "link_calibration",
-                                                       "colour_calibration")}
-    meta["calibration"] = MetadataValue.json({"link": info["link_calibration"],
-                                              "colour": info["colour_calibration"]})
+                                                       "link_log", "reid_log", "decision_margin", "decision")}
+    meta["calibration"] = MetadataValue.json({"link": info["link_calibration"]})
+    meta["link_decisions"] = MetadataValue.json(info["link_log"][:50])
+    meta["reid_decisions"] = MetadataValue.json(info["reid_log"][:50])
     meta["voted_out_tracklets"] = sum(v is False for v in judged.values())
     return Output(df, metadata={**meta, "face_decisions": MetadataValue.json(info["face_log"]),
                                 "verification": MetadataValue.json(vlog[:20])})

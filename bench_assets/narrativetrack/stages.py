@@ -152,36 +152,53 @@ def face_embeddings(frames: Sequence[np.ndarray], dets: list[dict], face, only: 
     return out
 
 
-def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces: Sequence[dict],
-               threshold: float, face_merge: float = constants.FACE_MERGE_COSINE, shots: Optional[Sequence[int]] = None,
-               sample_fps: float = constants.SAMPLE_FPS,
-               colours: Optional[Sequence] = None) -> tuple[list[Optional[int]], dict]:
-    """Identity per detection (None for untracked / noise): tracklets cut where appearance breaks and stitched where
-    IoU tracking lost a moving person (ReID link threshold calibrated on the video's own pairs), ReID clustering of
-    tracklets (cannot-link in time), then face refinement (faces too small to carry identity ignored), then the main
-    characters (4 largest clusters) renumbered 0..3 by size."""
+def split_tracks(dets: list[dict], track_ids: Sequence[int], reid: Sequence,
+                 colours: Optional[Sequence] = None) -> list[int]:
+    """Tracklets before the torso-colour split: untracked boxes made one-box tracklets, tracks cut where ReID
+    appearance breaks (``TRACKLET_SPLIT_COSINE``) and, with ``colours``, where consecutive boxes barely overlap."""
     samples = [d["sample"] for d in dets]
     # a box ByteTrack left untracked (a low score no live track wanted) is still a person: a one-box tracklet that
     # stitching can join to a track
     nxt = max(track_ids, default=-1) + 1
     track_ids = [t if t >= 0 else nxt + i for i, t in enumerate(track_ids)]
     track_ids = pipeline.split_tracklets(track_ids, samples, reid, constants.TRACKLET_SPLIT_COSINE)
-    col_t, col_info = None, None
     if colours is not None:
         # at 1 fps a track link between boxes that barely overlap is a guess (a walker moves a box width between
         # samples, and two walkers side by side swap): cut it, and let stitching decide on appearance and distance
-        boxes = [d["box"] for d in dets]
-        track_ids = pipeline.split_on(track_ids, samples, boxes, constants.LINK_POSITIVE_IOU,
+        track_ids = pipeline.split_on(track_ids, samples, [d["box"] for d in dets], constants.LINK_POSITIVE_IOU,
                                       lambda a, b: float(pipeline.iou_matrix([a], [b])[0, 0]))
-        col_t, col_info = pipeline.link_threshold(track_ids, samples, colours, constants.COLOUR_FALLBACK,
-                                                  pipeline.bhattacharyya, [d["box"] for d in dets])
+    return track_ids
+
+
+def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces: Sequence[dict],
+               threshold: float, face_merge: float = constants.FACE_MERGE_COSINE, shots: Optional[Sequence[int]] = None,
+               sample_fps: float = constants.SAMPLE_FPS, colours: Optional[Sequence] = None,
+               links: Optional[dict] = None, frame_height: Optional[float] = None) -> tuple[list[Optional[int]], dict]:
+    """Identity per detection (None for untracked / noise): tracklets cut where appearance breaks and stitched where
+    IoU tracking lost a moving person, ReID clustering of tracklets (cannot-link in time), then face refinement (faces
+    too small to carry identity ignored), then the main characters (4 largest clusters) renumbered 0..3 by size.
+
+    Issue 23: every decision is taken against fixed thresholds, never ones learned from the file's own pairs (they
+    made who is merged depend on whatever else the file holds): ``links`` = {"reid": cosine, "colour":
+    Bhattacharyya, ...} fitted on calibration videos (calibration.link_thresholds; without it the profile's ReID
+    threshold and no colour check), and sizes are relative (box heights for distances; faces as a fraction of
+    ``frame_height``), so the same frames at another size take the same decisions."""
+    samples = [d["sample"] for d in dets]
+    links = dict(links or {"colour": constants.COLOUR_FALLBACK, "source": "fallback: no link calibration file"})
+    if links.get("reid") is None:
+        links["reid"] = threshold
+    track_ids = split_tracks(dets, track_ids, reid, colours)
+    col_t = None
+    if colours is not None:
+        col_t = float(links["colour"])
         track_ids = pipeline.split_on(track_ids, samples, colours, col_t, pipeline.bhattacharyya)
-    link, link_info = pipeline.link_threshold(track_ids, samples, reid, threshold)
+    link = float(links["reid"])
     shots = list(shots) if shots is not None else [0] * (max(samples, default=0) + 1)
     max_gap = max(1, int(math.floor(constants.LINK_MAX_GAP_S * sample_fps + 1e-9)))
-    track_ids, links = pipeline.stitch_tracklets(track_ids, samples, [d["box"] for d in dets],
-                                                 [shots[s] for s in samples], reid, link, max_gap, 1.0 / sample_fps,
-                                                 colour=colours, colour_threshold=col_t or 0.0)
+    pre_stitch = list(track_ids)
+    track_ids, links_log = pipeline.stitch_tracklets(track_ids, samples, [d["box"] for d in dets],
+                                                     [shots[s] for s in samples], reid, link, max_gap,
+                                                     1.0 / sample_fps, colour=colours, colour_threshold=col_t or 0.0)
     members = defaultdict(list)
     for i, t in enumerate(track_ids):
         if t >= 0 and reid[i] is not None:
@@ -193,12 +210,15 @@ def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces
     if colours is not None:
         col = {t: np.mean([np.asarray(colours[i], float) for i in m if colours[i] is not None], axis=0)
                for t, m in members.items() if any(colours[i] is not None for i in m)}
-    labels = pipeline.cluster_tracklets(emb, frames, threshold, col, col_t or 0.0)
+    reid_log: list = []
+    labels = pipeline.cluster_tracklets(emb, frames, threshold, col, col_t or 0.0, log=reid_log)
     reid_clusters = len(set(labels.values()))
+    # a face's size is judged against the frame's (the same frames at half or twice the size keep the same faces)
+    min_face = (constants.FACE_MIN_FRACTION * frame_height if frame_height else constants.FACE_MIN_HEIGHT)
     face = {}
     for t, m in members.items():
         fs = [np.asarray(faces[i]["face_embedding"], float) for i in m if faces[i]["face_embedding"] is not None
-              and _face_height(faces[i]) >= constants.FACE_MIN_HEIGHT]
+              and _face_height(faces[i]) >= min_face]
         if fs:
             face[t] = np.mean(fs, axis=0)
     labels, log = pipeline.face_refine(labels, face, frames, merge=face_merge)
@@ -212,13 +232,48 @@ def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces
         if labels[t] in rank:
             for i in m:
                 out[i] = rank[labels[t]]
+    margin, decision = row_margins(pre_stitch, list(track_ids), links_log, reid_log, log)
     info = {"tracklets": len(members), "reid_clusters": reid_clusters, "clusters": len(counts),
             "main": len(main), "face_log": log, "threshold": threshold, "face_merge_cosine": face_merge,
-            "link_threshold": round(link, 4), "link_calibration": link_info, "links": len(links),
-            "colour_threshold": None if col_t is None else round(col_t, 4), "colour_calibration": col_info,
+            "link_threshold": round(link, 4), "link_calibration": {k: v for k, v in links.items()
+                                                                   if k not in ("reid", "colour")},
+            "links": len(links_log), "link_log": links_log,
+            "colour_threshold": None if col_t is None else round(col_t, 4),
             "cluster_of": {i: labels[t] for t, m in members.items() for i in m},
+            "reid_log": reid_log, "decision_margin": margin, "decision": decision,
             "tracklet_ids": list(track_ids)}
     return out, info
+
+
+def row_margins(pre_stitch: Sequence[int], tracklet: Sequence[int], link_log: Sequence[dict],
+                reid_log: Sequence[dict], face_log: Sequence[dict]) -> tuple[list[Optional[float]], list[Optional[str]]]:
+    """Pure: per detection, the signed margin of the closest identity decision that touched it (a stitching link,
+    a ReID merge or the nearest ReID cluster kept apart, a face merge / split / the nearest pair kept apart) and
+    which decision that was. Positive: a merge (or link) taken by that much; negative: a merge refused by that much.
+    Issue 23: a reader of the identities table sees per row how close its identity came to being another."""
+    by_pre: dict = defaultdict(list)
+    by_trk: dict = defaultdict(list)
+    for d in link_log:
+        for t in (d["from"], d["to"]):
+            by_pre[t].append((d["margin"], "stitch link"))
+    for d in reid_log:
+        for t in list(d["a"]) + list(d["b"]):
+            by_trk[t].append((d["margin"], d["op"].replace("_", " ")))
+    for d in face_log:
+        for t in d.get("tracklets", []):
+            by_trk[t].append((d["margin"], f"face {d['op'].replace('_', ' ')}"))
+    margin: list[Optional[float]] = []
+    what: list[Optional[str]] = []
+    for p, t in zip(pre_stitch, tracklet):
+        cands = by_pre.get(p, []) + by_trk.get(t, [])
+        if not cands:
+            margin.append(None)
+            what.append(None)
+            continue
+        m, w = min(cands, key=lambda c: (abs(c[0]), c[1]))
+        margin.append(round(float(m), 4))
+        what.append(w)
+    return margin, what
 
 
 def torso_colours(frames: Sequence[np.ndarray], dets: list[dict]) -> list[Optional[list[float]]]:

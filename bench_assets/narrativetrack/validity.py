@@ -249,12 +249,12 @@ def build_suite(work_dir: Path, invariance: bool = True, cuts: bool = True) -> c
 
 
 # Constants set by looking at validation footage before the split existed (constants.py says which clip): they have
-# no held-out rate and are listed as such, not hidden (issue 23). The per-video ReID link and torso-colour
-# thresholds are not fitted on any source: they are learned from each file's own pairs (pipeline.link_threshold).
+# no held-out rate and are listed as such, not hidden (issue 23). The ReID link and torso-colour thresholds are fixed
+# (scripts/calibrate_links.py, calibration videos only; no longer learned from each file's own pairs).
 IN_SAMPLE = {
     "LINK_SPEED / LINK_HEIGHT_RATIO / LINK_MAX_GAP_S": "stitching gates set on the campus clip (vtest.avi)",
     "GAP_TOLERANCE_S": "set on the campus clip (vtest.avi: a missed detection made a reappearance)",
-    "FACE_MIN_HEIGHT": "set on the campus clip's 5-12 px faces (vtest.avi)",
+    "FACE_MIN_HEIGHT / FACE_MIN_FRACTION": "set on the campus clip's 5-12 px faces (vtest.avi; 15 of its 576 rows)",
     "STATE_TOLERANCE / CHANGE_MARGIN": "set from distances measured on carphone and vtest",
 }
 
@@ -266,9 +266,30 @@ def thresholds() -> list[dict]:
     rows = threshold_rows(calibration.load(), "FACE_MERGE_COSINE")
     rows += [{"threshold": k, "value": None, "fitted_on": [], "held_out_on": [],
               "note": f"in-sample: {v}; no held-out rate"} for k, v in IN_SAMPLE.items()]
-    rows.append({"threshold": "link / colour threshold per video", "value": None,
-                 "note": "learned from each file's own pairs (depends on the rest of the file)"})
+    rows += link_rows(calibration.link_thresholds_doc())
     return rows
+
+
+def link_rows(doc) -> list[dict]:
+    """Pure: the fixed link thresholds' rows. Their held-out rates are on the validation clips' unlabelled pairs
+    (consecutive overlapping boxes of one track: a share below the threshold would be cut, a false split; two boxes
+    of one frame: a share at or above it would be linked, a false merge)."""
+    if not doc:
+        return [{"threshold": "link thresholds", "value": None, "note": "no link_calibration.json"}]
+    out = []
+    for key, name in (("colour", "LINK colour (torso Bhattacharyya)"), ("reid", "LINK ReID cosine")):
+        held = (doc.get("held_out") or {}).get("per_video", {})
+        pos = sum(v[key]["positives"] for v in held.values())
+        neg = sum(v[key]["negatives"] for v in held.values())
+        fs = sum((v[key]["false_split_rate"] or 0) * v[key]["positives"] for v in held.values())
+        fm = sum((v[key]["false_merge_rate"] or 0) * v[key]["negatives"] for v in held.values())
+        out.append({"threshold": name, "value": float(doc[key]["threshold"]), "fitted_on": list(doc["fitted_on"]),
+                    "held_out_on": sorted((doc.get("held_out") or {}).get("sources", [])),
+                    "false_merge_rate": round(fm / neg, 4) if neg else None,
+                    "false_split_rate": round(fs / pos, 4) if pos else None,
+                    "n_same": pos, "n_different": neg,
+                    "note": "unlabelled pairs: same track vs same frame"})
+    return out
 
 
 def _contains(box, point) -> bool:

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Fit NarrativeTrack's tracklet-link thresholds on calibration videos only (issue 23, item 3).
+
+    python scripts/calibrate_links.py              # writes bench_assets/narrativetrack/link_calibration.json
+    python scripts/calibrate_links.py --dry-run    # prints, writes nothing
+    python scripts/calibrate_links.py --held-out   # also measures the fixed thresholds on the validation clips
+
+Before, the pipeline learned its stitching thresholds from each file's own pairs (Youden's J between consecutive
+boxes of one IoU track and two boxes of one frame), so unrelated footage in the file, or the same frames at another
+size, moved them and changed who was merged. Here the same unlabelled pairs are pooled over the calibration videos
+(the embedded drawn NarrativeTrack videos nt001-nt003, registered as calibration in core/footage.py; rebuilt by
+scripts/make_narrativetrack_data.py in a temporary folder) and the two thresholds are fixed once, in pipeline order:
+the torso-colour Bhattacharyya (its pairs after the IoU split), then the ReID cosine (its pairs after the colour
+split at the fixed colour threshold). The ReID threshold belongs to the ReID model it was fitted with (the offline
+profile's); the pipeline uses the profile's REID_THRESHOLD for any other model.
+
+With ``--held-out`` the validation clips (carphone, the Megamind dialogue, the campus) are run too, with the
+validation split in force, and only measured: the share of their positive pairs below each threshold (would be cut:
+a false split) and of their negative pairs at or above it (would be linked: a false merge) is stored under
+``held_out``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench_assets.core import footage as F  # noqa: E402
+
+CALIBRATION_VIDEOS = ("nt001", "nt002", "nt003")
+VALIDATION_CLIPS = {"carphone": "carphone_pristine.mp4", "dialogue": "Megamind.avi", "campus": "vtest.avi"}
+UPSTREAM = ["narrativetrack_video", "narrativetrack_frames", "narrativetrack_detections", "narrativetrack_tracklets",
+            "narrativetrack_reid"]
+
+
+def run_upstream(data_root: Path, store_root: Path, vids) -> object:
+    """The pipeline's assets up to ReID (offline profile, judge off) for ``vids``; the store."""
+    from dagster import instance_for_test, materialize
+    from bench_assets.narrativetrack import assets as A
+    from bench_resources.config import build_resources
+    from bench_resources.judge import Judge
+    from bench_resources.paths import BenchPaths
+    paths = BenchPaths(data_root=str(data_root), generators_root=str(data_root.parent / "generators"))
+    res = build_resources(store_root=str(store_root), paths=paths, judge=Judge(mode="off"))
+    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    with instance_for_test() as inst:
+        inst.add_dynamic_partitions(A.P.items.name, list(vids))
+        for vid in vids:
+            assert materialize(A.ASSETS, selection=UPSTREAM, partition_key=vid, instance=inst, resources=res,
+                               run_config=quiet).success, vid
+    return res["store"]
+
+
+def video_pairs(store, vid: str, colour_threshold=None):
+    """(colour positives, colour negatives, reid positives, reid negatives) of one video, from the pipeline's own
+    stages (stages.split_tracks, pipeline.link_pairs); the ReID pairs only with ``colour_threshold``."""
+    import numpy as np
+    from bench_assets.narrativetrack import pipeline, stages
+    from bench_assets.narrativetrack.frame_cache import sampled_frames, video_row
+    from bench_assets.narrativetrack.tables import det_records
+    q = lambda t: store.query(f"SELECT * FROM {t} WHERE video_id = '{vid}'")  # noqa: E731
+    fr, det = q("narrativetrack_frames").sort_values("sample"), q("narrativetrack_detections").sort_values("det")
+    tr, re = q("narrativetrack_tracklets").sort_values("det"), q("narrativetrack_reid").sort_values("det")
+    frames, _, _ = sampled_frames(video_row(q("narrativetrack_video")), fr)
+    dets = det_records(det)
+    cols = stages.torso_colours(frames, dets)
+    reid = [None if e is None or (isinstance(e, float) and np.isnan(e)) else list(e) for e in re["embedding"]]
+    samples, boxes = [d["sample"] for d in dets], [d["box"] for d in dets]
+    tids = stages.split_tracks(dets, [int(t) for t in tr["track_id"]], reid, cols)
+    cp, cn = pipeline.link_pairs(tids, samples, cols, pipeline.bhattacharyya, boxes)
+    if colour_threshold is None:
+        return cp, cn, None, None
+    t2 = pipeline.split_on(tids, samples, cols, colour_threshold, pipeline.bhattacharyya)
+    rp, rn = pipeline.link_pairs(t2, samples, reid)
+    return cp, cn, rp, rn
+
+
+def rates(pos, neg, thr: float) -> dict:
+    return {"positives": len(pos), "negatives": len(neg),
+            "false_split_rate": round(sum(p < thr for p in pos) / len(pos), 4) if pos else None,
+            "false_merge_rate": round(sum(n >= thr for n in neg) / len(neg), 4) if neg else None,
+            "min_positive": round(min(pos), 4) if pos else None, "max_negative": round(max(neg), 4) if neg else None}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--held-out", action="store_true", help="also measure on the validation clips")
+    a = ap.parse_args(argv)
+    from bench_assets.narrativetrack import calibration, pipeline
+    from bench_resources.models import ModelRegistry
+    F.require_split(CALIBRATION_VIDEOS, F.CALIBRATION, "scripts/calibrate_links.py")
+    work = Path(tempfile.mkdtemp(prefix="nt_links_"))
+    try:
+        with F.use_split(F.CALIBRATION):
+            subprocess.run([sys.executable, str(ROOT / "scripts" / "make_narrativetrack_data.py"), "--out",
+                            str(work / "cal")], check=True, stdout=subprocess.DEVNULL)
+            store = run_upstream(work / "cal", work / "cal_store", CALIBRATION_VIDEOS)
+            per = {v: video_pairs(store, v) for v in CALIBRATION_VIDEOS}
+            cp = [x for v in per.values() for x in v[0]]
+            cn = [x for v in per.values() for x in v[1]]
+            colour, colour_fit = pipeline.youden_threshold(cp, cn)
+            per = {v: video_pairs(store, v, colour) for v in CALIBRATION_VIDEOS}
+            rp = [x for v in per.values() for x in v[2]]
+            rn = [x for v in per.values() for x in v[3]]
+            reid, reid_fit = pipeline.youden_threshold(rp, rn)
+        model = ModelRegistry(profile="offline").status("reid").checkpoint
+        doc = {"what": "NarrativeTrack tracklet-link thresholds (stitching and torso-colour split), fitted on "
+                       "calibration videos only (scripts/calibrate_links.py)",
+               "method": "Youden J (midpoint of a clean gap) on unlabelled pairs pooled over the videos: consecutive "
+                         "IoU-overlapping boxes of one track (same person) vs two boxes of one frame (two people)",
+               "fitted_on": list(CALIBRATION_VIDEOS), "reid_model": model,
+               "colour": {"threshold": round(colour, 4), "feature": "torso HSV histogram, Bhattacharyya",
+                          **colour_fit, "per_video": {v: [len(p[0]), len(p[1])] for v, p in per.items()}},
+               "reid": {"threshold": round(reid, 4), **reid_fit,
+                        "per_video": {v: [len(p[2]), len(p[3])] for v, p in per.items()}}}
+        if a.held_out:
+            F.require_split(VALIDATION_CLIPS.values(), F.VALIDATION, "scripts/calibrate_links.py --held-out")
+            with F.use_split(F.VALIDATION):
+                vdir = work / "val" / "narrativetrack"
+                (vdir / "videos").mkdir(parents=True)
+                for vid, clip in VALIDATION_CLIPS.items():
+                    shutil.copyfile(F.footage_path(clip), vdir / "videos" / clip)
+                (vdir / "videos.json").write_text(json.dumps({"videos": [
+                    {"video_id": vid, "file": f"videos/{clip}"} for vid, clip in VALIDATION_CLIPS.items()]}))
+                vstore = run_upstream(work / "val", work / "val_store", VALIDATION_CLIPS)
+                held = {}
+                for vid in VALIDATION_CLIPS:
+                    p = video_pairs(vstore, vid, round(colour, 4))
+                    held[vid] = {"colour": rates(p[0], p[1], round(colour, 4)),
+                                 "reid": rates(p[2], p[3], round(reid, 4))}
+                doc["held_out"] = {"sources": sorted(VALIDATION_CLIPS.values()), "per_video": held}
+        print(json.dumps(doc, indent=1))
+        if not a.dry_run:
+            calibration.LINK_FILE.write_text(json.dumps(doc, sort_keys=True, indent=1) + "\n")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
