@@ -49,7 +49,8 @@ def vistorybench_story(context: AssetExecutionContext, paths: BenchPaths) -> Out
                             "tags": MetadataValue.json(tags), INPUT_SHA_KEY: sha})
 
 
-@asset(partitions_def=P.items, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
+# code version 2: the character_embedder preprocesses as the Hugging Face CLIP processor (issue 24)
+@asset(partitions_def=P.items, group_name=GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
 def vistorybench_references(context: AssetExecutionContext, vistorybench_story: pd.DataFrame, models: ModelRegistry,
                             device: Device, store: Store) -> Output[pd.DataFrame]:
     """Per reference image: the top-1 'character' box (whole image if none), its crop, the identity vector in the

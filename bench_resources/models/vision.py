@@ -32,6 +32,27 @@ def shortest_crop_tensor(images: Sequence[np.ndarray], size: int, mean, std, dev
     return x.to(device=device, dtype=dtype)
 
 
+def clip_processor_tensor(images: Sequence[np.ndarray], size: int, mean, std, device, dtype):
+    """The CLIP checkpoint's Hugging Face processor (``CLIPImageProcessor``: shortest_edge ``size``, resample 3,
+    crop ``size``) as ViStoryBench's CIDS runs it (transformers 4, PIL): the short side to ``size`` and the long side
+    to int(size * long / short), PIL bicubic (antialiased), back to uint8; centre crop with the top-left corner at
+    ((h - size) // 2, (w - size) // 2); / 255; normalised. torchvision's antialiased bicubic and its rounded crop
+    corner differ from it by about one grey level (1e-2 to 3e-1 after normalisation)."""
+    import torch
+    from PIL import Image
+    out = []
+    for im in images:
+        h, w = im.shape[:2]
+        short, long = min(h, w), max(h, w)
+        nh, nw = (size, int(size * long / short)) if h <= w else (int(size * long / short), size)
+        x = np.asarray(Image.fromarray(np.ascontiguousarray(im)).resize((nw, nh), Image.BICUBIC, reducing_gap=None))
+        top, left = (nh - size) // 2, (nw - size) // 2
+        out.append(x[top:top + size, left:left + size])
+    arr = (np.stack(out).astype(np.float32) * np.float32(1 / 255) - np.asarray(mean, np.float32)) \
+        / np.asarray(std, np.float32)
+    return torch.from_numpy(arr.transpose(0, 3, 1, 2).copy()).to(device=device, dtype=dtype)
+
+
 def short_side_tensor(images: Sequence[np.ndarray], size: int, mean, std, device, dtype):
     """VBench's ``dino_transform(size)`` (``vbench.utils``, what its subject_consistency feeds DINO): uint8 frames,
     short side resized to ``size`` (torchvision bilinear on the uint8 tensor without antialias, so rounded back to
@@ -165,13 +186,15 @@ def efficientnet_lite0_embedder(weights_path, device, dtype, batch_size) -> Torc
 
 class ClipModel:
     """open_clip model: image and text embeddings and their cosine similarity. ``resize``: 'shortest' (the
-    checkpoint's own short-side resize and centre crop, ``shortest_crop_tensor``) or 'squash' (whole frame to a
-    square; kept for models built without a checkpoint config)."""
+    checkpoint's own short-side resize and centre crop as VBench's torchvision transform, ``shortest_crop_tensor``),
+    'processor' (the same through the Hugging Face CLIP processor's PIL steps, ``clip_processor_tensor``, as
+    ViStoryBench runs it) or 'squash' (whole frame to a square; kept for models built without a checkpoint
+    config)."""
 
     def __init__(self, model, tokenizer, *, size: int, mean, std, device, dtype, batch_size: int,
                  resize: str = "squash", antialias: bool = False):
-        if resize not in ("squash", "shortest"):
-            raise ValueError(f"resize must be 'squash' or 'shortest', not {resize!r}")
+        if resize not in ("squash", "shortest", "processor"):
+            raise ValueError(f"resize must be 'squash', 'shortest' or 'processor', not {resize!r}")
         self.model = model.eval().to(device=device, dtype=dtype)
         self.tokenizer, self.size, self.mean, self.std = tokenizer, size, mean, std
         self.device, self.dtype, self.batch_size = device, dtype, batch_size
@@ -191,6 +214,8 @@ class ClipModel:
                    device=device, dtype=dtype, batch_size=batch_size, resize=resize, antialias=antialias)
 
     def pixels(self, images: Sequence[np.ndarray]):
+        if self.resize == "processor":
+            return clip_processor_tensor(images, self.size, self.mean, self.std, self.device, self.dtype)
         if self.resize == "shortest":
             return shortest_crop_tensor(images, self.size, self.mean, self.std, self.device, self.dtype,
                                         self.antialias)

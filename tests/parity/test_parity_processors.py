@@ -1,0 +1,71 @@
+"""Preprocessing of the ViStoryBench / LoCoT2V slots whose reference runs a Hugging Face image processor, against
+transformers' own processor classes (the PIL backend: what transformers 4, which the reference code ran, does),
+with the checkpoint's config values, on real frames (package footage) and odd-sized images. No model: the pixels
+the model would see are compared at the parity bar, and the preprocessing the slot ran before is shown to differ.
+
+- ``character_embedder`` (CIDS, copy-paste): openai/clip-vit-large-patch14's ``CLIPImageProcessor`` (shortest edge
+  224, resample 3 = bicubic, centre crop 224, CLIP mean / std), as ViStoryBench's CIDSEvaluator calls it.
+- ``aesthetic_v25`` (ViStoryBench aesthetics, LoCoT2V AQ): google/siglip-so400m-patch14-384's
+  ``SiglipImageProcessor`` (384 x 384, resample 3, mean / std 0.5), as the aesthetic-predictor-v2-5 package loads it.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+BAR = 1e-4
+CLIP_MEAN, CLIP_STD = (0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711)
+
+
+@pytest.fixture(scope="module")
+def images():
+    """Frame 0 of a 2.35:1, an 11:9 and a 4:3 clip (real footage), and two small odd-sized noise images (upscaled,
+    odd crop offsets)."""
+    from bench_assets.core.footage import require_footage
+    from bench_assets.core.media import VideoSource
+    out = []
+    for name in ("bikes.mp4", "carphone_pristine.mp4", "vtest.avi"):
+        src = VideoSource(require_footage(name)[name])
+        req = src.take([0])
+        src.run()
+        out.append(req.frames[0])
+    rng = np.random.default_rng(24)
+    return out + [rng.integers(0, 256, (97, 61, 3), dtype=np.uint8), rng.integers(0, 256, (61, 225, 3), dtype=np.uint8)]
+
+
+def test_character_embedder_pixels_are_the_clip_processors(images):
+    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
+    from bench_resources.models.vision import ClipModel, shortest_crop_tensor
+    proc = CLIPImageProcessorPil(size={"shortest_edge": 224}, crop_size={"height": 224, "width": 224}, resample=3,
+                                 image_mean=list(CLIP_MEAN), image_std=list(CLIP_STD))
+    model = ClipModel(torch.nn.Identity(), None, size=224, mean=CLIP_MEAN, std=CLIP_STD, device="cpu",
+                      dtype=torch.float32, batch_size=2, resize="processor")
+    for im in images:
+        ref = proc(images=[im], return_tensors="pt")["pixel_values"].float()
+        diff = float((model.pixels([im]) - ref).abs().max())
+        old = float((shortest_crop_tensor([im], 224, CLIP_MEAN, CLIP_STD, "cpu", torch.float32, True) - ref)
+                    .abs().max())
+        print(f"\nparity character_embedder pixels {im.shape}: max diff {diff:.3g} (torchvision path before: "
+              f"{old:.3g})")
+        assert diff <= BAR, im.shape
+        assert old > 100 * BAR, im.shape     # the torchvision path is not the processor's
+
+
+def test_aesthetic_v25_pixels_are_the_siglip_processors(images):
+    import cv2
+    from transformers.models.siglip.image_processing_pil_siglip import SiglipImageProcessorPil
+    from bench_resources.models.story import resize_pil
+    from bench_resources.models.vision import to_tensor
+    proc = SiglipImageProcessorPil(size={"height": 384, "width": 384}, resample=3, image_mean=[0.5] * 3,
+                                   image_std=[0.5] * 3)
+    for im in images:
+        ref = proc(images=[im], return_tensors="pt")["pixel_values"].float()
+        got = to_tensor([resize_pil(im, 384)], 384, (0.5,) * 3, (0.5,) * 3, "cpu", torch.float32)
+        old = to_tensor([cv2.resize(im, (384, 384), interpolation=cv2.INTER_CUBIC)], 384, (0.5,) * 3, (0.5,) * 3,
+                        "cpu", torch.float32)
+        diff, before = float((got - ref).abs().max()), float((old - ref).abs().max())
+        print(f"\nparity aesthetic_v25 pixels {im.shape}: max diff {diff:.3g} (OpenCV bicubic before: {before:.3g})")
+        assert diff <= BAR, im.shape
+        if max(im.shape[:2]) > 384:              # shrinking: OpenCV's bicubic does not antialias
+            assert before > 100 * BAR, im.shape
