@@ -226,3 +226,36 @@ def test_bench_evaluate_off_a_terminal_prints_shots_rate_eta_item_and_stage(tmp_
     last = lines[-1]
     assert last.group(4) == "16" and last.group(7) is not None and last.group(8) == "0s", last.group(0)
     assert "intra_face_fidelity" in proc.stdout
+    # the same command on a terminal (nothing left to do): a tqdm bar in shots, no timestamped lines
+    err = _on_a_terminal([BENCH, "evaluate", "--benchmark", "entitybench", "--generator",
+                          str(data / "generators" / "faithful"), "--metric", "intra_face_fidelity"], env)
+    frames = [f for f in re.split(r"[\r\n]", err) if f.strip()]
+    assert any(re.match(r"^entitybench 16/16 shots \|█+\| \d\d:\d\d", f) for f in frames), frames
+    assert any(f.startswith("entitybench 0/16 shots |") for f in frames), frames
+    assert not any(LINE.match(f) for f in frames), frames
+
+
+def _on_a_terminal(cmd: list[str], env: dict) -> str:
+    """Run ``cmd`` with stderr on a pseudo-terminal (stdout on a pipe); everything it wrote to the terminal."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))   # 160 columns, as a terminal has
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=slave, text=True)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:   # EIO: every writer has closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    proc.wait(timeout=300)
+    proc.stdout.read()
+    assert proc.returncode == 0, b"".join(chunks).decode(errors="replace")[-2000:]
+    return b"".join(chunks).decode(errors="replace")
