@@ -433,9 +433,10 @@ class Progress:
 
     # ------------------------------------------------------------------ text
     def rate_eta(self) -> str:
-        """'1.50 <unit>/min, ETA 4m00s': the rate of the kind running now (in its unit: shot, video, or the
-        partition's item dimension), the ETA over every kind left, each at its own mean time (from the partitions
-        that actually ran; up-to-date ones cost ~nothing), less the time the running partition has had so far."""
+        """'1.50 <unit>/min, ETA 4m00s': the rate in the count's unit (shots or videos scored per minute; counting
+        partitions, the rate of the kind running now in its item dimension), the ETA over every kind left, each at
+        its own mean time (from the partitions that actually ran; up-to-date ones cost ~nothing), less the time the
+        running partition has had so far."""
         left, unknown = 0.0, False
         planned_left = sum(max(k[0] - k[1], 0) for k, kind in zip(self.kinds.values(), self.kinds)
                            if kind not in self._uncounted)
