@@ -28,15 +28,17 @@ CUT_COMPENSATED_FRACTION = 0.367  # ... and still changes once the camera's moti
                                   # calibration stills only (scripts/calibrate_cuts.py: Youden J, pans/zooms vs cuts)
 TRACKLET_SPLIT_COSINE = 0.75      # consecutive boxes of one track below this ReID cosine: two tracklets
 # Stitching tracklets that IoU tracking broke (a walker moves about a box width between 1 fps samples): the ReID link
-# threshold is calibrated per video on its own pairs (pipeline.link_threshold; the REID_THRESHOLD of the profile where
-# a video has too few pairs); a link also needs the box within LINK_SPEED box heights per second of the last one
-# (people walk about one body height per second) and heights within LINK_HEIGHT_RATIO, at most LINK_MAX_GAP_S apart
+# and torso-colour thresholds are fixed, fitted on the calibration videos only (scripts/calibrate_links.py ->
+# link_calibration.json; issue 23: no longer learned from each file's own pairs, which made identities depend on the
+# rest of the file; the profile's REID_THRESHOLD for a ReID model the file was not fitted with); a link also needs
+# the box within LINK_SPEED box heights per second of the last one (people walk about one body height per second)
+# and heights within LINK_HEIGHT_RATIO, at most LINK_MAX_GAP_S apart
 LINK_SPEED = 1.5
 LINK_HEIGHT_RATIO = 1.5
 LINK_MAX_GAP_S = 2.0
 LINK_MIN_PAIRS = 10
 LINK_POSITIVE_IOU = 0.5           # torso-colour calibration: consecutive boxes overlapping this much are one person
-COLOUR_FALLBACK = 0.0             # torso-colour agreement where a video has too few pairs to calibrate it: no check
+COLOUR_FALLBACK = 0.0             # torso-colour agreement where there is no link_calibration.json: no check
 FACE_MIN_HEIGHT = 15              # a face under this many native pixels carries no identity (campus walkers: 5-12 px)
 FACE_MIN_FRACTION = 15 / 576       # the same limit as a share of the frame height (15 px of the campus' 576 rows),
                                   # so a resized copy keeps the same faces; FACE_MIN_HEIGHT where no height is known

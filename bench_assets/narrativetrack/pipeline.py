@@ -1,5 +1,5 @@
 """The entity-centric pipeline's pure parts: sampling, cuts, detector merging, ByteTrack, tracklet stitching (ReID and
-torso-colour thresholds calibrated per video on its own pairs, distance gating), tracklet clustering with
+torso-colour thresholds fixed on calibration videos, distance gating in box heights), tracklet clustering with
 cannot-link constraints, face refinement, segments and track types, offline contextual descriptors, change lists and
 flags, canonical crops, and identity purity/recall against a ground-truth sidecar. No Dagster here."""
 from __future__ import annotations
