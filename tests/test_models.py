@@ -104,6 +104,15 @@ def test_import_weights_then_paper_dinov2_runs(tmp_path):
     assert reg.slot("image_embedder", Device(device="cpu", batch_size=2)) is emb  # loaded once per process
     out = emb.embed([sd.astronaut(), sd.chelsea(), sd.coffee()])
     assert out.shape == (3, 768) and np.allclose(np.linalg.norm(out, axis=1), 1, atol=1e-4)
+    # Other weights imported while the process lives (a code server): the slot loads them, never the old model.
+    torch.manual_seed(1)
+    torch.save(dinov2_module().state_dict(), ckpt)
+    st2 = reg.import_weights("image_embedder", ckpt)
+    assert st2.fingerprint != st.fingerprint
+    emb2 = reg.slot("image_embedder", Device(device="cpu", batch_size=2))
+    assert emb2 is not emb
+    out2 = emb2.embed([sd.astronaut(), sd.chelsea(), sd.coffee()])
+    assert not np.allclose(out, out2, atol=1e-3)
 
 
 def test_paper_clip_and_raft_wiring():

@@ -98,12 +98,14 @@ class ModelRegistry(ConfigurableResource):
         """The loaded model of a slot (once per process); SlotUnavailable with one clear message otherwise."""
         ckpt = self._checkpoint(name)
         ctx = self._ctx(name, device)
+        # The fingerprint is in the key: weights imported into a slot while the process lives (a code server, the
+        # UI's in-process runs) load afresh instead of the old model answering under the new fingerprint.
+        st = self.status(name)
         key = (self.profile, name, ckpt.name, str(Path(self.weights_dir).resolve()), str(ctx.device), str(ctx.dtype),
-               ctx.batch_size)
+               ctx.batch_size, st.fingerprint)
         with _load_lock:
             if key in _loaded:
                 return _loaded[key]
-            st = self.status(name)
             if not st.available:
                 raise SlotUnavailable(name, self.profile, ckpt.name, st.reason or "unavailable", "")
             t0 = time.perf_counter()
