@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from dagster import (
     AssetKey,
@@ -131,12 +131,13 @@ def _latest_record(instance, key: AssetKey, partition: str | None):
     return recs[0] if recs else None
 
 
-def input_changed(instance, key: AssetKey, pk: str | None, paths) -> bool:
-    """True when the files ``key`` read for ``pk`` changed since its last materialization."""
+def input_changed(instance, key: AssetKey, pk: str | None, paths, latest: Callable | None = None) -> bool:
+    """True when the files ``key`` read for ``pk`` changed since its last materialization. ``latest``: a
+    (key, pk) -> record lookup to share (``Staleness.latest``)."""
     now = current_input_version(key.to_user_string(), paths, pk)
     if now is None:
         return False
-    rec = _latest_record(instance, key, pk)
+    rec = latest(key, pk) if latest is not None else _latest_record(instance, key, pk)
     if rec is None:
         return False
     mv = (rec.asset_materialization.metadata or {}).get(INPUT_SHA_KEY)
@@ -170,6 +171,8 @@ class Staleness:
         self._now_at = time.monotonic()
         self._run_fp: dict[str, dict | None] = {}
         self.changed_slots: dict[tuple, list[str]] = {}  # (key, pk) -> the slots whose checkpoint changed
+        self._latest: dict[tuple, Any] = {}  # (key, pk) -> last materialization record (input, weights, evaluator)
+        self._runs: dict[str, Any] = {}      # run id -> run (its tags)
         self.graph = AssetGraph.from_assets(assets)
         view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
                               instance=instance, asset_graph=self.graph)
@@ -192,7 +195,7 @@ class Staleness:
         status = self.resolver.get_status(key, pk)
         if status in (StaleStatus.MISSING, StaleStatus.STALE):
             return status.value
-        if self.paths is not None and input_changed(self.instance, key, pk, self.paths):
+        if self.paths is not None and input_changed(self.instance, key, pk, self.paths, latest=self.latest):
             return self.INPUT_CHANGED
         if self.models is not None and self.weights_changed(key, pk):
             return self.WEIGHTS_CHANGED
@@ -204,6 +207,19 @@ class Staleness:
                 return StaleStatus.STALE.value
         return None
 
+    def latest(self, key: AssetKey, pk: str | None):
+        """The last materialization record of ``key`` / ``pk``, read once: the input, weights and evaluator checks
+        of one partition each asked for it (three queries per asset partition on a no-change rerun). Safe to keep:
+        a Staleness is rebuilt whenever the store moves (``_plan_staleness``)."""
+        if (key, pk) not in self._latest:
+            self._latest[(key, pk)] = _latest_record(self.instance, key, pk)
+        return self._latest[(key, pk)]
+
+    def run(self, run_id: str):
+        if run_id not in self._runs:
+            self._runs[run_id] = self.instance.get_run_by_id(run_id)
+        return self._runs[run_id]
+
     def weights_changed(self, key: AssetKey, pk: str | None) -> list[str]:
         """The slots ``key`` uses (declared in its benchmark's wiring, core/slots.py) whose checkpoint fingerprint
         now differs from the one recorded on the run that last materialised ``pk``; [] when none did, when the
@@ -214,11 +230,11 @@ class Staleness:
         slots = with_needs(slots) if slots else slots
         if slots == ():
             return []
-        rec = _latest_record(self.instance, key, pk)
+        rec = self.latest(key, pk)
         if rec is None:
             return []
         if rec.run_id not in self._run_fp:
-            run = self.instance.get_run_by_id(rec.run_id)
+            run = self.run(rec.run_id)
             text = run.tags.get(SLOT_FP_TAG) if run is not None else None
             try:
                 self._run_fp[rec.run_id] = json.loads(text) if text else None
@@ -361,7 +377,7 @@ def scoped_evaluator_state(resources: dict, judge: bool) -> str:
 
 
 def evaluator_rerun(instance, assets: Sequence, key: AssetKey, partition: str | None,
-                    resources: dict) -> str | None:
+                    resources: dict, st: "Staleness | None" = None) -> str | None:
     """Why the last materialization's evaluator failures should be tried again now, or None.
 
     An asset that asks the judge and counted failures is re-run whenever the judge can ask (live) and some question
@@ -370,7 +386,7 @@ def evaluator_rerun(instance, assets: Sequence, key: AssetKey, partition: str | 
     weight) in a judge-using asset do not re-run it on every run.
     Otherwise a re-run needs a change of the evaluator state the asset uses: the judge's only for judge-using
     assets, so switching the judge never re-runs what it does not touch."""
-    rec = _latest_record(instance, key, partition)
+    rec = st.latest(key, partition) if st is not None else _latest_record(instance, key, partition)
     if rec is None or evaluator_failures(rec.asset_materialization) <= 0:
         return None
     judge = resources.get("judge")
@@ -378,7 +394,7 @@ def evaluator_rerun(instance, assets: Sequence, key: AssetKey, partition: str | 
     if (asks and judge is not None and getattr(judge, "mode", None) == "live" and judge.available()[0]
             and getattr(judge, "has_failed_questions", lambda: True)()):
         return f"{evaluator_failures(rec.asset_materialization)} evaluator failures, judge live: re-asking"
-    run = instance.get_run_by_id(rec.run_id)
+    run = st.run(rec.run_id) if st is not None else instance.get_run_by_id(rec.run_id)
     if run is not None and SLOT_FP_TAG in run.tags and JUDGE_STATE_TAG in run.tags:
         # the slots' part is per slot and per asset (Staleness.weights_changed: a missing weight provided since
         # re-runs exactly the assets declaring that slot); here only the judge's state, for assets that ask it
@@ -489,7 +505,7 @@ def rerun_plan(instance, assets: Sequence, keys: Sequence[AssetKey], pk: str | N
         elif status:
             why[k] = status.lower()
         else:
-            reason = evaluator_rerun(instance, assets, k, pk, resources)
+            reason = evaluator_rerun(instance, assets, k, pk, resources, st=st)
             if reason:
                 why[k] = reason
     within = set(keys)
