@@ -190,3 +190,67 @@ def test_html_report_shows_definition_gate_and_decode_warning(tmp_path):
     decode = html.split('id="decode-warnings"')[1].split("</div>")[0]
     assert ("g2: 3 files read with decode warnings (cut short, frames lost or concealed, a wrong rate header); "
             "the values stand on what was decoded") in decode and "g1" not in decode
+
+
+# ------------------------------------------------------------------ not evaluated, per instance (issue 25)
+
+NO_OFFLINE = ("slot 'identity' (offline profile: ArcFace) is unavailable: no offline substitute ships in a package "
+              "(never pretend). ")
+
+
+def _split(board: pd.DataFrame, **where) -> tuple[int, int]:
+    r = board
+    for k, v in where.items():
+        r = r[r[k] == v]
+    assert len(r) == 1, r
+    return int(r["n_failed_evaluator"].iloc[0]), int(r["n_not_evaluated"].iloc[0])
+
+
+def test_four_benchmarks_split_not_evaluated_per_instance_by_its_own_reason():
+    """One instance skipped by choice (judge off / a slot the profile lacks) and one the evaluator failed, in the
+    same cell: 1 + 1 (or 3 + 2), where splitting by the board row's joined reason counted both as failures."""
+    from bench_assets.core.metric_spec import board_frame as frame
+    from bench_assets.locot2v import board as lb
+    from bench_assets.locot2v.metric_specs import METRICS as LOCO
+    from bench_assets.mbench import board as mb
+    from bench_assets.narrativetrack import board as nb
+    from bench_assets.vistorybench import board as vb
+    from bench_resources.judge import JUDGE_OFF
+    from tests.test_mbench_board import CASES, _row, _scores
+
+    # MBench: per case
+    extra = [_row("g", "h1", "identity", None, n_failed_evaluator=1, reason=NO_OFFLINE),
+             _row("g", "h2", "identity", None, n_failed_evaluator=1, reason="slot 'identity' is unavailable: no "
+                                                                           "weights at /w/identity/")]
+    scores = _scores({"g": [None, None, 0.6, 0.7]})
+    scores = pd.concat([scores[~((scores["metric_id"] == "identity") & scores["case_id"].isin(["h1", "h2"]))],
+                        pd.DataFrame(extra)], ignore_index=True)
+    assert _split(mb.leaderboard(scores, CASES, ["g"]), metric_id="m_score.identity", slice="A") == (1, 1)
+
+    # LoCoT2V: per sample
+    rows = pd.DataFrame([
+        {"item": "s1", "value": None, "n_eval": 0, "n_failed": 1, "reason": JUDGE_OFF, "substitute": None},
+        {"item": "s2", "value": None, "n_eval": 0, "n_failed": 1, "reason": "judge failed: timeout",
+         "substitute": None},
+        {"item": "s3", "value": 50.0, "n_eval": 1, "n_failed": 0, "reason": None, "substitute": None}])
+    row = lb.sub_dimension_row("g", "dynamic_degree", rows, ["s1", "s2", "s3"], {"s1", "s2", "s3"})
+    assert (row["n_failed_evaluator"], row["n_not_evaluated"]) == (1, 1)
+    assert _split(frame("locot2v", [row], LOCO), metric_id="dynamic_degree") == (1, 1)
+
+    # NarrativeTrack: per question
+    g = pd.DataFrame({"status": ["skipped", "skipped", "ok"], "video_id": ["v", "v", "v"],
+                      "reason": [f"judge skipped: {JUDGE_OFF}", "not in judge cache (replay mode)", None],
+                      "strict": [None, None, True], "lenient": [None, None, True]})
+    c = nb.cell(g, "strict")
+    assert (c["n_failed_evaluator"], c["n_not_evaluated"], c["n_eval"]) == (1, 1, 1)
+
+    # ViStoryBench: per story (its story row's reason)
+    stories = pd.DataFrame({"story_id": ["01", "08"]})
+    recs = pd.DataFrame([
+        {"item": "01", "value": None, "n_eval": 0, "n_failed": 0, "n_skipped": 0, "n_failed_evaluator": 3,
+         "reason": JUDGE_OFF, "substitute": None},
+        {"item": "08", "value": None, "n_eval": 0, "n_failed": 0, "n_skipped": 0, "n_failed_evaluator": 2,
+         "reason": "judge failed: HTTP 500", "substitute": None}])
+    cellrow = vb.story_cell("g", "alignment", "all", recs, stories)
+    assert (cellrow["n_failed_evaluator"], cellrow["n_not_evaluated"]) == (2, 3)
+    assert _split(frame("vistorybench", [cellrow], VSB), metric_id="alignment") == (2, 3)

@@ -429,13 +429,14 @@ def test_answers_none_with_reason_when_no_answerer_is_reachable(world):
     assert check_board(board, METRICS) == []
     mine = board[board.generator.isin(ANSWERERS)]
     assert set(mine.generator) == set(ANSWERERS) and mine.value.isna().all()
-    # nt001's questions could not be asked (the evaluator's failure, with its reason); the other videos' questions
-    # were not asked yet (no answers partition): counted, never scored
-    asked = mine[mine.n_failed_evaluator > 0]
+    # nt001's questions could not be asked (judge off: not evaluated by choice, per question by its own reason, with
+    # that reason; issue 25); the other videos' questions were not asked yet (no answers partition): counted, never
+    # scored
+    asked = mine[mine.n_not_evaluated > 0]
     assert len(asked) and asked.reason.str.contains("no answerer reachable: judge off").all()
-    assert (mine.n_eval == 0).all() and (mine.n_failed == 0).all()
+    assert (mine.n_eval == 0).all() and (mine.n_failed == 0).all() and (mine.n_failed_evaluator == 0).all()
     avg = mine[mine.metric_id == "accuracy.avg"]
-    assert (avg.n_failed_evaluator + avg.n_skipped == avg.n_items).all() and (avg.n_skipped > 0).all()
+    assert (avg.n_not_evaluated + avg.n_skipped == avg.n_items).all() and (avg.n_skipped > 0).all()
     rnd = board[(board.generator == "random") & (board.metric_id == "accuracy.EE.binary")]
     assert set(rnd["slice"]) == {"strict", "lenient"} and (rnd.value == 50.0).all() and rnd.baseline.all()
     assert float(board[(board.generator == "random") & (board.metric_id == "accuracy.AC.ordering")].value.iloc[0]) == \
@@ -493,7 +494,9 @@ def test_answerer_through_http_server_strict_and_lenient(world, monkeypatch, tmp
         assert board[board.metric_id.str.startswith("measured.")].addition.all()
     row = board[(board.slice == "strict") & (board.metric_id == "accuracy.avg")].iloc[0]
     assert row.n_eval == len(paper)  # only nt002 answered by this answerer in this test (nt001: judge off)
-    assert int(row.n_failed_evaluator) > 0 and "judge off" in row.reason and row.coverage < 1.0
+    # nt001 under judge off: not evaluated by choice (issue 25), never the evaluator's failure
+    assert int(row.n_not_evaluated) > 0 and int(row.n_failed_evaluator) == 0
+    assert "judge off" in row.reason and row.coverage < 1.0
 
 
 def test_qa_over_generated_episodes(world, monkeypatch, tmp_path):

@@ -102,7 +102,9 @@ def test_answerer_failures_count_against_the_value():
     assert row.loc["failing", "value"] == row.loc["gpt4o", "value"] == pytest.approx(100 * 75 / 92)
     assert row.loc["failing", "raw_mean"] == 100.0 and row.loc["failing", "n_failed"] == 92 - 75
     assert row.loc["failing", "coverage"] == pytest.approx(75 / 92)
-    assert pd.isna(row.loc["offline", "value"]) and row.loc["offline", "n_failed_evaluator"] == 92
+    # judge off is not evaluated by choice (issue 25), per question by its own reason: never the evaluator's failure
+    assert pd.isna(row.loc["offline", "value"]) and row.loc["offline", "n_not_evaluated"] == 92
+    assert row.loc["offline", "n_failed_evaluator"] == 0
     assert "judge off" in row.loc["offline", "reason"] and row.loc["offline", "coverage"] == 0.0
     # a question without an answer row is counted as not asked
     part = board_frame("narrativetrack", board.leaderboard_rows(ans.iloc[:10], qas, ["gpt4o"]), METRICS)
@@ -191,10 +193,11 @@ def test_embedded_board_matches_its_specs_and_marks_substitutes(embedded_board):
     assert check_board(raw, METRICS) == []
     assert set(raw.slice) == {"strict", "lenient"} and set(raw.generator) == {"narrativetrack_claude_haiku", "random"}
     mine = raw[raw.generator == "narrativetrack_claude_haiku"]
-    # judge off: nothing answered, every question counted as the evaluator's failure, no value
+    # judge off: nothing answered, every question counted as not evaluated by choice (issue 25; per question by its
+    # own reason, not the evaluator's failure), no value
     assert mine.value.isna().all() and (mine.n_eval == 0).all()
     asked = mine[mine.n_items > 0]
-    assert len(asked) and (asked.n_failed_evaluator == asked.n_items).all()
+    assert len(asked) and (asked.n_not_evaluated == asked.n_items).all() and (asked.n_failed_evaluator == 0).all()
     assert asked.reason.str.contains("judge off").all()
     # every random row with a value carries the offline slots' marks (the slot table's offline checkpoints)
     rnd = raw[(raw.generator == "random") & raw.value.notna()]

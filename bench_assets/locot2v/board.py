@@ -8,7 +8,8 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from bench_assets.core.metric_spec import all_parts, board_frame, board_row, comparability, join_substitutes
+from bench_assets.core.metric_spec import (all_parts, board_frame, board_row, by_choice, comparability,
+                                          join_substitutes)
 from bench_assets.locot2v import constants
 from bench_assets.locot2v.metric_specs import ADDITIONS, METRICS
 
@@ -48,6 +49,9 @@ def sub_dimension_row(generator: str, metric_id: str, rows: pd.DataFrame, sample
     have = rows[vals.notna()]
     failed = pd.to_numeric(rows["n_failed"], errors="coerce").fillna(0) > 0
     evaluator = rows[vals.isna() & failed]
+    # per sample, by its own reason: a judge switched off or a slot the profile lacks is not evaluated (by choice)
+    choice = evaluator["reason"].map(by_choice).astype(bool) if "reason" in evaluator and len(evaluator) else \
+        pd.Series(False, index=evaluator.index)
     skipped = rows[vals.isna() & ~failed]
     rowless = [s for s in sample_ids if s not in set(rows["item"])]
     undelivered = [s for s in rowless if delivered is not None and s not in delivered]
@@ -66,7 +70,8 @@ def sub_dimension_row(generator: str, metric_id: str, rows: pd.DataFrame, sample
     return board_row(
         generator, metric_id, SLICE, value, raw_mean=raw, coverage=len(have) / n if n else None, n_items=n,
         n_eval=len(have), n_skipped=len(skipped) + len(pending), n_failed=len(undelivered),
-        n_failed_evaluator=len(evaluator), reason="; ".join(reasons)[:800] or None, protocol=protocol,
+        n_failed_evaluator=int((~choice).sum()), n_not_evaluated=int(choice.sum()),
+        reason="; ".join(reasons)[:800] or None, protocol=protocol,
         substitute=join_substitutes(subst[vals.notna()]) if value is not None else None, comparable=comparable,
         baseline=False,
         detail={"level": "sub_dimension", "dimension": dim, "samples": n, "samples_scored": len(have),

@@ -25,7 +25,8 @@ from typing import Iterable, Mapping, Optional
 import numpy as np
 import pandas as pd
 
-from bench_assets.core.metric_spec import all_parts, board_frame, board_row, comparability, join_substitutes
+from bench_assets.core.metric_spec import (all_parts, board_frame, board_row, by_choice, comparability,
+                                          join_substitutes)
 from bench_assets.mbench import metrics
 from bench_assets.mbench.metric_specs import ADDITION_SUBS, ADDITION_SUBSETS, METRICS, board_id
 
@@ -111,11 +112,17 @@ def cell(rows: pd.DataFrame, applicable: pd.DataFrame, missing: Iterable[str] = 
         ids = sorted(c for c, k in kinds.items() if k == kind)
         if ids:
             reasons.append(f"{text}: {ids}")
+    # per case, by its own reason: a judge switched off or a slot the profile lacks is not evaluated (by choice);
+    # any other evaluator gap (outage, missing weights, no score row yet) is the evaluator's failure
+    choice = sum(1 for c, k in kinds.items()
+                 if (k == "evaluator" and by_choice(by_case[c].get("reason")))
+                 or (k == "trigger_unknown" and by_choice(by_case[c].get("trigger_reason"))))
     out = {"value": None, "raw_mean": None, "coverage": (len(values) / total) if total else None,
            "n_items": total, "n_eval": len(values),
            "n_skipped": count["not_triggered"] + count["no_value"] - (gen_failed - count["missing"]),
            "n_failed": gen_failed,
-           "n_failed_evaluator": count["evaluator"] + count["trigger_unknown"] + count["not_evaluated"],
+           "n_failed_evaluator": count["evaluator"] + count["trigger_unknown"] + count["not_evaluated"] - choice,
+           "n_not_evaluated": choice,
            "reason": "; ".join(reasons)[:800] or None}
     detail = {"cases": total, "triggered": n_trig, "scored": len(values), "triggered_without_value":
               count["no_value"], "not_triggered": count["not_triggered"] + count["missing"],
@@ -203,8 +210,8 @@ def board_rows(scores: pd.DataFrame, cases: pd.DataFrame, generators: list[str],
 
 
 def _common(c: dict) -> dict:
-    return {k: c[k] for k in ("raw_mean", "coverage", "n_items", "n_eval", "n_skipped", "n_failed",
-                              "n_failed_evaluator", "reason", "detail")}
+    return {k: c.get(k) for k in ("raw_mean", "coverage", "n_items", "n_eval", "n_skipped", "n_failed",
+                                  "n_failed_evaluator", "n_not_evaluated", "reason", "detail")}
 
 
 def leaderboard(scores: pd.DataFrame, cases: pd.DataFrame, generators: list[str],

@@ -8,7 +8,8 @@
   another construct: their own ids (``measured.*``, additions), never in a paper cell, slice or average.
 * Each question of the QA is counted on every row that would read it: answered (``n_eval``), the answerer's failure
   (``n_failed``: invalid output, refusal, unreachable endpoint after retries), the evaluator's (``n_failed_evaluator``:
-  judge off, replay miss, no key: never final), or not asked yet (``n_skipped``: no answer row). ``value`` =
+  replay miss, no key, outage: never final), not evaluated by choice (``n_not_evaluated``: judge off, a slot the
+  profile lacks; per question, from its own reason), or not asked yet (``n_skipped``: no answer row). ``value`` =
   correct / (answered + answerer failures), the paper's denominator (every question of the cell; an answer that is
   not one is wrong), so failing on hard questions never ranks higher; ``raw_mean`` = correct / answered;
   coverage = answered / questions. None (with the counts and the reason) when nothing was answered.
@@ -25,7 +26,7 @@ from typing import Iterator, Optional
 
 import pandas as pd
 
-from bench_assets.core.metric_spec import board_row, comparability, split_substitutes, substitute_label
+from bench_assets.core.metric_spec import board_row, by_choice, comparability, split_substitutes, substitute_label
 from bench_assets.narrativetrack import constants
 from bench_assets.narrativetrack import metric_specs as specs
 
@@ -97,8 +98,12 @@ def cell(g: pd.DataFrame, mode: str) -> dict:
     missing; ``mode`` column True where correct)."""
     st = g["status"]
     ok = st == "ok"
+    # a question skipped by choice (judge off, a slot the profile lacks) is not evaluated, per its own reason; any
+    # other skip (outage, replay miss, no key) is the evaluator's failure
+    choice = (st == "skipped") & (g["reason"].map(by_choice).astype(bool) if "reason" in g else False)
     c = {"n_items": int(len(g)), "n_eval": int(ok.sum()), "n_failed": int((st == "failed").sum()),
-         "n_failed_evaluator": int((st == "skipped").sum()), "n_skipped": int((st == MISSING).sum())}
+         "n_failed_evaluator": int(((st == "skipped") & ~choice).sum()), "n_not_evaluated": int(choice.sum()),
+         "n_skipped": int((st == MISSING).sum())}
     correct = int(g.loc[ok, mode].fillna(False).astype(bool).sum())
     scored = c["n_eval"] + c["n_failed"]
     failed_wrong = 100.0 * correct / scored if scored else None

@@ -35,7 +35,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 import pandas as pd
 
-from bench_assets.core.metric_spec import board_frame, board_row, comparability, join_substitutes
+from bench_assets.core.metric_spec import board_frame, board_row, by_choice, comparability, join_substitutes
 from bench_assets.vistorybench import dataset, metrics
 from bench_assets.vistorybench.constants import BENCH
 from bench_assets.vistorybench.metric_specs import BOARD_METRICS, METRICS
@@ -145,6 +145,7 @@ class StoryPart:
     n_failed: int = 0
     n_skipped: int = 0
     n_failed_evaluator: int = 0
+    n_not_evaluated: int = 0          # of the evaluator's: by choice (judge off, a slot the profile lacks)
     lost: int = 0                     # of n_failed: instances of shots the generator did not deliver
     status: str = "scored"            # scored | not_delivered | story_error | not_loaded | not_computed | no_value
 
@@ -265,6 +266,10 @@ def story_cell(generator: str, metric_id: str, slice_name: str, rows: pd.DataFra
             d = Delivery(language=next(iter(delivery.values())).language)
         parts[sid] = story_part(metric_id, by_story.get(sid), story_defs.get(sid), d, bool(loaded.get(sid, True)),
                                 sid in delivered or sid in by_story, chars, aspects)   # a row: it was delivered
+        row = by_story.get(sid)
+        if row is not None and parts[sid].n_failed_evaluator and by_choice(row.get("reason")):
+            # per story, by its own row's reason: judge off / a slot the profile lacks is not evaluated (by choice)
+            parts[sid].n_not_evaluated, parts[sid].n_failed_evaluator = parts[sid].n_failed_evaluator, 0
     scored = [p for p in parts.values() if p.raw is not None]
     raw = float(sum(p.raw for p in scored) / len(scored)) if scored else None
     counted = [p.value for p in parts.values() if p.value is not None]
@@ -277,7 +282,7 @@ def story_cell(generator: str, metric_id: str, slice_name: str, rows: pd.DataFra
         gen_only = all(p.status in ("not_delivered", "story_error", "not_loaded") for p in parts.values())
         value = 0.0 if counted and gen_only else None
     counts = {k: sum(getattr(p, k) for p in parts.values())
-              for k in ("n_eval", "n_failed", "n_skipped", "n_failed_evaluator")}
+              for k in ("n_eval", "n_failed", "n_skipped", "n_failed_evaluator", "n_not_evaluated")}
     total = sum(counts.values())
     reasons: list[str] = sorted(set(rows.loc[rows["value"].isna(), "reason"].dropna().astype(str)))
     lost = sum(p.lost for p in parts.values())
