@@ -3,6 +3,10 @@
 Two embedding spaces, chosen by the character's tag: ``face`` for ``realistic_human`` (face detector + identity
 model on the crop's largest face) and ``features`` for every other tag (CLIP ViT-L/14 in the paper profile).
 A crop with no face cannot be scored against a realistic human: that pair is NaN and never matched.
+Each face crop keeps a quality record (size, blur, detector confidence: ``models.face``, as EntityBench's): a face
+below the floors is still matched (who is who); scores.py counts it apart (``n_low_quality``, its reason) beside the
+paper's CIDS, which reads every matched crop as defined, and gives the values over good-quality faces only in the
+character row's detail, so a low-quality face can be told from another person (issue 23).
 """
 from __future__ import annotations
 
@@ -40,12 +44,34 @@ def top_box(detector, image: np.ndarray) -> tuple[Optional[tuple[float, ...]], O
 
 def face_embedding(face_model, image: np.ndarray) -> Optional[np.ndarray]:
     """Identity vector of the image's largest face, or None when no face is found."""
+    return largest_face(face_model, image)[0]
+
+
+def largest_face(face_model, image: np.ndarray) -> tuple[Optional[np.ndarray], Optional[dict]]:
+    """(identity vector, quality record) of the image's largest face; (None, None) when no face is found. The quality
+    record (``models.face.FaceQuality.as_dict``: box size in the crop's pixels, Laplacian blur of the aligned crop,
+    detector confidence, the floors it is below under ``low``) is the same one EntityBench keeps; None where the face
+    model does not measure quality (a model without ``faces``)."""
+    if hasattr(face_model, "faces"):
+        faces = face_model.faces(image)
+        if not faces:
+            return None, None
+        f = max(faces, key=lambda x: (x.box[2] - x.box[0]) * (x.box[3] - x.box[1]))
+        return f.vector, f.quality.as_dict()
     d = face_model.detect([image])[0]
     if len(d) == 0:
-        return None
+        return None, None
     areas = (d.xyxy[:, 2] - d.xyxy[:, 0]) * (d.xyxy[:, 3] - d.xyxy[:, 1])
     i = int(np.argmax(areas))
-    return face_model.embed_faces(image, d[i:i + 1])[0]
+    return face_model.embed_faces(image, d[i:i + 1])[0], None
+
+
+def low_quality(quality: Any) -> list[str]:
+    """Pure: the floors a crop's face quality record (a dict or its JSON) is below; [] for a good face or none."""
+    if isinstance(quality, str):
+        import json
+        quality = json.loads(quality)
+    return list(quality.get("low") or []) if isinstance(quality, dict) else []
 
 
 @dataclass
@@ -73,6 +99,14 @@ def embed(encoders: Encoders, space: str, images: Sequence[np.ndarray], batched:
     if batched:
         return list(encoders.features.embed(list(images)))
     return [encoders.features.embed([im])[0] for im in images]
+
+
+def embed_faces(encoders: Encoders, images: Sequence[np.ndarray]) -> tuple[list, list]:
+    """(identity vectors, quality records) of each image's largest face, one face detection per image."""
+    if not images or not encoders.available("face"):
+        return [None] * len(images), [None] * len(images)
+    got = [largest_face(encoders.face, im) for im in images]
+    return [v for v, _ in got], [q for _, q in got]
 
 
 def match_shot(on_stage: Sequence[str], tags: dict[str, str], refs: dict[str, np.ndarray],

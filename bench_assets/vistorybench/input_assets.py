@@ -136,7 +136,7 @@ def vistorybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
 
 # ----------------------------------------------------------------------------------------- characters
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
 def vistorybench_matches(context: AssetExecutionContext, vistorybench_outputs: pd.DataFrame,
                          vistorybench_story: pd.DataFrame, vistorybench_references: pd.DataFrame,
                          models: ModelRegistry, device: Device, store: Store) -> Output[pd.DataFrame]:
@@ -169,19 +169,23 @@ def vistorybench_matches(context: AssetExecutionContext, vistorybench_outputs: p
                 crops.append(crop)
                 boxes.append((dets.xyxy[j], float(dets.confidence[j])))
         needed = {characters.space_of(tags[c]) for c in on_stage}
-        vecs = {sp: characters.embed(enc, sp, crops) if sp in needed else [None] * len(crops)
+        vecs = {sp: characters.embed(enc, sp, crops) if sp in needed and sp != "face" else [None] * len(crops)
                 for sp in characters.SPACES}
+        quality = [None] * len(crops)
+        if "face" in needed:   # one detection per crop gives the vector and its quality (issue 23)
+            vecs["face"], quality = characters.embed_faces(enc, crops)
         assignment = {j: (c, s) for c, j, s in characters.match_shot(on_stage, tags, refs, vecs)}
         for j, (crop, (box, conf)) in enumerate(zip(crops, boxes)):
             who, score = assignment.get(j, (None, None))
             rows.append({**base, "kind": "crop", "crop_index": j, "box": json.dumps([float(v) for v in box]),
                          "confidence": conf, "crop_id": store.put_png(crop),
                          "face": vecs["face"][j].tolist() if vecs["face"][j] is not None else None,
+                         "face_quality": json.dumps(quality[j], sort_keys=True) if quality[j] is not None else None,
                          "features": vecs["features"][j].tolist() if vecs["features"][j] is not None else None,
                          "matched": who, "match_score": score})
     df = pd.DataFrame(rows)
-    for col in ("kind", "crop_index", "box", "confidence", "crop_id", "face", "features", "matched", "match_score",
-                "n_detections", "on_stage", "reason"):
+    for col in ("kind", "crop_index", "box", "confidence", "crop_id", "face", "face_quality", "features", "matched",
+                "match_score", "n_detections", "on_stage", "reason"):
         if col not in df.columns:
             df[col] = None
     crops_df = df[df["kind"] == "crop"]
