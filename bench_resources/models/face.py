@@ -13,18 +13,18 @@ import supervision as sv
 from bench_resources.models.base import counted
 
 
-# Face-quality floors, fixed before any validity run (none is fitted on footage):
+# Face-quality floors (confidence and size fixed before any validity run; blur fitted on calibration stills):
 # - confidence: YuNet's score at the operating point OpenCV's model zoo runs SFace with (its face-recognition demo
 #   detects with confThreshold 0.9); the detector itself admits faces from 0.6, below 0.9 the landmarks that the
 #   alignment reads are unreliable;
 # - size: the shorter side of the face box in the source frame's pixels; SFace reads a 112 px aligned crop, and a
 #   face under a quarter of that (28 px) is upsampled more than 4x;
-# - blur: variance of the Laplacian of the 112x112 aligned grey crop; 25 is a floor for "almost no edges" (an
-#   out-of-focus face), well below in-focus faces (on Megamind.avi, in-focus faces read >= 90 and the
-#   out-of-focus background face 3-4; these readings informed the order of magnitude, nothing was fitted).
+# - blur: variance of the Laplacian of the 112x112 aligned grey crop; the floor is where blurred copies of the
+#   calibration stills stop being recognised by SFace (scripts/calibrate_face_quality.py, Youden J over 106 blurred
+#   copies of 19 faces). The earlier 25 was set after looking at a validation clip's readings (Megamind.avi).
 QUALITY_MIN_CONFIDENCE = 0.9
 QUALITY_MIN_SIZE_PX = 28.0
-QUALITY_MIN_BLUR = 6.1   # fitted on calibration stills only (scripts/calibrate_face_quality.py: Youden J); was 25 (above)
+QUALITY_MIN_BLUR = 6.1   # fitted on calibration stills only (scripts/calibrate_face_quality.py: Youden J); was 25
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def face_quality(aligned_bgr: np.ndarray, confidence: float, size_px: float) -> 
     if size_px < QUALITY_MIN_SIZE_PX:
         low.append(f"face {size_px:.0f} px < {QUALITY_MIN_SIZE_PX:.0f} px")
     if blur < QUALITY_MIN_BLUR:
-        low.append(f"blur (Laplacian variance) {blur:.1f} < {QUALITY_MIN_BLUR:.0f}")
+        low.append(f"blur (Laplacian variance) {blur:.1f} < {QUALITY_MIN_BLUR:.1f}")
     if confidence < QUALITY_MIN_CONFIDENCE:
         low.append(f"detector confidence {confidence:.3f} < {QUALITY_MIN_CONFIDENCE}")
     return FaceQuality(float(size_px), blur, float(confidence), tuple(low))
