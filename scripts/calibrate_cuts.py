@@ -33,7 +33,6 @@ def window(img, cx: float, cy: float, scale: float = 1.0, angle: float = 0.0):
     """Pure: the OUT-sized view of ``img`` centred at (cx, cy) (fractions of the still), WINDOW x scale of its
     height, rotated by ``angle`` degrees (a camera's view of the scene)."""
     import cv2
-    import numpy as np
     h, w = img.shape[:2]
     wh = WINDOW * h * scale
     ww = wh * OUT[0] / OUT[1]
@@ -77,16 +76,12 @@ def moves(img, rng) -> list[tuple[str, object, object]]:
 
 
 def fit(neg, pos) -> tuple[float, float]:
-    """Pure: the reading (a cut at or above it) maximising Youden's J (share of cuts at or above minus share of camera
-    moves at or above), half-way to the next lower reading. Returns (threshold, J)."""
-    import numpy as np
-    n, p = np.sort(np.asarray(neg, float)), np.sort(np.asarray(pos, float))
-    cands = np.unique(np.r_[n, p])
-    tpr = 1 - np.searchsorted(p, cands, side="left") / len(p)
-    fpr = 1 - np.searchsorted(n, cands, side="left") / len(n)
-    k = int(np.argmax(tpr - fpr))
-    thr = float(cands[k] + cands[k - 1]) / 2 if k > 0 else float(cands[k])
-    return thr, float(tpr[k] - fpr[k])
+    """The reading (a cut at or above it) maximising Youden's J (share of cuts at or above minus share of camera
+    moves at or above), half-way to the next lower reading: the same rule as the link thresholds
+    (pipeline.youden_threshold). Returns (threshold, J)."""
+    from bench_assets.narrativetrack.pipeline import youden_threshold
+    thr, rates = youden_threshold(pos, neg)
+    return thr, round(rates["tpr"] - rates["fpr"], 3)
 
 
 def main() -> int:
