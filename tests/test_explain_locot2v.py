@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -28,17 +27,10 @@ def run(tmp_path_factory):
     from bench_resources.config import build_resources
     from bench_resources.judge import Judge
     from bench_resources.paths import BenchPaths
+    from tests.test_locot2v_face_identity import one_sample_world
     tmp = tmp_path_factory.mktemp("explain_locot2v")
     data = tmp / "data"
-    (data / "locot2v" / "samples").mkdir(parents=True)
-    shutil.copy(ROOT / "data" / "locot2v" / "samples" / f"{SAMPLE}.json", data / "locot2v" / "samples")
-    for f in (ROOT / "data" / "locot2v").iterdir():
-        if f.name != "samples":
-            (shutil.copytree if f.is_dir() else shutil.copy)(f, data / "locot2v" / f.name)
-    gdir = data / "generators" / GEN
-    gdir.mkdir(parents=True)
-    for name in ("generator.yaml", f"{SAMPLE}.mp4"):
-        shutil.copy(ROOT / "data" / "generators" / GEN / name, gdir)
+    one_sample_world(data, GEN, SAMPLE)
     paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
     resources = build_resources(paths=paths, store_root=str(tmp / "store"), judge=Judge(mode="off"))
     store = resources["store"]
@@ -60,7 +52,7 @@ def run(tmp_path_factory):
         from bench_assets.benchmarks import BENCHMARKS
         from bench_assets.core.site import build_site
         build_site(store, {"locot2v": BENCHMARKS["locot2v"]})
-        yield md, store, base, gdir / f"{SAMPLE}.mp4"
+        yield md, store, base, data / "generators" / GEN / f"{SAMPLE}.mp4"
     finally:
         server.shutdown()
         if old_gens is None:

@@ -26,19 +26,25 @@ GEN, SAMPLE = "locot2v_smooth", "nature_1"
 FACE_ID = "inter_event_subject_face_identity"
 
 
+def one_sample_world(data: Path, gen: str = GEN, sample: str = SAMPLE) -> None:
+    """The embedded LoCoT2V data with one sample and one generator's output for it under ``data`` (shared by the
+    LoCoT2V end-to-end tests that need a single partition)."""
+    (data / "locot2v" / "samples").mkdir(parents=True)
+    shutil.copy(ROOT / "data" / "locot2v" / "samples" / f"{sample}.json", data / "locot2v" / "samples")
+    for f in (ROOT / "data" / "locot2v").iterdir():   # everything but the other samples (rrub and the like)
+        if f.name != "samples":
+            (shutil.copytree if f.is_dir() else shutil.copy)(f, data / "locot2v" / f.name)
+    gdir = data / "generators" / gen
+    gdir.mkdir(parents=True)
+    for name in ("generator.yaml", f"{sample}.mp4"):
+        shutil.copy(ROOT / "data" / "generators" / gen / name, gdir)
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("locot2v_face")
     data = tmp / "data"
-    (data / "locot2v" / "samples").mkdir(parents=True)
-    shutil.copy(ROOT / "data" / "locot2v" / "samples" / f"{SAMPLE}.json", data / "locot2v" / "samples")
-    for f in (ROOT / "data" / "locot2v").iterdir():   # everything but the other samples (rrub and the like)
-        if f.name != "samples":
-            (shutil.copytree if f.is_dir() else shutil.copy)(f, data / "locot2v" / f.name)
-    gdir = data / "generators" / GEN
-    gdir.mkdir(parents=True)
-    shutil.copy(ROOT / "data" / "generators" / GEN / "generator.yaml", gdir)
-    shutil.copy(ROOT / "data" / "generators" / GEN / f"{SAMPLE}.mp4", gdir)
+    one_sample_world(data)
     paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
     resources = build_resources(paths=paths, store_root=str(tmp / "store"), judge=Judge(mode="off"))
     gens, errors = discover_generators(paths.generators_dir, "locot2v")
