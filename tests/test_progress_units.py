@@ -1,6 +1,7 @@
 """Progress in units users know (issue 26 item 3): `bench evaluate` counts the shots (EntityBench, ViStoryBench) or
 videos (MBench, LoCoT2V, NarrativeTrack) scored, with a rate in them and an ETA, naming the partition (with its shot
-count) and the stage running; plain timestamped lines off a terminal, a tqdm bar on one.
+count) and the stage running; plain timestamped lines off a terminal, a tqdm bar on one. Inside a partition the
+count moves shot by shot (the distinct shot files its steps open), below the partition's total until it ends.
 
 The end-to-end test runs the real console script on a two-episode EntityBench world (6 + 10 shots, one generator,
 one cheap metric) with stderr on a pipe, and checks its progress lines exactly."""
@@ -141,6 +142,101 @@ def test_heartbeat_and_bar_name_the_shot_file_the_stage_is_reading(capsys):
     assert "| g x episode e2 (10 shots) | entitybench_pillar1 | e0002/shot_03.mp4" in err, err
 
 
+def _opened_log():
+    """A fake media.opened_since / last_opened over a list of the paths opened, in order."""
+    log: list[str] = []
+    return log, (lambda n0: (len(log), log[n0:])), (lambda: (len(log), log[-1] if log else ""))
+
+
+def test_the_count_moves_shot_by_shot_inside_a_partition(capsys):
+    """Each of a partition's stages is an equal share of its shots, filled by the distinct shot files under the
+    generator's folder the stage opened; whole shots shown, never the partition's total before it ends."""
+    clock = Clock()
+    log, opened, reading = _opened_log()
+    root = Path("/gen/faithful")
+    p = _shots_progress(clock, enabled=False, reading=reading, opened=opened)
+    _episodes_up_to_date(p)
+    p.label("g x episode e1 (6 shots)", "generator x episode", 6, root=str(root))
+    p.expect(2)                                   # two steps to run: 3 shots' worth each
+    p.stage("entitybench_outputs")
+    log += [str(root / "e1" / f"shot_0{i}.mp4") for i in (1, 2, 3)]
+    log += [str(root / "e1" / "shot_01.mp4"), "/data/refs/x.mp4"]   # opened again; not the generator's: no shot
+    clock.t += 6
+    p.tick()                                      # 3/6 of the first half: 1.5 shots, 1 shown; rate 1.5 in 6 s
+    log += [str(root / "e1" / f"shot_0{i}.mp4") for i in (4, 5, 6)]
+    clock.t += 2
+    p.tick()                                      # 3 shots: moved, but a line at most every COUNT_LINE_S (5 s)
+    clock.t += 3
+    p.tick()
+    p.stage("entitybench_pillar1")                # the second half starts at 3
+    log += [str(root / "e1" / f"shot_0{i}.mp4") for i in range(1, 7)]
+    clock.t += 10
+    p.tick()                                      # both halves full: 6 shots' worth, shown 5 until it ends
+    assert (p.shown, p.done) == (5, 0)
+    clock.t += 4
+    p.step()
+    assert (p.shown, p.done) == (0, 6)
+    p.label("g x episode e2 (10 shots)", "generator x episode", 10, root=str(root))   # up to date
+    p.step()
+    p.close()
+    body = [re.sub(r"^\[\d\d:\d\d:\d\d\] ", "", ln) for ln in capsys.readouterr().err.splitlines()]
+    assert body == [
+        "entitybench 0/16 shots, 0s elapsed, rate -, ETA - | g x episode e1 (6 shots): entitybench_outputs",
+        # 14.5 shots left at 1.5 per 6 s
+        "entitybench 1/16 shots, 6s elapsed, 15.00 shot/min, ETA 58s | g x episode e1 (6 shots): "
+        "entitybench_outputs (still running, reading refs/x.mp4)",
+        "entitybench 3/16 shots, 11s elapsed, 16.36 shot/min, ETA 47s | g x episode e1 (6 shots): "
+        "entitybench_outputs (still running, reading e1/shot_06.mp4)",
+        "entitybench 3/16 shots, 11s elapsed, 16.36 shot/min, ETA 47s | g x episode e1 (6 shots): entitybench_pillar1",
+        # 6 shots' worth in 21 s: 10 left take 35 s; the count shows 5 until the partition ends
+        "entitybench 5/16 shots, 21s elapsed, 17.14 shot/min, ETA 35s | g x episode e1 (6 shots): "
+        "entitybench_pillar1 (still running, reading e1/shot_06.mp4)",
+        "entitybench 16/16 shots, 25s elapsed, 14.40 shot/min, ETA 0s | done",
+    ], body
+
+
+def test_the_bar_moves_inside_a_partition_and_never_passes_its_total(capsys):
+    clock = Clock()
+    log, opened, reading = _opened_log()
+    p = _shots_progress(clock, enabled=True, reading=reading, opened=opened)
+    _episodes_up_to_date(p)
+    seen = []
+    for item, n in (("e1", 6), ("e2", 10)):
+        p.label(f"g x episode {item} ({n} shots)", "generator x episode", n, root="/gen/faithful")
+        p.expect(3)
+        for stage in ("entitybench_outputs", "entitybench_grounding", "entitybench_fidelity"):
+            p.stage(stage)
+            for i in range(1, n + 1):
+                log.append(f"/gen/faithful/{item}/shot_{i:02d}.mp4")
+                clock.t += 1
+                p.tick()
+                seen.append(p.bar.n)
+            log.append(f"/gen/faithful/{item}/shot_01.mp4")   # a stage opening a shot twice adds nothing
+            p.tick()
+            seen.append(p.bar.n)
+        assert p.bar.n == (6 if item == "e1" else 16) - 1   # every stage read every shot: still one short
+        p.step()
+        seen.append(p.bar.n)
+    assert seen == sorted(seen) and max(seen) == 16 and seen[-1] == 16 and seen.count(16) == 1, seen
+    assert len(set(seen[:18])) == 6, seen[:18]   # e1: 0..5, shot by shot
+    text = capsys.readouterr().err
+    p.close()
+    assert "entitybench 3/16 shots |" in text and "entitybench 16/16 shots |" in text, text
+
+
+def test_media_opened_since_lists_the_paths_opened_after_a_count(tmp_path):
+    from bench_assets.core import media
+    from test_hygiene_media import write
+    a, b = write(tmp_path / "a.mp4", 10, "mp4"), write(tmp_path / "b.mp4", 10, "mp4")
+    n0, _ = media.last_opened()
+    media.VideoSource(a)
+    media.VideoSource(b)
+    media.VideoSource(a)
+    assert media.opened_since(n0) == (n0 + 3, [str(a), str(b), str(a)])
+    assert media.opened_since(n0 + 2) == (n0 + 3, [str(a)])
+    assert media.opened_since(n0 + 3) == (n0 + 3, [])
+
+
 def test_media_names_the_last_video_opened(tmp_path):
     from bench_assets.core import media
     from test_hygiene_media import write
@@ -214,15 +310,25 @@ def test_bench_evaluate_off_a_terminal_prints_shots_rate_eta_item_and_stage(tmp_
     assert tail[-1] == "done"
     counts = [int(m.group(4)) for m in lines]
     assert counts == sorted(counts) and counts[-1] == 16
+    # the count moves inside each scored partition, shot by shot as its steps open the shot files, and reaches the
+    # partition's total only when it ends: e0001 shows 0..5 of its 6, e0002 6..15 (6 + its 10 less one)
+    within = {e: [int(m.group(4)) for m in lines if m.group(11).startswith(f"faithful x episode {e}")]
+              for e in ("e0001", "e0002")}
+    assert all(0 <= c <= 5 for c in within["e0001"]) and len(set(within["e0001"])) >= 2, within
+    assert all(6 <= c <= 15 for c in within["e0002"]) and len(set(within["e0002"])) >= 2, within
     for m in lines:
         t = m.group(11)
-        if t.startswith("episode ") or t.startswith("faithful x episode e0001"):
+        count = int(m.group(4))
+        if t.startswith("episode ") or (t.startswith("faithful x episode e0001") and count == 0):
             assert (m.group(4), m.group(6), m.group(8)) == ("0", "rate -", "-"), m.group(0)   # nothing timed
-        elif t.startswith("faithful x episode e0002"):
-            # 6 shots scored: a rate from them, and an ETA for the 10 left that is no more than 10 at that rate
-            assert m.group(4) == "6" and m.group(7) is not None and m.group(8) != "-", m.group(0)
+        elif t.startswith("faithful x episode "):
+            # shots done (inside the partition too): a rate from them, and an ETA for the shots left that is no
+            # more than they take at that rate
+            assert m.group(7) is not None and m.group(8) != "-", m.group(0)
             rate, eta = float(m.group(7)), int(m.group(9) or 0) * 60 + int(m.group(10))
-            assert 0 < eta <= 10 * 60 / rate + 1, m.group(0)
+            # (e0001's first shots may come within a second: a first ETA of 0s is its truncation, not a claim)
+            assert (0 if t.startswith("faithful x episode e0001") else 1) <= eta <= (16 - count) * 60 / rate + 1, \
+                m.group(0)
     last = lines[-1]
     assert last.group(4) == "16" and last.group(7) is not None and last.group(8) == "0s", last.group(0)
     assert "intra_face_fidelity" in proc.stdout

@@ -121,6 +121,18 @@ def last_opened() -> tuple[int, str]:
     return _opened["n"], _opened["path"]
 
 
+_opened_paths: list[str] = []   # the paths of the last videos opened, in order (at most _OPENED_KEPT)
+_OPENED_KEPT = 4096
+
+
+def opened_since(n0: int) -> tuple[int, list[str]]:
+    """(videos opened so far in this process, the paths of those opened after the first ``n0``; at most the last
+    _OPENED_KEPT): progress counts the distinct shot files a running step has opened."""
+    with _lock:
+        n = _opened["n"]
+        return n, (_opened_paths[max(len(_opened_paths) - (n - n0), 0):] if n > n0 else [])
+
+
 def decode_count() -> int:
     """Decode passes so far in this process (one per VideoSource.run / decode_video)."""
     return _counts["passes"]
@@ -244,7 +256,10 @@ class VideoSource:
         self._started = False
         self.done = False
         self.stats = PassStats(self.path)
-        _opened.update(n=_opened["n"] + 1, path=self.path)
+        with _lock:
+            _opened.update(n=_opened["n"] + 1, path=self.path)
+            _opened_paths.append(self.path)
+            del _opened_paths[:-_OPENED_KEPT]
         info = _probe(Path(path), min_side)
         self.n_frames, self.fps = info["n_frames"], info["fps"]
         self.codec, self.container_format = info["codec"], info["format"]

@@ -340,18 +340,35 @@ class Progress:
     The count is in ``unit``: partitions by default; ``bench evaluate`` counts what the user knows, the shots
     (EntityBench, ViStoryBench) or videos (MBench, LoCoT2V, NarrativeTrack) scored. Each kind of partition (item,
     generator x item, aggregate) keeps its own measure and time for the ETA (``plan``); only the kinds planned
-    ``counted`` move the count, by the ``units`` each partition holds (``label``)."""
+    ``counted`` move the count, by the ``units`` each partition holds (``label``).
+
+    Inside a running partition the count moves too, shot by shot (``advance``): each of its ``stages`` (the steps it
+    runs) is worth an equal share of its shots, and a stage's share fills with the distinct shot files under the
+    generator's folder it has opened (``opened``: media.opened_since). The count shown is that share, whole shots
+    only, and stays below the partition's total until the partition ends (then exactly its total); the rate and ETA
+    count the shares too. A stage that opens no video moves it when the next stage starts."""
 
     HEARTBEAT_S = 30.0
+    COUNT_LINE_S = 5.0   # off a terminal, a line when the count moved inside a partition, at most this often
 
     def __init__(self, total: int, desc: str, enabled: Optional[bool] = None, lines: Optional[bool] = None,
                  clock: Callable[[], float] = time.monotonic, unit: str = "partition",
-                 reading: Optional[Callable[[], tuple[int, str]]] = None):
+                 reading: Optional[Callable[[], tuple[int, str]]] = None,
+                 opened: Optional[Callable[[int], tuple[int, list[str]]]] = None):
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
         self.lines = (not self.enabled) if lines is None else lines  # timestamped lines off a terminal
         self.total, self.desc, self.clock, self.unit = total, desc, clock, unit
         # (videos opened so far, the last one's path) -- media.last_opened: names the shot file a stage is reading
         self.reading, self._opened_at_stage = reading, None
+        # (videos opened so far, paths opened after the first n) -- media.opened_since: moves the count in a partition
+        self.opened = opened
+        self._lock = threading.Lock()   # tick runs in the watchdog's thread, stage in the step's
+        self._root, self._n_stages, self._stages_started = "", 0, 0
+        self._stage_files: set[str] = set()
+        self._scan_from = 0
+        self.partial = 0.0   # the running partition's share done, in units (float)
+        self.shown = 0       # of it, the whole units shown (below the partition's units until it ends)
+        self._moved_unshown = False   # off a terminal: the count moved since the last line
         self.done = 0
         self.steps = 0   # partitions finished, of every kind
         # kind -> [planned, done, ran, seconds spent running], in the kind's measure (partitions or units)
@@ -383,11 +400,42 @@ class Progress:
         if not counted:
             self._uncounted.add(kind)
 
-    def label(self, text: str, kind: str = "", units: int = 1) -> None:
-        """A partition is next (it may turn out to be up to date); it holds ``units`` of its kind's measure."""
-        self.item, self.stage_name, self._item_t0, self.kind, self.units = text, "", None, kind, units
-        self._opened_at_stage = None
+    def label(self, text: str, kind: str = "", units: int = 1, root: str = "") -> None:
+        """A partition is next (it may turn out to be up to date); it holds ``units`` of its kind's measure; its
+        shot files lie under ``root`` (the generator's folder: only they move the count inside it)."""
+        with self._lock:
+            self.item, self.stage_name, self._item_t0, self.kind, self.units = text, "", None, kind, units
+            self._opened_at_stage = None
+            self._root = os.path.join(os.path.realpath(root), "") if root else ""
+            self._n_stages, self._stages_started, self._stage_files = 0, 0, set()
+            self.partial, self.shown = 0.0, 0
         self._postfix()
+
+    def expect(self, stages: int) -> None:
+        """The running partition will run this many steps (each an equal share of its units)."""
+        self._n_stages = max(int(stages), 0)
+
+    def advance(self) -> bool:
+        """Move the count inside the running partition by the shot files its stage opened; True when it moved."""
+        if self.opened is None or not self._root or not self._n_stages or not self._stages_started \
+                or self.kind in self._uncounted or self.units <= 0:
+            return False
+        with self._lock:
+            n, paths = self.opened(self._scan_from)
+            for path in paths:
+                real = os.path.realpath(path)
+                if real.startswith(self._root):
+                    self._stage_files.add(real)
+            self._scan_from = n
+            share = min(len(self._stage_files), self.units) / self.units
+            self.partial = self.units * (min(self._stages_started, self._n_stages) - 1 + share) / self._n_stages
+            shown = min(int(self.partial + 1e-9), self.units - 1)   # the whole count only when the partition ends
+            if shown <= self.shown:
+                return False
+            if self.bar is not None:
+                self.bar.update(shown - self.shown)
+            self.shown = shown
+            return True
 
     def stage(self, step_key: str) -> None:
         """Dagster started this step of the current partition."""
@@ -395,6 +443,12 @@ class Progress:
             self._item_t0 = self.clock()
         self.stage_name = step_key
         self._opened_at_stage = self.reading()[0] if self.reading is not None else None
+        if self.opened is not None:
+            with self._lock:
+                self._stages_started += 1
+                self._stage_files = set()
+                self._scan_from = self.opened(1 << 62)[0]
+            self.advance()
         self._postfix()
         if self.lines:
             self._line(f"{self.item}: {step_key}")
@@ -408,19 +462,24 @@ class Progress:
             k[2] += self.units
             k[3] += self.clock() - self._item_t0
             self._item_t0 = None
-        if self.kind not in self._uncounted:
-            self.done += self.units
-            if self.bar is not None:
-                self.bar.update(self.units)
+        with self._lock:
+            if self.kind not in self._uncounted:
+                self.done += self.units
+                if self.bar is not None:
+                    self.bar.update(self.units - self.shown)   # the shots shown inside it are already on the bar
+            self.partial, self.shown, self._n_stages, self._stages_started = 0.0, 0, 0, 0
         self._postfix()
 
     def tick(self) -> None:
         """Called a few times a second while a run is going."""
+        if self.advance():
+            self._moved_unshown = True
         if self.bar is not None:
             if self.unit != "partition":
                 self._postfix(refresh=False)   # the ETA counts down inside a long partition
             self.bar.refresh()
-        elif self.lines and self.clock() - self._last_line >= self.HEARTBEAT_S and self.stage_name:
+        elif self.lines and self.stage_name and self.clock() - self._last_line >= (
+                self.COUNT_LINE_S if self._moved_unshown else self.HEARTBEAT_S):
             now = self.file_now()
             self._line(f"{self.item}: {self.stage_name} (still running{f', reading {now}' if now else ''})")
 
@@ -436,34 +495,41 @@ class Progress:
         """'1.50 <unit>/min, ETA 4m00s': the rate in the count's unit (shots or videos scored per minute; counting
         partitions, the rate of the kind running now in its item dimension), the ETA over every kind left, each at
         its own mean time (from the partitions that actually ran; up-to-date ones cost ~nothing), less the time the
-        running partition has had so far."""
-        left, unknown = 0.0, False
+        running partition has had so far (or, once its count moved, less its share done, at the rate with it)."""
+        now = self.clock()
+        # shots done inside the running partition (its share so far) join its kind's rate with its time so far
+        part = self.partial if self._item_t0 is not None and self.kind not in self._uncounted else 0.0
         planned_left = sum(max(k[0] - k[1], 0) for k, kind in zip(self.kinds.values(), self.kinds)
                            if kind not in self._uncounted)
-        if self.total - self.done > planned_left:  # work of no planned kind: its time is unknown
-            unknown = True
-        for planned, done, ran, spent in self.kinds.values():
-            if planned - done <= 0:
+        left, known = 0.0, False
+        unknown = self.total - self.done > planned_left  # work of no planned kind: its time is unknown
+        timed: dict[str, tuple[float, float]] = {}
+        for kind, (planned, done, ran, spent) in self.kinds.items():
+            todo = planned - done
+            if kind == self.kind and part > 0:
+                ran, spent, todo = ran + part, spent + now - self._item_t0, todo - part
+            timed[kind] = (ran, spent)
+            if todo <= 0:
                 continue
             if ran and spent > 0:
-                left += (planned - done) * spent / ran
+                left += todo * spent / ran
+                known = True
             else:
                 unknown = True
         cur = self.kinds.get(self.kind)
-        if cur and cur[2] and cur[3] > 0 and self._item_t0 is not None:  # the running partition's time so far
-            left -= min(self.clock() - self._item_t0, self.units * cur[3] / cur[2])
+        if part <= 0 and cur and cur[2] and cur[3] > 0 and self._item_t0 is not None:  # its time so far
+            left -= min(now - self._item_t0, self.units * cur[3] / cur[2])
         # the rate: of the kind counted in the unit (shots scored per minute), else of the kind running now
         shown = next((k for k, u in self._kind_unit.items() if u == self.unit), self.kind)
-        rk = self.kinds.get(shown)
+        ran, spent = timed.get(shown, (0, 0.0))
         word = self._kind_unit.get(shown) or (shown or "partition").split(" x ")[-1]
-        rate = f"{60.0 * rk[2] / rk[3]:.2f} {word}/min" if rk and rk[2] and rk[3] > 0 else "rate -"
-        known = any(k[2] and k[3] > 0 and k[0] - k[1] > 0 for k in self.kinds.values())
+        rate = f"{60.0 * ran / spent:.2f} {word}/min" if ran and spent > 0 else "rate -"
         # kinds not timed yet (the aggregates, run last) add an unknown rest: 'ETA 4m00s+' is a lower bound
         eta = f"ETA {_duration(left)}{'+' if unknown else ''}" if known or not unknown else "ETA -"
         return f"{rate}, {eta}"
 
     def status(self) -> str:
-        return (f"{self.desc} {self.done}/{self.total} {_plural(self.unit)}, "
+        return (f"{self.desc} {self.done + self.shown}/{self.total} {_plural(self.unit)}, "
                 f"{_duration(self.clock() - self.t0)} elapsed, {self.rate_eta()}")
 
     def _postfix(self, refresh: bool = True) -> None:
@@ -478,6 +544,7 @@ class Progress:
 
     def _line(self, text: str) -> None:
         self._last_line = self.clock()
+        self._moved_unshown = False
         stamp = time.strftime("%H:%M:%S")
         print(f"[{stamp}] {self.status()} | {text}", file=sys.stderr, flush=True)
 
@@ -617,7 +684,7 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
         unit = ""
         total = len(items) * (1 + len(generators)) + len(aggregate_assets)
     bar = Progress(total, partitions.benchmark, enabled=show_progress, unit=unit or "partition",
-                   reading=media.last_opened)
+                   reading=media.last_opened, opened=media.opened_since if unit else None)
     say = progress or bar.write
     stats.recovered = reap_dead_runs(instance, log=say)
     home = Path(os.environ.get("DAGSTER_HOME", ".")) if not instance.is_ephemeral else None
@@ -630,8 +697,9 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
     state = evaluator_state(resources)
     tags = {**process_tags(), "bench/evaluator_state": state, **evaluator_tags(resources), **(extra_tags or {})}
 
-    def run(selection: Sequence[str], partition_key: Optional[str], label: str, kind: str, n: int = 1) -> bool:
-        bar.label(label, kind, n)
+    def run(selection: Sequence[str], partition_key: Optional[str], label: str, kind: str, n: int = 1,
+            root: str = "") -> bool:
+        bar.label(label, kind, n, root=root)
         todo = [AssetKey(a) for a in selection]
         if only_stale or force:  # core/automation.py rerun_plan: missing, stale, input changed, evaluator, forced
             why = rerun_plan(instance, assets, todo, partition_key, resources, force=force)
@@ -640,6 +708,7 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
             todo = sorted(why, key=str)
         if not todo:
             return True
+        bar.expect(len(todo))   # one step per asset: each an equal share of the partition's shots
         if progress is not None:
             progress(f"  materialising {label}: {', '.join(k.to_user_string() for k in todo)}")
         try:
@@ -686,7 +755,7 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
         for g in generators:
             for item in ok_items:
                 run(generator_assets, str(partitions.key(g.name, item)), gen_label(g.name, item), gen_kind,
-                    n_units[item])
+                    n_units[item], root=g.path)
                 bar.step()
         for a in aggregate_assets:
             run([a], None, a, "aggregate")
