@@ -275,6 +275,7 @@ class VideoSource:
         w, h = info["size"]
         self.size: tuple[int, int] = (h, w) if self._quarter_turns % 2 else (w, h)   # (W, H) upright
         self.warnings: list[str] = []
+        self.decode_warnings: list[str] = []   # the warnings that are faults of reading the file (not scale/rotation)
         self.notes: list[str] = []   # what was done to the frames that is no fault of the file (rotation applied)
         for w in info["warnings"]:
             self._warn(w)
@@ -283,10 +284,12 @@ class VideoSource:
                        f"({self.size[0]}x{self.size[1]}, stored as {self.stored_size[0]}x{self.stored_size[1]})")
         elif self.rotation:
             self._warn(f"{self.path}: display rotation {self.rotation} degrees is not a right angle and is not "
-                       f"applied; frames are analysed as stored ({self.size[0]}x{self.size[1]})")
+                       f"applied; frames are analysed as stored ({self.size[0]}x{self.size[1]})", decode=False)
 
-    def _warn(self, msg: str) -> None:
+    def _warn(self, msg: str, decode: bool = True) -> None:
         self.warnings.append(msg)
+        if decode:
+            self.decode_warnings.append(msg)
         _log.warning(msg)
 
     def _note(self, msg: str) -> None:
@@ -310,6 +313,15 @@ class VideoSource:
                 "fps_header": self.fps_header, "fps": self.fps, "rotation": self.rotation,
                 "rotation_applied": self.rotation_applied,
                 "stream_scale": self.stats.stream_scale, "warnings": list(self.warnings), "notes": list(self.notes)}
+
+    def decode_record(self) -> dict:
+        """This file's decode health as table columns (one row per file; ``metric_spec.decode_warning_counts``
+        reads them for the board): frames FFmpeg concealed, frames lost, and the reading warnings '; '-joined ('' when
+        none). Only after the pass: before it, corrupt and lost frames are not known (None, never a silent 0)."""
+        if not self.done:
+            return {"corrupt_frames": None, "lost_frames": None, "decode_warnings": None}
+        return {"corrupt_frames": int(self.stats.corrupt_frames), "lost_frames": int(self.stats.lost_frames),
+                "decode_warnings": "; ".join(self.decode_warnings)[:1000]}
 
     # ------------------------------------------------------------------ stating needs
     @property
@@ -353,7 +365,8 @@ class VideoSource:
             if size is not None and self.stats.stream_scale == 1.0:
                 self.stats.stream_scale = scale
                 self._warn(f"{self.path}: {self.size[0]}x{self.size[1]} frames are streamed to {name} at "
-                           f"{size[0]}x{size[1]} (scale {scale:.3f}; BENCH_MAX_STREAM_SIDE={max_stream_side()})")
+                           f"{size[0]}x{size[1]} (scale {scale:.3f}; BENCH_MAX_STREAM_SIDE={max_stream_side()})",
+                           decode=False)
         return self._add(Request(self, list(idx), size, name, on_chunk=on_chunk, chunk=chunk, overlap=overlap))
 
     # ------------------------------------------------------------------ the one pass
@@ -429,7 +442,7 @@ class VideoSource:
                         # the probe could not decode a frame to read it (damaged start): reported, not applied
                         self.rotation = int(frame.rotation) % 360
                         self._warn(f"{self.path}: display rotation {self.rotation} degrees is not applied (no frame "
-                                   f"decoded while probing); frames are analysed as stored")
+                                   f"decoded while probing); frames are analysed as stored", decode=False)
                     if getattr(frame, "is_corrupt", False):
                         self.stats.corrupt_frames += 1
                     i = decoded

@@ -24,18 +24,32 @@ METRIC_TABLES = ("entitybench_pillar1", "entitybench_presence_consistency", "ent
                  "entitybench_action", "entitybench_llm_consistency")
 
 
+def _columns(con, table: str) -> set:
+    return {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                      f"WHERE table_name = '{table}'").fetchall()}
+
+
 def shot_decode_warnings(con, tables: set) -> dict:
-    """generator -> shots read with decode warnings, from the per-shot index (``entitybench_outputs``'s
-    ``decode_warnings``, recorded when the shot was probed); None for a generator indexed before it was recorded."""
+    """generator -> shots read with decode warnings: the probe's (``entitybench_outputs``' ``decode_warnings``) and
+    the decode pass's (Pillar 1's frames FFmpeg concealed or lost, ``corrupt_frames`` / ``lost_frames`` on its shot
+    rows); a shot counts once. None for a generator indexed before the probe's were recorded."""
     if "entitybench_outputs" not in tables:
         return {}
-    cols = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
-                                      "WHERE table_name = 'entitybench_outputs'").fetchall()}
-    dw = "decode_warnings" if "decode_warnings" in cols else "NULL AS decode_warnings"
-    return decode_warning_counts(con.execute(f"SELECT generator, {dw} FROM entitybench_outputs").df())
+    dw = "o.decode_warnings" if "decode_warnings" in _columns(con, "entitybench_outputs") else "NULL"
+    passed = "NULL AS corrupt_frames, NULL AS lost_frames"
+    join = ""
+    if "entitybench_pillar1" in tables and {"corrupt_frames", "lost_frames"} <= _columns(con, "entitybench_pillar1"):
+        # partitions written before the pass was recorded read NULL here: the probe's record still decides
+        passed = "p.corrupt_frames, p.lost_frames"
+        join = ("LEFT JOIN (SELECT generator, item, shot, max(corrupt_frames) AS corrupt_frames, "
+                "max(lost_frames) AS lost_frames FROM entitybench_pillar1 WHERE level = 'shot' "
+                "GROUP BY generator, item, shot) p ON p.generator = o.generator AND p.item = o.episode_id "
+                "AND p.shot = o.shot")
+    return decode_warning_counts(con.execute(
+        f"SELECT o.generator, {dw} AS decode_warnings, {passed} FROM entitybench_outputs o {join}").df())
 
 
-@asset(group_name=W.METRIC_GROUP, code_version="5",
+@asset(group_name=W.METRIC_GROUP, code_version="6",
        deps=[*METRIC_TABLES, "entitybench_episode"],
        automation_condition=board_condition(*METRIC_TABLES))
 def entitybench_leaderboard(context: AssetExecutionContext, store: Store, models: ModelRegistry,

@@ -38,7 +38,7 @@ PILLAR1_OP_TAGS = {**GPU_OP_TAGS, "dagster/priority": "1"}
 
 # ----------------------------------------------------------------------------- Pillar 1
 
-@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="7", pool="gpu",
+@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="8", pool="gpu",
        op_tags=PILLAR1_OP_TAGS)
 def entitybench_pillar1(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                         entitybench_episode: pd.DataFrame, models: ModelRegistry,
@@ -48,7 +48,15 @@ def entitybench_pillar1(context: AssetExecutionContext, entitybench_outputs: pd.
     ep = dataset.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
     paths, errors = outputs.shot_paths(entitybench_outputs)
     slots = {name: load_slot(models, device, name) for name in pillar1.PILLAR1_SLOTS}
-    df = counts.frame(pillar1.pillar1_rows(generator, ep, lambda k: pillar1.ShotStream(paths[k]), errors, slots))
+    opened: dict[int, pillar1.ShotStream] = {}
+
+    def open_shot(k: int) -> pillar1.ShotStream:
+        opened[k] = pillar1.ShotStream(paths[k])
+        return opened[k]
+
+    df = counts.frame(pillar1.pillar1_rows(generator, ep, open_shot, errors, slots))
+    # each shot's decode health from this pass (concealed / lost frames): the board's n_decode_warnings reads it
+    df = pillar1.with_decode_health(df, {k: s.src.decode_record() for k, s in opened.items() if s.src.done})
     df["protocol"] = W.protocol(models, pillar1.PILLAR1_SLOTS)
     W.label_substitutes(df, models)
     return Output(df, metadata={**_explain(df, generator),

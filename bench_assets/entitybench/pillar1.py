@@ -4,6 +4,7 @@ per-shot and episode rows of the six metrics. Pure (no Dagster)."""
 from collections import defaultdict
 
 import numpy as np
+import pandas as pd
 
 from bench_assets.core.media import DecodeError, VideoSource
 from bench_assets.core.tables import instance_row
@@ -36,6 +37,22 @@ class ShotStream:
             yield frames
         if self._samples is not None and self.src.done:
             SHOTS.put(self.src.path, shot_frames.collect(self.src, self._samples))
+
+
+def with_decode_health(df, records: dict[int, dict]):
+    """Pillar 1's pass reads every native frame of every shot, so it is where decode health is known: each shot row
+    gets its shot's ``corrupt_frames`` / ``lost_frames`` / ``decode_warnings`` (``VideoSource.decode_record``);
+    rows of shots with no record (missing, undecodable, in-memory streams) and episode rows get None (unknown)."""
+    df = df.copy()
+    for col in ("corrupt_frames", "lost_frames"):
+        df[col] = pd.array([None] * len(df), dtype="Int64")
+    df["decode_warnings"] = pd.array([None] * len(df), dtype="string")
+    if len(df) and "shot" in df:
+        for shot, rec in records.items():
+            at = (df["level"] == "shot") & (pd.to_numeric(df["shot"], errors="coerce") == shot)
+            for col in ("corrupt_frames", "lost_frames", "decode_warnings"):
+                df.loc[at, col] = rec[col]
+    return df
 
 
 class ArrayStream:

@@ -13,7 +13,7 @@ from bench_assets.core.board_text import board_markdown
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.manifest import build_manifest, protocol_digest
 from bench_assets.core.media import DecodeError, VideoSource
-from bench_assets.core.metric_spec import label_substitutes
+from bench_assets.core.metric_spec import decode_warning_counts, label_substitutes
 from bench_assets.core.partitions import BenchmarkPartitions
 from bench_assets.core.tables import metric_frame
 from bench_assets.locot2v import board, constants, dataset, metrics, pipeline
@@ -220,7 +220,7 @@ def locot2v_derived(context: AssetExecutionContext, locot2v_sample: pd.DataFrame
 
 # code version 6: the face-identity addition (issue 23) joins the visual rows; 7: AQ's aesthetic_v25 resizes as
 # SigLIP's processor does (PIL bicubic, antialiased; issue 24)
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="7", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="8", pool="gpu", op_tags=GPU_OP_TAGS)
 def locot2v_visual(context: AssetExecutionContext, paths: BenchPaths, locot2v_sample: pd.DataFrame,
                    locot2v_derived: pd.DataFrame, models: ModelRegistry, device: Device,
                    judge: Judge) -> Output[pd.DataFrame]:
@@ -239,6 +239,9 @@ def locot2v_visual(context: AssetExecutionContext, paths: BenchPaths, locot2v_sa
         raise Failure(f"generator {generator!r}, sample {sample_id}: {e}") from None
     df = label_substitutes(_rows(values, generator, sample_id, src.sha256, _protocol(models, judge, paths)), METRICS,
                            models)
+    # the video's decode health from this pass (frames FFmpeg concealed or lost): the board's n_decode_warnings
+    for col, v in src.decode_record().items():
+        df[col] = v
     st = src.stats
     return Output(df, metadata={**_meta(df, generator), "frames": int(src.n_frames), "fps": float(src.fps),
                                 INPUT_SHA_KEY: video_version(paths, context.partition_key),
@@ -278,8 +281,18 @@ def locot2v_judged(context: AssetExecutionContext, paths: BenchPaths, locot2v_sa
     return Output(df, metadata=meta)
 
 
+def decode_warnings(store: Store, tables: set, generators) -> dict:
+    """generator -> videos read with decode warnings (``locot2v_visual``'s decode-pass columns); None (unknown) for
+    a generator with a video scored before they were recorded, or with no visual partition."""
+    cols = ["generator", "item", "corrupt_frames", "lost_frames", "decode_warnings"]
+    files = (store.query("SELECT * FROM locot2v_visual WHERE level = 'item'").reindex(columns=cols)
+             .drop_duplicates(["generator", "item"]) if "locot2v_visual" in tables else None)
+    return {g: None for g in generators} | decode_warning_counts(files)
+
+
+# code version 4: n_decode_warnings from locot2v_visual's decode-pass columns
 # code version 3: the board carries inter_event_subject_face_identity (an addition) beside the 26 sub-dimensions
-@asset(group_name=GROUP, code_version="3", deps=[locot2v_visual, locot2v_judged, locot2v_sample],
+@asset(group_name=GROUP, code_version="4", deps=[locot2v_visual, locot2v_judged, locot2v_sample],
        automation_condition=board_condition("locot2v_visual", "locot2v_judged"))
 def locot2v_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths, models: ModelRegistry,
                         judge: Judge) -> Output[pd.DataFrame]:
@@ -301,7 +314,7 @@ def locot2v_leaderboard(context: AssetExecutionContext, store: Store, paths: Ben
     generators = sorted(records["generator"].dropna().unique())
     # the samples each generator delivered a video for: the rest count as its failures on every sub-dimension
     delivered = {g: {s for s in ids if (paths.generator_dir(g) / f"{s}.mp4").is_file()} for g in generators}
-    table = board.leaderboard_table(records, ids, generators, delivered)
+    table = board.leaderboard_table(records, ids, generators, delivered, decode_warnings(store, tables, generators))
     man = manifest(models, judge, paths)
     return Output(table, metadata={"table": MetadataValue.md(board_markdown(table, {"slice": board.SLICE})),
                                    "dimensions": MetadataValue.md(board.headline_markdown(table)),

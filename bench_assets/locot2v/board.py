@@ -150,11 +150,12 @@ def generator_rows(generator: str, records: pd.DataFrame, sample_ids: Sequence[s
 
 
 def leaderboard_table(records: pd.DataFrame, sample_ids: Sequence[str], generators: Sequence[str],
-                      delivered: Optional[Mapping[str, set]] = None) -> pd.DataFrame:
+                      delivered: Optional[Mapping[str, set]] = None,
+                      decode_warnings: Optional[Mapping[str, Optional[int]]] = None) -> pd.DataFrame:
     """The LoCoT2V board in the common schema (core.metric_spec.board_frame). ``records``: item rows (generator,
     item, metric_id, value, n_eval, n_failed, n_skipped, reason, protocol[, substitute]); ``delivered``: per
     generator the samples with an output video (None: a sample without a row is 'not evaluated', never a
-    generator failure)."""
+    generator failure); ``decode_warnings``: generator -> videos read with decode warnings (board_frame)."""
     records = records.copy()
     if "substitute" not in records:
         records["substitute"] = None
@@ -165,7 +166,7 @@ def leaderboard_table(records: pd.DataFrame, sample_ids: Sequence[str], generato
     for g in generators:
         rows += generator_rows(g, records, sample_ids, None if delivered is None else set(delivered.get(g, ())),
                                comp)
-    return board_frame(constants.BENCH, rows, METRICS)
+    return board_frame(constants.BENCH, rows, METRICS, decode_warnings=decode_warnings)
 
 
 def headline_markdown(board: pd.DataFrame) -> str:
