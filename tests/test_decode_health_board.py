@@ -116,3 +116,28 @@ def test_locot2v_counts_the_concealed_frame_of_a_video_on_the_board(tmp_path):
     assert (good.corrupt_frames, good.lost_frames, good.decode_warnings) == (0, 0, "")
     board = store.query("SELECT * FROM locot2v_leaderboard")
     _check_board(board, "locot2v_damaged", "locot2v_smooth", {"slice": L.board.SLICE}, "locot2v")
+
+
+def test_mbench_counts_the_concealed_frame_of_a_video_on_the_board(tmp_path):
+    from bench_assets.mbench import dataset as mdata
+    case = "a_env01"   # action-conditioned: triggered by its actions, no judge needed
+    data = tmp_path / "data"
+    (data / "mbench" / "cases").mkdir(parents=True)
+    shutil.copytree(DATA / "mbench" / "frames", data / "mbench" / "frames")
+    shutil.copy(DATA / "mbench" / "cases" / f"{case}.json", data / "mbench" / "cases")
+    for name in ("mbench_consistent", "mbench_damaged"):
+        shutil.copy(DATA / "generators" / "mbench_consistent" / f"{case}.mp4", _generator(data, name, "mbench"))
+    video = data / "generators" / "mbench_damaged" / f"{case}.mp4"
+    damage(video)
+    _probe_is_clean_but_pass_is_not(video)
+    B = d.BENCHMARKS["mbench"]
+    store = _run(tmp_path, data, "mbench", mdata.discover_cases(data / "mbench" / "cases"), B.item_assets,
+                 B.generator_assets, B.aggregate_assets[0])
+    files = store.query("SELECT DISTINCT generator, corrupt_frames, lost_frames, decode_warnings FROM mbench_scores")
+    assert len(files) == 2, files
+    bad = files[files.generator == "mbench_damaged"].iloc[0]
+    assert bad.corrupt_frames + bad.lost_frames >= 1 and "concealed" in bad.decode_warnings
+    good = files[files.generator == "mbench_consistent"].iloc[0]
+    assert (good.corrupt_frames, good.lost_frames, good.decode_warnings) == (0, 0, "")
+    board = store.query("SELECT * FROM mbench_leaderboard")
+    _check_board(board, "mbench_damaged", "mbench_consistent", {"slice": "A"}, "mbench")

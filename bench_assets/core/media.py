@@ -317,9 +317,11 @@ class VideoSource:
     def decode_record(self) -> dict:
         """This file's decode health as table columns (one row per file; ``metric_spec.decode_warning_counts``
         reads them for the board): frames FFmpeg concealed, frames lost, and the reading warnings '; '-joined ('' when
-        none). Only after the pass: before it, corrupt and lost frames are not known (None, never a silent 0)."""
+        none). Before the pass (or with no pass: nothing was needed) corrupt and lost frames are not known (None,
+        never a silent 0) and the warnings are the probe's."""
         if not self.done:
-            return {"corrupt_frames": None, "lost_frames": None, "decode_warnings": None}
+            return {"corrupt_frames": None, "lost_frames": None,
+                    "decode_warnings": "; ".join(self.decode_warnings)[:1000]}
         return {"corrupt_frames": int(self.stats.corrupt_frames), "lost_frames": int(self.stats.lost_frames),
                 "decode_warnings": "; ".join(self.decode_warnings)[:1000]}
 

@@ -7,6 +7,7 @@ from dagster import AssetExecutionContext, MetadataValue, Output, asset
 from bench_assets.core.automation import board_condition
 from bench_assets.core.board_text import board_markdown
 from bench_assets.core.manifest import build_manifest, protocol_digest
+from bench_assets.core.metric_spec import decode_warning_counts
 from bench_assets.mbench import board
 from bench_assets.mbench import dataset
 from bench_assets.mbench import wiring as W
@@ -21,7 +22,7 @@ from bench_resources.paths import BenchPaths
 from bench_resources.store import Store
 
 
-@asset(group_name=GROUP, code_version="4", deps=[mbench_scores, mbench_case],
+@asset(group_name=GROUP, code_version="5", deps=[mbench_scores, mbench_case],
        automation_condition=board_condition("mbench_scores"))
 def mbench_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths, models: ModelRegistry,
                        judge: Judge) -> Output[pd.DataFrame]:
@@ -39,7 +40,12 @@ def mbench_leaderboard(context: AssetExecutionContext, store: Store, paths: Benc
     scores = scores[scores["case_id"].isin(cases["case_id"])]
     generators = sorted(scores["generator"].unique())
     missing = {g: missing_outputs(paths, g, cases["case_id"]) for g in generators}
-    table = board.leaderboard(scores, cases, generators, missing)
+    # videos read with decode warnings (mbench_scores' decode-pass columns, one record per video); None (unknown)
+    # for a generator with a video scored before they were recorded
+    files = scores.reindex(columns=["generator", "case_id", "corrupt_frames", "lost_frames", "decode_warnings"]
+                           ).drop_duplicates(["generator", "case_id"])
+    dw = {g: None for g in generators} | decode_warning_counts(files)
+    table = board.leaderboard(scores, cases, generators, missing, decode_warnings=dw)
     manifest = build_manifest(benchmark=BENCH, protocol=PROTOCOL, models=W.slot_manifest(models),
                               judge=judge.fingerprint(), constants=CONSTANTS)
     return Output(table, metadata={"table": MetadataValue.md(board_markdown(table, {"slice": "A"}, digits=2)),

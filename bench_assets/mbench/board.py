@@ -215,9 +215,12 @@ def _common(c: dict) -> dict:
 
 
 def leaderboard(scores: pd.DataFrame, cases: pd.DataFrame, generators: list[str],
-                missing: Optional[Mapping[str, set]] = None) -> pd.DataFrame:
-    """The MBench board: ``board_frame("mbench", rows, METRICS)``."""
-    return board_frame("mbench", board_rows(scores, cases, generators, missing), METRICS)
+                missing: Optional[Mapping[str, set]] = None,
+                decode_warnings: Optional[Mapping[str, Optional[int]]] = None) -> pd.DataFrame:
+    """The MBench board: ``board_frame("mbench", rows, METRICS)``; ``decode_warnings``: generator -> videos read with
+    decode warnings (``decode_warning_counts``)."""
+    return board_frame("mbench", board_rows(scores, cases, generators, missing), METRICS,
+                       decode_warnings=decode_warnings)
 
 
 def detail(board: pd.DataFrame, column: str) -> pd.Series:

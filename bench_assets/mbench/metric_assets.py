@@ -69,7 +69,7 @@ def mbench_trigger(context: AssetExecutionContext, paths: BenchPaths, mbench_cas
 
 
 # the calibrated identity thresholds are part of the code version: a refit re-runs the scores
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version=f"6+{_thresholds_version()}", pool="gpu",
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version=f"7+{_thresholds_version()}", pool="gpu",
        op_tags=GPU_OP_TAGS)
 def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
                   mbench_poses: pd.DataFrame, mbench_tracks: pd.DataFrame, mbench_trigger: pd.DataFrame,
@@ -96,6 +96,9 @@ def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case
     df["triggered"] = None if pd.isna(trig["triggered"]) else bool(trig["triggered"])
     df["trigger_reason"] = trig["reason"]
     df["source_sha256"] = src.sha256
+    # the video's decode health from this pass (frames FFmpeg concealed or lost): the board's n_decode_warnings
+    for col, v in src.decode_record().items():
+        df[col] = v
     df["protocol"] = W.protocol(models, judge)
     df["substitute"] = scoring.substitutes(df, models, judge)
     ev = df[df["n_failed_evaluator"] > 0]
