@@ -157,14 +157,16 @@ def check_ui(page, ui: str, shots: Path) -> dict:
     _skip_dialog(page)
     row = page.locator("tr", has=page.locator("td", has_text=re.compile(r"^per_unit$")))
     row.get_by_text("Show Markdown").click()
-    dialog = page.get_by_role("dialog")
+    dialog = page.get_by_role("dialog").filter(has_text="worst first")
     dialog.get_by_text("worst first").first.wait_for(timeout=20000)
     seen["per_unit"] = dialog.inner_text()
     page.screenshot(path=str(shots / "partition_per_unit.png"), full_page=True)
     page.keyboard.press("Escape")
     row = page.locator("tr", has=page.locator("td", has_text=re.compile(r"^values$")))
     row.get_by_text("Show Markdown").click()
-    dialog = page.get_by_role("dialog")
+    # the per-unit dialog may still be open (Escape does not always reach it while it animates): take the one that
+    # holds the values table
+    dialog = page.get_by_role("dialog").filter(has_text="rounded values, coverage")
     dialog.get_by_text("rounded values, coverage").first.wait_for(timeout=20000)
     seen["values"] = dialog.inner_text()
     seen["audit_href"] = dialog.locator("a[href*='/audit/entitybench/cs_face__faithful.html']").first \
