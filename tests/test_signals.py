@@ -247,6 +247,15 @@ def test_compute_log_tails_start_outside_the_terminals_process_group(tmp_path):
     log.write_text("")
     out = tmp_path / "mirror.txt"
     with open(out, "w") as stream, compute_logs.tail_to_stream(str(log), stream) as (tail_pid, watcher_pid):
-        for pid in (tail_pid, watcher_pid):
-            assert os.getsid(pid) == pid != os.getsid(0)            # a session (and group) of its own
-            assert os.getpgid(pid) != os.getpgid(0)
+        try:
+            for pid in (tail_pid, watcher_pid):
+                assert os.getsid(pid) == pid != os.getsid(0)            # a session (and group) of its own
+                assert os.getpgid(pid) != os.getpgid(0)
+        finally:
+            # end both here: in the whole suite's long-lived pytest process a `tail` once outlived Dagster's
+            # SIGTERM + 30 s wait (not seen alone; the session check above is what this test is about)
+            for pid in (tail_pid, watcher_pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
