@@ -113,16 +113,15 @@ _counts = {"passes": 0, "frames_decoded": 0, "frames_converted": 0, "frames_need
            "decode_s": 0.0, "convert_s": 0.0}       # wall seconds in FFmpeg's decoder / in RGB conversion
 
 
-_opened = {"n": 0, "path": ""}   # videos opened in this process, and the last one
+_opened = {"n": 0}              # videos opened in this process
+_opened_paths: list[str] = []   # the paths of the last videos opened, in order (at most _OPENED_KEPT)
+_OPENED_KEPT = 4096
 
 
 def last_opened() -> tuple[int, str]:
     """(videos opened so far in this process, the last one's path): progress names the file a step is reading."""
-    return _opened["n"], _opened["path"]
-
-
-_opened_paths: list[str] = []   # the paths of the last videos opened, in order (at most _OPENED_KEPT)
-_OPENED_KEPT = 4096
+    with _lock:
+        return _opened["n"], (_opened_paths[-1] if _opened_paths else "")
 
 
 def opened_since(n0: int) -> tuple[int, list[str]]:
@@ -257,7 +256,7 @@ class VideoSource:
         self.done = False
         self.stats = PassStats(self.path)
         with _lock:
-            _opened.update(n=_opened["n"] + 1, path=self.path)
+            _opened["n"] += 1
             _opened_paths.append(self.path)
             del _opened_paths[:-_OPENED_KEPT]
         info = _probe(Path(path), min_side)
@@ -319,11 +318,11 @@ class VideoSource:
         reads them for the board): frames FFmpeg concealed, frames lost, and the reading warnings '; '-joined ('' when
         none). Before the pass (or with no pass: nothing was needed) corrupt and lost frames are not known (None,
         never a silent 0) and the warnings are the probe's."""
+        warnings = "; ".join(self.decode_warnings)[:1000]
         if not self.done:
-            return {"corrupt_frames": None, "lost_frames": None,
-                    "decode_warnings": "; ".join(self.decode_warnings)[:1000]}
+            return {"corrupt_frames": None, "lost_frames": None, "decode_warnings": warnings}
         return {"corrupt_frames": int(self.stats.corrupt_frames), "lost_frames": int(self.stats.lost_frames),
-                "decode_warnings": "; ".join(self.decode_warnings)[:1000]}
+                "decode_warnings": warnings}
 
     # ------------------------------------------------------------------ stating needs
     @property
