@@ -146,13 +146,6 @@ def input_changed(instance, key: AssetKey, pk: str | None, paths, latest: Callab
     return getattr(mv, "value", mv) != now
 
 
-def _latest_storage_id(instance, key: AssetKey, partition: str | None = None) -> int | None:
-    recs = instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition is not None else None),
-        limit=1).records
-    return recs[0].storage_id if recs else None
-
-
 class Staleness:
     """Missing / stale status of asset partitions from one asset graph and one caching resolver: build it once per
     sensor tick and ask for every partition (upstream statuses are resolved once, not once per partition). Build
@@ -200,9 +193,11 @@ class Staleness:
         if self.models is not None and self.weights_changed(key, pk):
             return self.WEIGHTS_CHANGED
         if pk is None and not self.graph.get(key).is_partitioned:
-            mine = _latest_storage_id(self.instance, key)
-            newer = [p for p in self.graph.get(key).parent_keys
-                     if self.graph.has(p) and (_latest_storage_id(self.instance, p) or 0) > (mine or 0)]
+            def stored(k: AssetKey) -> int:   # the latest materialisation's storage id, any partition (0: none)
+                rec = self.latest(k, None)
+                return rec.storage_id if rec is not None else 0
+            mine = stored(key)
+            newer = [p for p in self.graph.get(key).parent_keys if self.graph.has(p) and stored(p) > mine]
             if newer:
                 return StaleStatus.STALE.value
         return None
@@ -518,12 +513,10 @@ def rerun_plan(instance, assets: Sequence, keys: Sequence[AssetKey], pk: str | N
 def needs_rerun_for_evaluator(instance, key: AssetKey, partition: str | None, state: str) -> bool:
     """True when the last materialization counted evaluator failures (judge outage, replay miss, missing
     weights) and was made under a different evaluator state than ``state``: a better state may now pass."""
-    recs = instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition is not None else None),
-        limit=1).records
-    if not recs or evaluator_failures(recs[0].asset_materialization) <= 0:
+    rec = _latest_record(instance, key, partition)
+    if rec is None or evaluator_failures(rec.asset_materialization) <= 0:
         return False
-    run = instance.get_run_by_id(recs[0].run_id)
+    run = instance.get_run_by_id(rec.run_id)
     return run is None or run.tags.get(EVALUATOR_STATE_TAG) != state
 
 
