@@ -8,7 +8,6 @@ for the damaged generator and 0 for its clean twin, and the board text says WARN
 import shutil
 from pathlib import Path
 
-import pytest
 from dagster import instance_for_test
 
 from bench_assets import definitions as d
@@ -61,6 +60,17 @@ def _run(root: Path, data: Path, bench: str, items: list, item_assets, generator
     return resources["store"]
 
 
+def _check_file_records(store, table: str, bad: str, good: str) -> None:
+    """One decode record per generator's file in ``table``: the damaged one counts a concealed frame, the clean
+    one none."""
+    files = store.query(f"SELECT DISTINCT generator, corrupt_frames, lost_frames, decode_warnings FROM {table}")
+    assert len(files) == 2, files
+    b = files[files.generator == bad].iloc[0]
+    assert b.corrupt_frames + b.lost_frames >= 1 and "concealed" in b.decode_warnings
+    g = files[files.generator == good].iloc[0]
+    assert (g.corrupt_frames, g.lost_frames, g.decode_warnings) == (0, 0, "")
+
+
 def _check_board(board, bad: str, good: str, headline: dict, benchmark: str) -> None:
     n = board.groupby("generator")["n_decode_warnings"].agg(["min", "max"])
     assert n.loc[bad].tolist() == [1, 1], n            # every row of the damaged generator: its one damaged file
@@ -108,12 +118,7 @@ def test_locot2v_counts_the_concealed_frame_of_a_video_on_the_board(tmp_path):
     damage(gdir / f"{SAMPLE}.mp4")
     _probe_is_clean_but_pass_is_not(gdir / f"{SAMPLE}.mp4")
     store = _run(tmp_path, data, "locot2v", [SAMPLE], L.ITEM_ASSETS, ["locot2v_visual"], L.LEADERBOARD)
-    files = store.query("SELECT DISTINCT generator, corrupt_frames, lost_frames, decode_warnings FROM locot2v_visual")
-    assert len(files) == 2, files
-    bad = files[files.generator == "locot2v_damaged"].iloc[0]
-    assert bad.corrupt_frames + bad.lost_frames >= 1 and "concealed" in bad.decode_warnings
-    good = files[files.generator == "locot2v_smooth"].iloc[0]
-    assert (good.corrupt_frames, good.lost_frames, good.decode_warnings) == (0, 0, "")
+    _check_file_records(store, "locot2v_visual", "locot2v_damaged", "locot2v_smooth")
     board = store.query("SELECT * FROM locot2v_leaderboard")
     _check_board(board, "locot2v_damaged", "locot2v_smooth", {"slice": L.board.SLICE}, "locot2v")
 
@@ -133,11 +138,6 @@ def test_mbench_counts_the_concealed_frame_of_a_video_on_the_board(tmp_path):
     B = d.BENCHMARKS["mbench"]
     store = _run(tmp_path, data, "mbench", mdata.discover_cases(data / "mbench" / "cases"), B.item_assets,
                  B.generator_assets, B.aggregate_assets[0])
-    files = store.query("SELECT DISTINCT generator, corrupt_frames, lost_frames, decode_warnings FROM mbench_scores")
-    assert len(files) == 2, files
-    bad = files[files.generator == "mbench_damaged"].iloc[0]
-    assert bad.corrupt_frames + bad.lost_frames >= 1 and "concealed" in bad.decode_warnings
-    good = files[files.generator == "mbench_consistent"].iloc[0]
-    assert (good.corrupt_frames, good.lost_frames, good.decode_warnings) == (0, 0, "")
+    _check_file_records(store, "mbench_scores", "mbench_damaged", "mbench_consistent")
     board = store.query("SELECT * FROM mbench_leaderboard")
     _check_board(board, "mbench_damaged", "mbench_consistent", {"slice": "A"}, "mbench")
