@@ -125,3 +125,40 @@ def test_link_thresholds_are_fitted_on_calibration_and_measured_on_validation():
     # the pooled rule itself: the midpoint of a clean gap
     assert pipeline.youden_threshold([0.9, 0.8], [0.3, 0.5])[0] == pytest.approx(0.65)
     json.dumps(doc)
+
+
+def test_clustering_threshold_is_fitted_only_with_enough_calibration_pairs(tmp_path):
+    """REID_THRESHOLD['offline'] (tracklet clustering) is fitted by scripts/calibrate_links.py on the calibration
+    videos' ground-truth tracklet pairs, and used by the pipeline only where both sides held LINK_MIN_PAIRS pairs;
+    otherwise the file says it was not fitted and the pipeline keeps the profile's hand value."""
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location(
+        "calibrate_links", Path(__file__).resolve().parents[1] / "scripts" / "calibrate_links.py")
+    cl = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cl)
+    n = constants.LINK_MIN_PAIRS
+    fit = cl.cluster_fit([0.9 + 0.001 * i for i in range(n)], [0.5 + 0.001 * i for i in range(n)], [0.9], [0.5])
+    assert fit["fitted"] and 0.509 < fit["threshold"] < 0.9 and fit["tpr"] == 1.0 and fit["fpr"] == 0.0
+    few = cl.cluster_fit([0.9] * (n - 1), [0.5] * n, [0.9], [0.5])
+    assert not few["fitted"] and few["threshold"] == constants.REID_THRESHOLD["offline"]
+    doc = calibration.link_thresholds_doc()
+    model = doc["reid_model"]
+    for entry, want in ((fit, fit["threshold"]), (few, None)):
+        p = tmp_path / "links.json"
+        p.write_text(json.dumps({**doc, "cluster": entry}))
+        assert calibration.link_thresholds(model, p)["cluster"] == want
+        assert calibration.link_thresholds("osnet_x1_0 (another model)", p)["cluster"] is None
+    # the committed file: fitted on calibration videos, with its pair counts per video
+    assert set(doc["cluster"]["per_video"]) == set(doc["fitted_on"])
+    got = calibration.link_thresholds(model)["cluster"]
+    assert got == (doc["cluster"]["threshold"] if doc["cluster"]["fitted"] else None)
+    # tracklet pairs: cannot-link (a shared frame) and the colour check leave a pair out
+    emb = {0: [1.0, 0.0], 1: [0.9, 0.1], 2: [0.0, 1.0], 3: [0.1, 1.0]}
+    frames = {0: {0}, 1: {1}, 2: {0}, 3: {2}}
+    person = {0: "a", 1: "a", 2: "b", 3: "b"}
+    pos, neg = cl.tracklet_pairs(person, emb, frames, None, 0.0)
+    assert len(pos) == 2 and len(neg) == 3                       # 0-2 share frame 0
+    col = {0: colour(0), 1: colour(0), 2: colour(5), 3: colour(5)}
+    pos, neg = cl.tracklet_pairs(person, emb, frames, col, 0.7)
+    assert len(pos) == 2 and neg == []

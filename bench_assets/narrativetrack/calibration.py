@@ -135,13 +135,17 @@ LINK_FILE = Path(__file__).with_name("link_calibration.json")
 def link_thresholds(reid_model: Optional[str], path: Path = LINK_FILE) -> Optional[dict]:
     """{"reid", "colour", "source", ...} for the pipeline's stitching, or None where there is no file. The colour
     threshold holds for any ReID model (it compares HSV histograms); the ReID cosine only for the model it was fitted
-    with (``reid`` None otherwise: the caller falls back to its profile's REID_THRESHOLD)."""
+    with (``reid`` None otherwise: the caller falls back to its profile's REID_THRESHOLD); ``cluster``, the clustering
+    threshold, likewise, and None too where the calibration videos held too few pairs to fit it."""
     p = Path(path)
     if not p.is_file():
         return None
     doc = json.loads(p.read_text())
     same = reid_model is not None and reid_model == doc["reid_model"]
+    cluster = doc.get("cluster") or {}
     return {"reid": doc["reid"]["threshold"] if same else None, "colour": doc["colour"]["threshold"],
+            # the tracklet clustering's ReID cosine, where the calibration videos held enough pairs to fit it
+            "cluster": cluster["threshold"] if same and cluster.get("fitted") else None,
             "source": f"{p.name} (scripts/calibrate_links.py), fitted on {', '.join(doc['fitted_on'])}"
                       + ("" if same else f"; its ReID cosine is for {doc['reid_model']}, not {reid_model}: "
                                          "the profile's REID_THRESHOLD"),

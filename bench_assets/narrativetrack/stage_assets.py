@@ -164,12 +164,13 @@ def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_vid
     faces = narrativetrack_faces.sort_values("det")
     face_rows = [{"face_embedding": as_list(f), "face_box": as_list(b)} for f, b in zip(faces["face_embedding"],
                                                                                    faces["face_box"])]
-    threshold = constants.REID_THRESHOLD[models.profile]
     frames, _, _ = sampled_frames(video, narrativetrack_frames)
     shots = [int(s) for s in narrativetrack_frames.sort_values("sample")["shot"]]
     # fixed link thresholds (calibration videos only) and face sizes relative to the frame: the same frames give the
     # same identities whatever the file's size or whatever else it holds (issue 23)
     links = calibration.link_thresholds(models.status("reid").checkpoint)
+    # the clustering threshold fitted on the calibration videos where they allowed a fit, else the profile's
+    threshold = (links or {}).get("cluster") or constants.REID_THRESHOLD[models.profile]
     ids, info = stages.identities(dets, tids, emb, face_rows, threshold, FACE_MERGE, shots=shots,
                                   sample_fps=float(video["sample_fps"]), colours=stages.torso_colours(frames, dets),
                                   links=links, frame_height=float(video["height"]))

@@ -199,22 +199,12 @@ def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces
     track_ids, links_log = pipeline.stitch_tracklets(track_ids, samples, [d["box"] for d in dets],
                                                      [shots[s] for s in samples], reid, link, max_gap,
                                                      1.0 / sample_fps, colour=colours, colour_threshold=col_t or 0.0)
-    members = defaultdict(list)
-    for i, t in enumerate(track_ids):
-        if t >= 0 and reid[i] is not None:
-            members[t].append(i)
-    members = {t: m for t, m in members.items() if len(m) >= constants.MIN_TRACKLET_BOXES}
-    emb = {t: np.mean([np.asarray(reid[i], float) for i in m], axis=0) for t, m in members.items()}
-    frames = {t: {dets[i]["sample"] for i in m} for t, m in members.items()}
-    col = None
-    if colours is not None:
-        col = {t: np.mean([np.asarray(colours[i], float) for i in m if colours[i] is not None], axis=0)
-               for t, m in members.items() if any(colours[i] is not None for i in m)}
+    members, emb, frames, col = tracklet_means(dets, track_ids, reid, colours)
     reid_log: list = []
     labels = pipeline.cluster_tracklets(emb, frames, threshold, col, col_t or 0.0, log=reid_log)
     reid_clusters = len(set(labels.values()))
     # a face's size is judged against the frame's (the same frames at half or twice the size keep the same faces)
-    min_face = (constants.FACE_MIN_FRACTION * frame_height if frame_height else constants.FACE_MIN_HEIGHT)
+    min_face = min_face_height(frame_height)
     face = {}
     for t, m in members.items():
         fs = [np.asarray(faces[i]["face_embedding"], float) for i in m if faces[i]["face_embedding"] is not None
@@ -243,6 +233,26 @@ def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces
             "reid_log": reid_log, "decision_margin": margin, "decision": decision,
             "tracklet_ids": list(track_ids)}
     return out, info
+
+
+def tracklet_means(dets: list[dict], track_ids: Sequence[int], reid: Sequence, colours: Optional[Sequence] = None
+                   ) -> tuple[dict, dict, dict, Optional[dict]]:
+    """The tracklets the ReID clustering sees (after splitting and stitching): tracklet -> its detection rows (at
+    least ``MIN_TRACKLET_BOXES`` with a ReID embedding), -> mean ReID embedding, -> sampled frames, and (with
+    ``colours``) -> mean torso-colour histogram. One function for the pipeline and its calibration script, so the
+    clustering threshold is fitted on exactly what it decides on."""
+    members = defaultdict(list)
+    for i, t in enumerate(track_ids):
+        if t >= 0 and reid[i] is not None:
+            members[t].append(i)
+    members = {t: m for t, m in members.items() if len(m) >= constants.MIN_TRACKLET_BOXES}
+    emb = {t: np.mean([np.asarray(reid[i], float) for i in m], axis=0) for t, m in members.items()}
+    frames = {t: {dets[i]["sample"] for i in m} for t, m in members.items()}
+    col = None
+    if colours is not None:
+        col = {t: np.mean([np.asarray(colours[i], float) for i in m if colours[i] is not None], axis=0)
+               for t, m in members.items() if any(colours[i] is not None for i in m)}
+    return dict(members), emb, frames, col
 
 
 def row_margins(pre_stitch: Sequence[int], tracklet: Sequence[int], link_log: Sequence[dict],
@@ -282,6 +292,12 @@ def torso_colours(frames: Sequence[np.ndarray], dets: list[dict]) -> list[Option
         c = pipeline.crop(frames[r["sample"]], r["box"])
         out.append(pipeline.torso_colour(c) if c is not None else None)
     return out
+
+
+def min_face_height(frame_height: Optional[float]) -> float:
+    """The smallest face (native pixels) that carries identity: ``FACE_MIN_FRACTION`` of the frame height, so the same
+    frames at half or twice the size keep the same faces; the absolute ``FACE_MIN_HEIGHT`` where no height is known."""
+    return constants.FACE_MIN_FRACTION * float(frame_height) if frame_height else float(constants.FACE_MIN_HEIGHT)
 
 
 def _face_height(row: dict) -> float:
