@@ -158,3 +158,30 @@ def test_validity_compares_people_on_every_identity_not_only_main_characters():
                            "identity": pd.array([3, 7], dtype="Int64")})
     assert VV.identity_at(frames, dets, idents, 10, ("box", [30, 0, 40, 20])) == 7
     assert VV.identity_at(frames, dets, idents.drop(columns="identity"), 10, ("box", [30, 0, 40, 20])) is None
+
+
+def test_measured_faces_are_judged_against_the_frame_height():
+    """Issue 23: the same frames at half or twice the size anchor the same faces and ask the same questions (a face's
+    size limit is a share of the frame height, as in the identity step); the absolute pixel limit would drop the
+    half-size faces and ask nothing."""
+    def world(s):
+        dets = []
+        for k in range(12):
+            if k in (0, 1, 2, 3, 6, 7):
+                dets.append(_det(k, 0, face_h=24 * s, box=(0, 0, 200 * s, 400 * s)))
+                dets.append(_det(k, 2, face_h=8 * s, box=(300 * s, 0, 380 * s, 200 * s)))
+            else:
+                dets.append(_det(k, 1, face_h=26 * s, box=(0, 0, 200 * s, 400 * s)))
+        return dets
+
+    def ask(s, height):
+        qs = MQ.generate("v", _frames(12), world(s), 12.0, 1.0, {0: "P1", 1: "P2", 2: "P3"}, frame_height=height)
+        return [(q["qa_id"], q["question"], q["options"], q["answer"]) for q in qs]
+    native = ask(1.0, 576.0)
+    assert len(native) >= 5 and any(a == "no" for *_, a in native)
+    assert ask(0.5, 288.0) == native and ask(2.0, 1152.0) == native
+    assert ask(0.5, None) != native                                   # 12-13 px faces under the absolute 15 px
+    # the 8 px face behind her stays too small to anchor at every size (2x: 16 px, over the absolute limit)
+    src = [json.loads(q["attribute_sources"]) for q in MQ.generate("v", _frames(12), world(2.0), 12.0, 1.0,
+                                                                    {0: "P1", 1: "P2", 2: "P3"}, frame_height=1152.0)]
+    assert all(s_["anchor"]["face_height_px"] >= 48 for s_ in src if "anchor" in s_)

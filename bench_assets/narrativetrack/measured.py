@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 from bench_assets.core import kernels
 from bench_assets.narrativetrack import constants
 from bench_assets.narrativetrack import pipeline
+from bench_assets.narrativetrack.stages import min_face_height
 
 ANCHOR_AREA_RATIO = 2.0      # the anchor's face is at least this many times larger (area) than any other face
 NEAR_MISS_MARGIN = 0.1       # another identity whose mean face is within this of the merge threshold may be the
@@ -100,16 +101,18 @@ def anchor(samples_order: Sequence[int], boxes_at: dict, times: dict, duration: 
                            "area_ratio_to_next_face": (round(top["face_area"] / second, 2) if second else None)}
 
 
-def near_miss(dets: Sequence[dict], entity: int, merge: float) -> Optional[float]:
+def near_miss(dets: Sequence[dict], entity: int, merge: float, frame_height: Optional[float] = None) -> Optional[float]:
     """The highest cosine between the identity's mean face and another identity's (every identity, main character
-    or not) when it is within ``NEAR_MISS_MARGIN`` of ``merge``, else None."""
+    or not) when it is within ``NEAR_MISS_MARGIN`` of ``merge``, else None. Faces below the identity step's size limit
+    (relative to ``frame_height``) are left out, as the identity step leaves them out."""
+    min_h = min_face_height(frame_height)
     by: dict = {}
     anchor_ids = {d.get("identity") for d in dets if d["entity"] == entity}
     for d in dets:
         if d.get("face_emb") is None or d.get("identity") is None:
             continue
         fb = d["face_box"]
-        if fb is None or fb[3] - fb[1] < constants.FACE_MIN_HEIGHT:
+        if fb is None or fb[3] - fb[1] < min_h:
             continue
         by.setdefault(d["identity"], []).append(kernels.l2_normalise(d["face_emb"]))
     mine = [v for i in anchor_ids if i in by for v in by[i]]
@@ -121,18 +124,22 @@ def near_miss(dets: Sequence[dict], entity: int, merge: float) -> Optional[float
 
 
 def generate(video_id: str, frames: Sequence[dict], dets: Sequence[dict], duration: float, step: float,
-             entity_names: dict, seed_rng=None, face_merge: Optional[float] = None) -> list[dict]:
+             entity_names: dict, seed_rng=None, face_merge: Optional[float] = None,
+             frame_height: Optional[float] = None) -> list[dict]:
     """Measured questions of one video. ``frames``: [{sample, t}]; ``dets``: [{sample, box, entity (main character
     id or None), identity (any identity or None), face_box, face_emb (or None), examined}]; ``entity_names``: entity
-    -> "P1"...; ``face_merge``: the calibrated face merge threshold (the near-miss guard). Returns QA records (truth
-    at (a) for MC, or "d" when none of the three types fits)."""
+    -> "P1"...; ``face_merge``: the calibrated face merge threshold (the near-miss guard); ``frame_height``: the
+    video's height, so a face's size is judged against the frame's as the identity step judges it (issue 23: the
+    same frames at another size anchor the same faces); without it the absolute ``FACE_MIN_HEIGHT``. Returns QA
+    records (truth at (a) for MC, or "d" when none of the three types fits)."""
+    min_h = min_face_height(frame_height)
     times = {int(f["sample"]): float(f["t"]) for f in frames}
     order = sorted(times)
     boxes_at: dict[int, list] = {}
     for d in dets:
         fb = d.get("face_box")
         fh = float(fb[3] - fb[1]) if fb is not None else None
-        if fh is not None and fh < constants.FACE_MIN_HEIGHT:
+        if fh is not None and fh < min_h:
             fh = None  # too small to carry identity (the identity step ignores it too)
         b = d["box"]
         boxes_at.setdefault(int(d["sample"]), []).append({
@@ -143,7 +150,7 @@ def generate(video_id: str, frames: Sequence[dict], dets: Sequence[dict], durati
     anchors = {}
     for direction in ("start_to_later", "later_to_start"):
         ent, info = anchor(order, boxes_at, times, duration, direction)
-        if ent is not None and face_merge is not None and near_miss(dets, ent, face_merge) is not None:
+        if ent is not None and face_merge is not None and near_miss(dets, ent, face_merge, frame_height) is not None:
             continue  # possibly one person split into two identities: absences would be false
         if ent is not None:
             if face_merge is not None:

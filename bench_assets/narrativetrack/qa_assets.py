@@ -33,7 +33,8 @@ from bench_resources.paths import BenchPaths
 from bench_resources.store import Store
 
 
-@asset(partitions_def=P.items, group_name=GROUP, code_version="3")
+# code version 4: the measured questions judge a face's size against the frame height (issue 23)
+@asset(partitions_def=P.items, group_name=GROUP, code_version="4")
 def narrativetrack_qa(context: AssetExecutionContext, paths: BenchPaths, narrativetrack_video: pd.DataFrame,
                       narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
                       narrativetrack_tracklets: pd.DataFrame, narrativetrack_faces: pd.DataFrame,
@@ -53,7 +54,8 @@ def narrativetrack_qa(context: AssetExecutionContext, paths: BenchPaths, narrati
                                  narrativetrack_faces, narrativetrack_identities)
     names = {e: f"P{e + 1}" for e in {r["entity"] for r in rows_m if r["entity"] is not None}}
     measured_qas = measured.generate(vid, fr, rows_m, float(video["duration"]), 1.0 / float(video["sample_fps"]),
-                                     names, qa._rng(constants.QA_SEED, vid, "measured"), FACE_MERGE)
+                                     names, qa._rng(constants.QA_SEED, vid, "measured"), FACE_MERGE,
+                                     frame_height=float(video["height"]))
     grammar, similar, model = qa_filters(judge)
     kept, dropped = qa.apply_filters(raw, grammar, similar)
     kept_m, dropped_m = qa.apply_filters(measured_qas, grammar, similar)
