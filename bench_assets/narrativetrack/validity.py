@@ -289,6 +289,22 @@ def link_rows(doc) -> list[dict]:
                     "false_split_rate": round(fs / pos, 4) if pos else None,
                     "n_same": pos, "n_different": neg,
                     "note": "unlabelled pairs: same track vs same frame"})
+    cl = doc.get("cluster")
+    if cl:
+        # the tracklet clustering's ReID cosine: fitted on the calibration videos' ground truth only where they hold
+        # LINK_MIN_PAIRS tracklet pairs a side; held out on the tracklets the validation clips' hand labels name
+        held = [v["cluster"] for v in ((doc.get("held_out") or {}).get("per_video", {})).values() if "cluster" in v]
+        pos, neg = sum(h["positives"] for h in held), sum(h["negatives"] for h in held)
+        fs = sum((h["false_split_rate"] or 0) * h["positives"] for h in held)
+        fm = sum((h["false_merge_rate"] or 0) * h["negatives"] for h in held)
+        out.append({"threshold": "REID_THRESHOLD offline (tracklet clustering)", "value": float(cl["threshold"]),
+                    "fitted_on": list(doc["fitted_on"]) if cl.get("fitted") else [],
+                    "held_out_on": sorted((doc.get("held_out") or {}).get("sources", [])),
+                    "false_merge_rate": round(fm / neg, 4) if neg else None,
+                    "false_split_rate": round(fs / pos, 4) if pos else None, "n_same": pos, "n_different": neg,
+                    "note": ("labelled tracklet pairs" if cl.get("fitted") else
+                             f"hand value: not fitted ({cl['positives']} same / {cl['negatives']} different "
+                             f"calibration tracklet pairs); held out on labelled tracklet pairs")})
     return out
 
 
