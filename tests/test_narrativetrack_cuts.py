@@ -90,3 +90,71 @@ def test_readings_undo_the_camera_but_not_a_cut():
     (raw_p, comp_p, moved), (raw_c, comp_c, _) = cuts.pair_readings([_view(a, 0), _view(a, 150), _view(b, 150)])
     assert moved and raw_p > 0.4 and comp_p < 0.1
     assert raw_c > 0.4 and comp_c > 0.4
+
+
+def _write_video(path, frames, fps=25):
+    import cv2
+    h, w = frames[0].shape[:2]
+    out = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), fps, (w, h))
+    for f in frames:
+        out.write(np.ascontiguousarray(f[..., ::-1]))
+    out.release()
+
+
+def _parallax_then_cut() -> list:
+    """100 native frames (25 fps): a fast pan over scene a whose lower band (nearer) moves 2.5x as fast, with a patch
+    of scene c passing in front, then at frame 62 a hard cut to a slow pan over scene b."""
+    a, b, c = _scene(11, (600, 1800)), _scene(12, (600, 1800)), _scene(13)
+    patch = _view(c, 300)[:140, :130]
+    frames = []
+    for k in range(100):
+        if k < 62:
+            f = _view(a, 8 * k).copy()
+            f[100:] = _view(a, 20 * k + 200, y=300)[100:]
+            x = 340 - 6 * k                      # the occluder crosses the view right to left
+            x0, x1 = max(x, 0), min(x + 130, 320)
+            if x1 > x0:
+                f[40:180, x0:x1] = patch[:, x0 - x:x1 - x]
+        else:
+            f = _view(b, 2 * k)
+        frames.append(f)
+    return frames
+
+
+def test_the_frame_by_frame_check_passes_parallax_and_occluders_and_keeps_the_cut(tmp_path):
+    from bench_assets.narrativetrack import pipeline as PL
+    native = _parallax_then_cut()
+    path = tmp_path / "parallax.avi"
+    _write_video(path, native)
+    idx = [0, 25, 50, 75]
+    frames = [native[i] for i in idx]
+    # at 1 fps the moving seconds change most pixels: the raw rule alone cuts them
+    assert PL.shot_ids(frames, compensated=0.0, abrupt=None)[:3] != [0, 0, 0]
+    # re-read frame by frame, only the abrupt change (frame 62, in 50-75) is a cut
+    assert PL.shot_ids(frames, video_path=str(path), frame_index=idx) == [0, 0, 0, 1]
+    # the check decides: a threshold no pair reaches drops every flagged second, the cut included
+    assert PL.shot_ids(frames, video_path=str(path), frame_index=idx, abrupt=0.999) == [0, 0, 0, 0]
+    # a span past the frames the file holds has no reading (its pair keeps the sampled judgement)
+    from bench_assets.narrativetrack import constants, cuts
+    got = cuts.abrupt_readings(str(path), [(50, 75), (90, 130)])
+    assert got[(90, 130)] is None and got[(50, 75)] > constants.CUT_ABRUPT_FRACTION
+
+
+def test_abrupt_reading_is_low_for_motion_and_high_across_a_cut():
+    from bench_assets.narrativetrack import constants, cuts
+    native = _parallax_then_cut()
+    assert cuts.abrupt_reading(native[25:51]) < constants.CUT_ABRUPT_FRACTION < cuts.abrupt_reading(native[50:76])
+
+
+def test_a_cut_from_black_to_a_dark_picture_is_found():
+    from bench_assets.narrativetrack import constants, cuts
+    from bench_assets.narrativetrack import pipeline as PL
+    rng = np.random.default_rng(0)
+    black = np.clip(rng.normal(2, 1.5, (180, 320, 3)), 0, 255).astype(np.uint8)
+    dark = (_view(_scene(6), 100).astype(np.float32) * 0.15).astype(np.uint8)
+    dark2 = (_view(_scene(6), 110).astype(np.float32) * 0.15).astype(np.uint8)
+    r = cuts.pair_signals([black, dark])[0]
+    assert r.raw < constants.CUT_CHANGED_FRACTION      # too few pixels change by much: the raw rule misses it
+    assert PL.shot_ids([black, black, dark, dark2]) == [0, 0, 1, 1]
+    assert PL.shot_ids([black, dark], black=0.0) == [0, 0]    # the black rule is what finds it
+    assert PL.shot_ids([dark, black]) == [0, 1]

@@ -48,14 +48,17 @@ def narrativetrack_video(context: AssetExecutionContext, paths: BenchPaths) -> O
 
 # the cut thresholds are part of the code version: a refit (scripts/calibrate_cuts.py) re-cuts the shots
 @asset(partitions_def=P.items, group_name=GROUP,
-       code_version=f"2+cut{constants.CUT_CHANGED_FRACTION}/{constants.CUT_COMPENSATED_FRACTION}")
+       code_version=f"3+cut{constants.CUT_CHANGED_FRACTION}/{constants.CUT_COMPENSATED_FRACTION}/"
+                    f"{constants.CUT_BLACK_LEVEL}/{constants.CUT_ABRUPT_FRACTION}")
 def narrativetrack_frames(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame) -> Output[pd.DataFrame]:
     """Frames at the sampling rate (t_j = j / f) and the shot each belongs to (cut detection)."""
     video = video_row(narrativetrack_video)
     idx = pipeline.sample_indices(int(video["n_frames"]), float(video["native_fps"]), float(video["sample_fps"]))
     # the default answerer's evenly spaced frames come from the same pass (issue 16: one decode per video)
+    # (the native frames between flagged samples are re-read from the file: a cut is abrupt, motion is spread)
     shots = pipeline.shot_ids(frame_view(video, idx,
-                                         also=even_indices(int(video["n_frames"]), constants.ANSWER_FRAMES)))
+                                         also=even_indices(int(video["n_frames"]), constants.ANSWER_FRAMES)),
+                              video_path=video["path"], frame_index=idx)
     df = pd.DataFrame({"sample": range(len(idx)), "frame_index": idx,
                        "t": [i / float(video["native_fps"]) for i in idx], "shot": shots})
     df["video_id"] = video["video_id"]
