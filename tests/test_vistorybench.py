@@ -207,7 +207,8 @@ def test_leaderboard_every_metric_every_generator(offline_run):
     v = full.pivot(index="metric_id", columns="generator", values="value")
     assert set(v.columns) == set(GENERATORS)
     subscores = {f"alignment.{a}" for a in metrics.ALIGNMENT_ASPECTS}
-    assert set(v.index) == set(metrics.RANKED) | {"copy_paste", "copy_paste_paper"} | subscores
+    additions = {"cids_cross_good_faces_only", "cids_self_good_faces_only"}   # issue 23: beside the paper's CIDS
+    assert set(v.index) == set(metrics.RANKED) | {"copy_paste", "copy_paste_paper"} | subscores | additions
     nones = full[full.value.isna()]
     assert nones["reason"].notna().all() and (nones["reason"].str.len() > 0).all()
     # offline: no CSD or aesthetic v2.5 weights ship; no judge -> None with the slot's / judge's reason

@@ -44,7 +44,10 @@ def test_specs_declare_the_ranked_columns_and_the_copy_paste_diagnostics():
     # copy-paste degree: higher = more copying, no better direction in the paper (no arrow), never ranked
     for m in ("copy_paste", "copy_paste_paper"):
         assert METRICS[m].direction == "none" and METRICS[m].kind == "diagnostic" and m not in metrics.RANKED
-    assert not any(s.addition for s in METRICS)      # ViStoryBench has no addition
+    # its only additions: the CIDS values over good-quality faces only (issue 23), never ranked
+    additions = {s.id for s in METRICS if s.addition}
+    assert additions == {"cids_cross_good_faces_only", "cids_self_good_faces_only"}
+    assert not additions & set(metrics.RANKED) and all(METRICS[m].paper_id is None for m in additions)
     for s in METRICS:                                # a slot named in a spec exists
         assert set(s.slots) <= set(SLOTS), (s.id, s.slots)
     assert METRICS["inception_score"].slots == ("inception",) and METRICS["inception_score"].scale is None
@@ -216,7 +219,8 @@ def test_every_board_id_has_a_spec_and_every_spec_is_on_the_board(materialised):
     # check_board leaves diagnostics optional; the copy-paste degree is on this board all the same
     assert set(board["metric_id"]) == {s.id for s in METRICS}
     assert set(board["slice"]) == {"full", "lite"} and set(board["generator"]) == set(GENERATORS)
-    assert not board["addition"].any()
+    assert set(board.loc[board["addition"], "metric_id"]) == {"cids_cross_good_faces_only",
+                                                              "cids_self_good_faces_only"}
 
 
 def test_offline_substitutes_are_marked_on_every_cell_that_used_one(materialised):

@@ -23,7 +23,9 @@ from bench_resources.paths import BenchPaths
 from bench_resources.store import Store
 
 
-@asset(group_name=GROUP, code_version="5",
+# code version 6: the good-faces-only additions are cells, and the CIDS cells carry the slice's low-quality face
+# counts (detail; issue 23)
+@asset(group_name=GROUP, code_version="6",
        deps=[vistorybench_scores, vistorybench_alignment, vistorybench_inception_score, vistorybench_story],
        automation_condition=board_condition("vistorybench_scores", "vistorybench_alignment"))
 def vistorybench_leaderboard(context: AssetExecutionContext, store: Store, paths: BenchPaths, models: ModelRegistry,

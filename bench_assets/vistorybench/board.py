@@ -27,9 +27,13 @@ shots_not_delivered). The Inception Score (one corpus statistic) counts shot ima
 The rank (``detail.mean_rank``) is the mean over the eight quality columns (metrics.RANKED) of each generator's
 rank among the generators whose card does not say ``rank: false``, on ``value``; those (the copy-paste baseline)
 are shown with ``baseline`` true and no rank, as the paper greys them out.
+
+The CIDS cells (the paper's and the good-faces-only additions beside them) carry the slice's count of faces below
+the quality floors in ``detail`` (``n_low_quality`` matched crops, ``n_low_quality_references``; issue 23).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional
 
@@ -42,7 +46,7 @@ from bench_assets.vistorybench.metric_specs import BOARD_METRICS, METRICS
 
 SLICES = ("full", "lite")
 RECORD_COLUMNS = ("generator", "item", "metric_id", "value", "n_eval", "n_failed", "n_skipped",
-                  "n_failed_evaluator", "reason", "protocol", "substitute")
+                  "n_failed_evaluator", "reason", "protocol", "substitute", "detail")
 INCEPTION = "inception_score"
 
 
@@ -69,7 +73,12 @@ def slice_stories(stories: pd.DataFrame) -> dict[str, pd.DataFrame]:
 # metrics whose story value is a mean over per-character values that read every appearance of the character
 # (CIDS: all matched crops against the references / against each other): an undelivered shot fails every
 # character on stage in it, whatever the other shots gave
-CHARACTER_METRICS = ("cids_cross", "cids_self", "copy_paste", "copy_paste_paper")
+CHARACTER_METRICS = ("cids_cross", "cids_self", "cids_cross_good_faces_only", "cids_self_good_faces_only",
+                     "copy_paste", "copy_paste_paper")
+# identity cells that carry the slice's count of faces below the quality floors (issue 23): the paper's CIDS read
+# them, the good-faces-only additions set them aside
+FACE_QUALITY_METRICS = ("cids_cross", "cids_self", "cids_cross_good_faces_only", "cids_self_good_faces_only")
+FACE_QUALITY_COUNTS = ("n_low_quality", "n_low_quality_references")
 # metrics whose story value is a mean over pairs of shots
 PAIR_METRICS = ("csd_self",)
 ALIGNMENT = "alignment"
@@ -305,10 +314,33 @@ def story_cell(generator: str, metric_id: str, slice_name: str, rows: pd.DataFra
         detail["shots_not_delivered"] = shots_missing
     if lost:
         detail["instances_not_delivered"] = lost
+    if metric_id in FACE_QUALITY_METRICS:
+        detail.update(face_quality_counts(rows))
     return board_row(generator, metric_id, slice_name, value, raw_mean=raw,
                      coverage=counts["n_eval"] / total if total else None, n_items=len(ids),
                      n_eval=counts["n_eval"], reason="; ".join(reasons)[:800] or None, substitute=substitute,
                      detail=detail, **{k: v for k, v in counts.items() if k != "n_eval"})
+
+
+def face_quality_counts(rows: pd.DataFrame) -> dict[str, Optional[int]]:
+    """Faces below the quality floors over a cell's story rows (their ``detail``): matched crops
+    (``n_low_quality``) and references (``n_low_quality_references``). A story row that read something (a value or
+    evaluated instances) without the count (written before it was kept) makes the sum unknown (None), never 0; a
+    row that read nothing (a story not delivered) adds nothing."""
+    out: dict[str, Optional[int]] = {k: 0 for k in FACE_QUALITY_COUNTS}
+    for r in rows.to_dict("records"):
+        d = r.get("detail")
+        try:
+            d = json.loads(d) if isinstance(d, str) and d else {}
+        except ValueError:
+            d = {}
+        read = _present(r.get("value")) or _int(r.get("n_eval")) > 0
+        for k in FACE_QUALITY_COUNTS:
+            if k in d and d[k] is not None and out[k] is not None:
+                out[k] += int(d[k])
+            elif k not in d and read:
+                out[k] = None
+    return out
 
 
 def inception_value(raw: Optional[float], coverage: Optional[float]) -> Optional[float]:

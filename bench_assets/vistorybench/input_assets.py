@@ -50,11 +50,14 @@ def vistorybench_story(context: AssetExecutionContext, paths: BenchPaths) -> Out
 
 
 # code version 2: the character_embedder preprocesses as the Hugging Face CLIP processor (issue 24)
-@asset(partitions_def=P.items, group_name=GROUP, code_version="2", pool="gpu", op_tags=GPU_OP_TAGS)
+# code version 3: a face reference keeps its face-quality record (``face_quality``, issue 23), as the crops do
+@asset(partitions_def=P.items, group_name=GROUP, code_version="3", pool="gpu", op_tags=GPU_OP_TAGS)
 def vistorybench_references(context: AssetExecutionContext, vistorybench_story: pd.DataFrame, models: ModelRegistry,
                             device: Device, store: Store) -> Output[pd.DataFrame]:
     """Per reference image: the top-1 'character' box (whole image if none), its crop, the identity vector in the
-    character's space (face for realistic humans), the mirrored crop's vector, and the CSD style vector."""
+    character's space (face for realistic humans), the mirrored crop's vector, the face's quality record (size,
+    blur, detector confidence, the floors it is below: ``characters.largest_face``; None outside the face space or
+    where the face model does not measure it), and the CSD style vector."""
     story = story_of(vistorybench_story)
     detector, det_reason = load_slot(models, device, "character_detector")
     enc = encoders(models, device)
@@ -67,7 +70,12 @@ def vistorybench_references(context: AssetExecutionContext, vistorybench_story: 
             box, conf = characters.top_box(detector, image) if detector is not None else (None, None)
             crop = characters.crop_box(image, box) if box is not None else None
             crop = image if crop is None else crop
-            vec, mirror = characters.embed(enc, space, [crop, np.ascontiguousarray(crop[:, ::-1])])
+            pair = [crop, np.ascontiguousarray(crop[:, ::-1])]
+            quality = None
+            if space == "face":   # one detection per image gives the vector and its quality (issue 23)
+                (vec, mirror), (quality, _) = characters.embed_faces(enc, pair)
+            else:
+                vec, mirror = characters.embed(enc, space, pair)
             reason = enc.reason(space) if not enc.available(space) else (
                 "no face found on the reference" if vec is None else None)
             rows.append({"story_id": story.story_id, "character": key, "tag": ch.tag, "space": space, "ref_index": i,
@@ -77,10 +85,13 @@ def vistorybench_references(context: AssetExecutionContext, vistorybench_story: 
                          "crop_id": store.put_png(crop),
                          "embedding": vec.tolist() if vec is not None else None,
                          "mirror_embedding": mirror.tolist() if mirror is not None else None,
+                         "face_quality": json.dumps(quality, sort_keys=True) if quality is not None else None,
                          "style": (style.embed([image])[0].tolist() if style is not None and i == 0 else None),
                          "reason": reason})
     df = pd.DataFrame(rows)
+    low = [characters.low_quality(q) for q in df["face_quality"]] if len(df) else []
     return Output(df, metadata={"references": len(df), "embedded": int(df["embedding"].notna().sum()),
+                                "low_quality_faces": sum(1 for w in low if w),
                                 "style": style_reason or "CSD", "models": MetadataValue.json(slot_manifest(models))})
 
 

@@ -45,13 +45,15 @@ def _explain(df: pd.DataFrame, generator: str) -> dict:
 
 # code version 5: the aesthetic slot resizes as SigLIP's processor does (PIL bicubic, antialiased); CSD squashes
 # the whole image to 224 x 224 as the official evaluator (it cropped the short side's centre)
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="5", pool="gpu", op_tags=GPU_OP_TAGS)
+# code version 6: the good-faces-only additions beside CIDS as their own rows (character and story), reference
+# faces below the quality floors counted and named (issue 23)
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="6", pool="gpu", op_tags=GPU_OP_TAGS)
 def vistorybench_scores(context: AssetExecutionContext, paths: BenchPaths, vistorybench_outputs: pd.DataFrame,
                         vistorybench_story: pd.DataFrame, vistorybench_references: pd.DataFrame,
                         vistorybench_matches: pd.DataFrame, models: ModelRegistry,
                         device: Device) -> Output[pd.DataFrame]:
-    """Per story: CIDS cross/self, OCCM, copy-paste (1.3 and paper), CSD cross/self, aesthetics, with per-character
-    and per-shot provenance rows (crop ids, source hashes)."""
+    """Per story: CIDS cross/self (and the additions over good-quality faces only), OCCM, copy-paste (1.3 and
+    paper), CSD cross/self, aesthetics, with per-character and per-shot provenance rows (crop ids, source hashes)."""
     generator, sid = P.split(context.partition_key)
     story = story_of(vistorybench_story)
     err = story_error(vistorybench_outputs)

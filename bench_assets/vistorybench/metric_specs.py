@@ -1,8 +1,9 @@
 """Every metric of the vistorybench board, declared once (core/metric_spec.py): the board, the site, the CLI
 (`bench metrics`), validity and parity read these.
 
-``paper_id`` is the column the paper prints (Table 1 for the board's columns, Table 7 for the alignment aspects);
-ViStoryBench has no addition. Scales: the starred columns (CSD, CIDS, alignment, OCCM) and the copy-paste degree
+``paper_id`` is the column the paper prints (Table 1 for the board's columns, Table 7 for the alignment aspects).
+Additions (``paper_id`` ADDITION, marked ``+`` wherever the board is read, never ranked): the CIDS values over
+good-quality faces only (issue 23), beside the paper's CIDS, which reads every crop and reference as defined. Scales: the starred columns (CSD, CIDS, alignment, OCCM) and the copy-paste degree
 on 0-100 (cosines x 100), the Inception Score raw (exp KL, >= 1), aesthetics on the predictor's 1-10, the
 alignment aspects on the judge's 0-4 (Table 7).
 
@@ -17,7 +18,7 @@ from typing import Mapping, Optional
 
 import pandas as pd
 
-from bench_assets.core.metric_spec import MetricSpec, MetricSpecs, join_substitutes, label_substitutes, \
+from bench_assets.core.metric_spec import ADDITION, MetricSpec, MetricSpecs, join_substitutes, label_substitutes, \
     substitute_label
 
 STARRED = (0.0, 100.0)
@@ -50,6 +51,24 @@ METRICS = MetricSpecs("vistorybench", [
                paper_id="CIDS (Character) Self*", scale=STARRED, unit="cosine x 100", aggregation=PER_STORY,
                slots=IDENTITY_SLOTS, inputs=SCORES + ("vistorybench_matches", "vistorybench_references"),
                validity=("identity_swap",)),
+    # issue 23 item 4: additions, not the paper's (paper_id None); cids_cross / cids_self keep the paper's definition
+    MetricSpec("cids_cross_good_faces_only", "character identity", "higher",
+               "an addition beside cids_cross: the same per-character value with the faces below the quality floors "
+               "(face size, blur or detector confidence below models.face's floors; crops and references) set aside, so a "
+               "low-quality face is not scored as another person; a character whose matched faces (or references) "
+               "are all below the floors has no value (skipped, with the reason), a never-matched one counts 0 as "
+               "in the paper; non-face characters keep the paper's value; counts of low-quality faces in detail",
+               paper_id=ADDITION, scale=STARRED, unit="cosine x 100",
+               aggregation=PER_STORY + " (of the characters with a value)", slots=IDENTITY_SLOTS,
+               inputs=SCORES + ("vistorybench_matches", "vistorybench_references")),
+    MetricSpec("cids_self_good_faces_only", "character identity", "higher",
+               "an addition beside cids_self: mean cosine x100 over pairs of a character's matched crops whose "
+               "faces pass the quality floors (100 when one good face); a character whose matched faces are all "
+               "below the floors has no value (skipped, with the reason); non-face characters keep the paper's "
+               "value; counts of low-quality faces in detail",
+               paper_id=ADDITION, scale=STARRED, unit="cosine x 100",
+               aggregation=PER_STORY + " (of the characters with a value)", slots=IDENTITY_SLOTS,
+               inputs=SCORES + ("vistorybench_matches", "vistorybench_references")),
     MetricSpec("occm", "character identity", "higher",
                "onstage character count matching: 100 exp(-|D - E| / (1e-6 + E)) per shot with E scheduled "
                "characters and D 'character' detections; shots with E = 0 skipped",
@@ -112,7 +131,8 @@ METRICS = MetricSpecs("vistorybench", [
 # Every id on the board, in the board's order.
 BOARD_METRICS = tuple(s.id for s in METRICS)
 # metrics whose value depends on the characters' spaces: labelled per row (character, crop, question)
-SPACE_DEPENDENT = ("cids_cross", "cids_self", "copy_paste", "copy_paste_paper", "alignment.single_character_action")
+SPACE_DEPENDENT = ("cids_cross", "cids_self", "cids_cross_good_faces_only", "cids_self_good_faces_only", "copy_paste",
+                   "copy_paste_paper", "alignment.single_character_action")
 # a story row takes the labels of these rows (alignment's only model-dependent part is its single-character aspect)
 LABEL_SOURCE = {"alignment": "alignment.single_character_action"}
 

@@ -1,6 +1,6 @@
-"""ViStoryBench score rows of one story: CIDS cross/self and copy-paste per character, OCCM, CSD cross/self,
-aesthetics, and the evaluator's share of the failures. Pure (no Dagster): the scores and alignment assets call
-these; the maths is in metrics.py."""
+"""ViStoryBench score rows of one story: CIDS cross/self (and the additions over good-quality faces only) and
+copy-paste per character, OCCM, CSD cross/self, aesthetics, and the evaluator's share of the failures. Pure (no
+Dagster): the scores and alignment assets call these; the maths is in metrics.py."""
 
 import json
 from collections import defaultdict
@@ -16,13 +16,74 @@ from bench_assets.vistorybench.constants import BENCH, STARRED_SCALE
 from bench_assets.vistorybench.shots import shot_image
 from bench_resources.judge import Judge, summarize_reasons
 
-SCORE_METRICS = ("cids_cross", "cids_self", "occm", "copy_paste", "copy_paste_paper", "csd_cross", "csd_self",
-                 "aesthetics")
+SCORE_METRICS = ("cids_cross", "cids_self", "cids_cross_good_faces_only", "cids_self_good_faces_only", "occm",
+                 "copy_paste", "copy_paste_paper", "csd_cross", "csd_self", "aesthetics")
+# additions beside the paper's CIDS (issue 23): the same value with faces below the quality floors set aside
+GOOD_FACES = {"cids_cross": "cids_cross_good_faces_only", "cids_self": "cids_self_good_faces_only"}
+CIDS = ("cids_cross", "cids_self", *GOOD_FACES.values())
+
+
+def _quality(records: Any, n: int) -> list[Optional[list[str]]]:
+    """Per row: the floors its face quality record is below ([] for a good face), None where no record was kept
+    (a table written before records were kept, or a face model that does not measure quality)."""
+    if records is None:
+        return [None] * n
+    return [None if q is None or (isinstance(q, float) and np.isnan(q)) else characters.low_quality(q)
+            for q in records]
+
+
+def good_faces_values(space: str, G: np.ndarray, R: np.ndarray, crop_low: list[Optional[list[str]]],
+                      ref_low: list[Optional[list[str]]]) -> dict[str, tuple[Optional[float], Optional[str]]]:
+    """Pure: the additions ``cids_cross_good_faces_only`` / ``cids_self_good_faces_only`` of one character (cosine,
+    not yet x100), each (value, reason). Faces below the quality floors (crops in ``G`` and references in ``R``,
+    their floors missed in ``crop_low`` / ``ref_low``) are set aside: a low-quality face says nothing about
+    identity, so it neither lowers the value as another person would nor stands in for a good one. A character
+    never matched counts 0 as in the paper (absence is not a quality question); one whose matched faces are all
+    below the floors, or (cross) whose references all are, has no value, with the reason. Outside the face space
+    the floors do not apply: the values are the paper's. Quality not recorded for a face: no value (unknown)."""
+    out: dict[str, tuple[Optional[float], Optional[str]]] = {}
+    if space != "face":
+        return {GOOD_FACES["cids_cross"]: (metrics.cids_cross(G, R), None),
+                GOOD_FACES["cids_self"]: (metrics.cids_self(G), None)}
+    if len(G) == 0:
+        return {GOOD_FACES["cids_cross"]: (0.0, None), GOOD_FACES["cids_self"]: (0.0, None)}
+    unknown_crops = sum(1 for w in crop_low if w is None)
+    unknown_refs = sum(1 for w in ref_low if w is None)
+    good = np.array([w == [] for w in crop_low], dtype=bool)
+    good_ref = np.array([w == [] for w in ref_low], dtype=bool)
+
+    def floors(lows) -> str:
+        seen = []
+        for w in lows:
+            for x in w or []:
+                x = x.split(" < ")[0].split(" ")[0]   # 'blur', 'face', 'detector': the floor's name only
+                if x not in seen:
+                    seen.append(x)
+        return ", ".join({"face": "size", "detector": "confidence"}.get(x, x) for x in seen)
+
+    no_good = (f"all {len(G)} matched faces are below the quality floors ({floors(crop_low)}): "
+               f"nothing to say about identity") if not good.any() else None
+    if unknown_crops:
+        why = f"face quality not recorded for {unknown_crops} of {len(G)} matched faces"
+        return {m: (None, why) for m in GOOD_FACES.values()}
+    out[GOOD_FACES["cids_self"]] = (None, no_good) if no_good else (metrics.cids_self(G[good]), None)
+    if no_good:
+        out[GOOD_FACES["cids_cross"]] = (None, no_good)
+    elif unknown_refs:
+        out[GOOD_FACES["cids_cross"]] = (None, f"face quality not recorded for {unknown_refs} of {len(R)} "
+                                               f"reference faces")
+    elif not good_ref.any():
+        out[GOOD_FACES["cids_cross"]] = (None, f"all {len(R)} reference faces are below the quality floors "
+                                               f"({floors(ref_low)}): nothing to compare identity with")
+    else:
+        out[GOOD_FACES["cids_cross"]] = (metrics.cids_cross(G[good], R[good_ref]), None)
+    return out
 
 
 def character_rows(generator: str, story: dataset.Story, language: str, refs: pd.DataFrame, matches: pd.DataFrame,
                    scored_shots: list[int], single_reference: bool) -> list[dict]:
-    """cids_cross, cids_self, copy_paste, copy_paste_paper per character and per story (x100)."""
+    """cids_cross, cids_self (and their good-faces-only additions), copy_paste, copy_paste_paper per character and
+    per story (x100)."""
     keys = {"benchmark": BENCH, "generator": generator, "item": story.story_id}
     crops = matches[matches["kind"] == "crop"]
     scheduled = sorted({c for s in story.shots if s.index in scored_shots
@@ -32,7 +93,8 @@ def character_rows(generator: str, story: dataset.Story, language: str, refs: pd
     failed: dict[str, int] = defaultdict(int)
     skipped: dict[str, int] = defaultdict(int)
     reasons: dict[str, set] = defaultdict(set)
-    n_low = 0   # matched face crops below the quality floors: reported as such, not scored as another person
+    n_low = 0       # matched face crops below the quality floors: reported as such, not scored as another person
+    n_low_ref = 0   # reference faces below the floors (issue 23): counted and named, set aside by the additions
     rows = []
     for key in scheduled:
         # "never matched -> 0" holds only where detection ran: a character whose shots were never searched
@@ -41,10 +103,10 @@ def character_rows(generator: str, story: dataset.Story, language: str, refs: pd
         if not any(i in detected for i in its_shots):
             why = "; ".join(sorted({no_detection.get(i) or "shot not searched for characters" for i in its_shots}))
             why = f"no character detection on its shots {its_shots}: {why}"
-            for mid in ("cids_cross", "cids_self", "copy_paste", "copy_paste_paper"):
+            for mid in ("copy_paste", "copy_paste_paper", *CIDS):
                 skipped[mid] += 1
                 reasons[mid].add(why if len(why) < 200 else why[:200])
-            for mid in ("cids_cross", "cids_self"):
+            for mid in CIDS:
                 rows.append(instance_row(mid, None, "character", reason=why, entity_id=key, **keys)
                             | {"n_skipped": 1, "n_failed": 0})
             continue
@@ -56,35 +118,58 @@ def character_rows(generator: str, story: dataset.Story, language: str, refs: pd
         mine = crops[crops["matched"] == key]
         if not good_refs:
             why = str(r["reason"].dropna().iloc[0]) if r["reason"].notna().any() else "no reference vector"
-            for mid in ("cids_cross", "cids_self"):
+            for mid in CIDS:
                 failed[mid] += 1
                 reasons[mid].add(f"{key}: {why}")
                 rows.append(instance_row(mid, None, "character", reason=why, entity_id=key, **keys)
                             | {"n_skipped": 0, "n_failed": 1})
             continue
-        # face quality per crop (size, blur, detector confidence; issue 23): the paper's CIDS reads every matched crop
-        # and stays as defined; a face below the floors is counted apart (n_low_quality) with its reason, and the
-        # detail carries the values over good-quality faces only, so a reader can tell "low quality" from "another
-        # person" (on the embedded 256x160 shots every realistic face is below the floors: excluding them would
-        # change the paper's numbers everywhere)
-        low = ([characters.low_quality(q) for q in mine["face_quality"]]
-               if space == "face" and "face_quality" in mine.columns else [[] for _ in range(len(mine))])
+        # face quality per crop and per reference (size, blur, detector confidence; issue 23): the paper's CIDS
+        # reads every matched crop and every reference and stays as defined; a face below the floors is counted
+        # apart (n_low_quality, n_low_quality_references) with its reason, and the additions beside the paper's
+        # values set those faces aside, so a reader can tell "low quality" from "another person" (on the embedded
+        # 256x160 shots every realistic face is below the floors: excluding them would change the paper's
+        # numbers everywhere)
+        face = space == "face"
+        low = (_quality(mine["face_quality"] if "face_quality" in mine.columns else None, len(mine))
+               if face else [[] for _ in range(len(mine))])
+        with_vec = [i for i, v in enumerate(ref_vecs) if v is not None]
+        ref_quality = r["face_quality"].tolist() if "face_quality" in r.columns else None
+        ref_low_all = _quality(ref_quality, len(r)) if face else [[] for _ in range(len(r))]
+        ref_low = [ref_low_all[i] for i in with_vec]
         R = np.stack(good_refs)
         G = np.stack([np.asarray(v, np.float32) for v in mine[space]]) if len(mine) else np.zeros((0, R.shape[1]))
         detail = {"matched_crops": len(mine), "references": len(good_refs), "space": space,
                   "crop_ids": list(mine["crop_id"]), "shots": [int(s) for s in mine["shot"]]}
         good = np.array([not w for w in low], dtype=bool)
-        n_low += int((~good).sum())
-        if space == "face":
-            detail["n_low_quality"] = int((~good).sum())
+        n_low += int((~good).sum()) if face else 0
+        added = good_faces_values(space, G, R, low, ref_low)
+        if face:
+            detail["n_low_quality"] = int(sum(1 for w in low if w))
             detail["low_quality_crops"] = {c: "; ".join(w) for c, w in zip(mine["crop_id"], low) if w}
-            Gg = G[good]
-            for mid, f in (("cids_cross", lambda g: metrics.cids_cross(g, R)), ("cids_self", metrics.cids_self)):
-                v = f(Gg) if len(Gg) else None   # no good face: nothing to say about identity
-                detail[f"{mid}_good_faces_only"] = None if v is None or not np.isfinite(v) else v * STARRED_SCALE
+            ref_index = [int(x) for x in r["ref_index"]]
+            detail["n_low_quality_references"] = int(sum(1 for w in ref_low_all if w))
+            detail["low_quality_references"] = {str(ref_index[i]): "; ".join(w) for i, w in enumerate(ref_low_all)
+                                                if w}
+            n_low_ref += detail["n_low_quality_references"]
+            if any(w is None for w in low) or any(w is None for w in ref_low):
+                detail["face_quality_not_recorded"] = {"crops": sum(1 for w in low if w is None),
+                                                       "references": sum(1 for w in ref_low if w is None)}
+            for mid, add in GOOD_FACES.items():   # kept in the detail beside the paper's value (x100)
+                v = added[add][0]
+                detail[add] = None if v is None or not np.isfinite(v) else v * STARRED_SCALE
         for mid, v in (("cids_cross", metrics.cids_cross(G, R)), ("cids_self", metrics.cids_self(G))):
             vals[mid].append(v * STARRED_SCALE)
             rows.append(instance_row(mid, v * STARRED_SCALE, "character", entity_id=key, detail=detail, **keys))
+        for add, (v, why) in added.items():
+            if v is None or not np.isfinite(v):
+                skipped[add] += 1
+                reasons[add].add(f"{key}: {why or 'no value'}")
+                rows.append(instance_row(add, None, "character", reason=why or "no value", entity_id=key,
+                                         detail=detail, **keys))
+            else:
+                vals[add].append(v * STARRED_SCALE)
+                rows.append(instance_row(add, v * STARRED_SCALE, "character", entity_id=key, detail=detail, **keys))
         # per matched crop: its share of each character value, keyed to the crop and the shot image it came from
         sims = G @ G.T
         for j, c in enumerate(mine.itertuples()):
@@ -116,7 +201,7 @@ def character_rows(generator: str, story: dataset.Story, language: str, refs: pd
                 vals["copy_paste_paper"].append(v)
                 rows.append(instance_row("copy_paste_paper", v, "character", entity_id=key,
                                          detail={"per_crop": [round(x, 4) for x in d]}, **keys))
-    for mid in ("cids_cross", "cids_self", "copy_paste", "copy_paste_paper"):
+    for mid in ("cids_cross", "cids_self", "copy_paste", "copy_paste_paper", *GOOD_FACES.values()):
         why = "; ".join(sorted(reasons[mid])) or None
         if mid.startswith("copy_paste") and not vals[mid]:
             why = ("generator declares multiple references (copy_paste applies to single-reference methods)"
@@ -124,10 +209,13 @@ def character_rows(generator: str, story: dataset.Story, language: str, refs: pd
                    "no matched character with a usable first reference" if mid == "copy_paste" else
                    "no matched character with >= 2 references")
         n_skipped = skipped[mid] if not mid.startswith("copy_paste") or single_reference else 0
+        if why is not None and len(why) > 800:
+            why = why[:797] + "..."
         row = record_row(record_from_values(mid, vals[mid], n_failed=failed[mid], n_skipped=n_skipped, reason=why),
                          **keys)
-        if mid.startswith("cids"):
-            row["detail"] = json.dumps({"n_low_quality": n_low, "low_quality_floors": face_floors()}, sort_keys=True)
+        if mid in CIDS:
+            row["detail"] = json.dumps({"n_low_quality": n_low, "n_low_quality_references": n_low_ref,
+                                        "low_quality_floors": face_floors()}, sort_keys=True)
         rows.append(row)
     return rows
 
