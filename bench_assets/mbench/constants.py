@@ -5,18 +5,23 @@ Dagster."""
 from bench_assets.mbench import geometry
 from bench_assets.mbench import metrics
 from bench_assets.mbench import pipeline as PL
+from bench_resources.models import face as face_model
 
 BENCH = "mbench"
 PROTOCOL = "mbench-1.1"
 SLOTS = ("pose", "image_embedder", "face", "person_detector", "open_vocab_detector", "object_segmenter", "style_vgg",
          "clip_b32")
 TRACK_COLUMNS = ["kind", "frame", "box", "reason", "track", "embedding", "person_box", "threshold", "mask",
-                 "mask_source"]
+                 "mask_source", "quality"]
 CONSTANTS = {"visual_odometry": geometry.VO_DEFAULT.as_dict(), "revisit_pair": geometry.PAIR_DEFAULT.as_dict(),
              "identity_frames": PL.IDENTITY_FRAMES,
              "identity_thresholds": {k: {"max_cosine_distance": v, "source": src}
                                      for k, (v, src) in metrics.IDENTITY_THRESHOLDS.items()},
              "identity_calibration": metrics.SFACE_CALIBRATION,
+             # a face below one of these is counted apart in identity's detail (the paper's value tracks every face)
+             "face_quality_floors": {"min_confidence": face_model.QUALITY_MIN_CONFIDENCE,
+                                     "min_size_px": face_model.QUALITY_MIN_SIZE_PX,
+                                     "min_blur": face_model.QUALITY_MIN_BLUR},
              "lighting_alpha": metrics.LIGHTING_ALPHA, "lighting_tau": metrics.LIGHTING_TAU,
              "trigger_frames": PL.TRIGGER_FRAMES,
              "text_frames_per_segment": PL.TEXT_FRAMES_PER_SEGMENT,

@@ -69,7 +69,7 @@ def mbench_trigger(context: AssetExecutionContext, paths: BenchPaths, mbench_cas
 
 
 # the calibrated identity thresholds are part of the code version: a refit re-runs the scores
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version=f"7+{_thresholds_version()}", pool="gpu",
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version=f"8+{_thresholds_version()}", pool="gpu",
        op_tags=GPU_OP_TAGS)
 def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
                   mbench_poses: pd.DataFrame, mbench_tracks: pd.DataFrame, mbench_trigger: pd.DataFrame,

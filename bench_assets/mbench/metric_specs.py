@@ -36,7 +36,11 @@ SUB_SLOTS: dict[str, tuple[str, ...]] = {
 }
 SUB_TEXT = {
     "identity": "face tracks over 32 frames (greedy, rolling-average matching); mean over tracks with >= 2 "
-                "detections of the mean cosine to the track centroid (paper Eq. 6)",
+                "detections of the mean cosine to the track centroid (paper Eq. 6). As defined it reads each "
+                "track's own consistency: a person replaced by another between shots forms a consistent track of "
+                "their own and lowers it only when the tracker wrongly merges the two (identity_first_appearance, "
+                "an addition, reads the replacement); faces below the face model's quality floors are tracked as "
+                "the paper does and counted in the row's detail (low_quality)",
     "appearance": "the identity tracks' full-body crops embedded by the image embedder; centroid consistency",
     "geometry": "SSIM inside the object mask of the reference frame vs the return frame warped into its view (Eq. 4)",
     "texture": "image-embedder features of the masked object per frame; mean cosine to the track centroid (Eq. 5)",

@@ -102,6 +102,31 @@ def face_tracks(detections: Sequence[Sequence[np.ndarray]], max_distance: float 
     return tracks
 
 
+_LOW_KINDS = (("face ", "size"), ("blur", "blur"), ("detector confidence", "confidence"))
+
+
+def low_quality_faces(tracks_quality: Sequence[Sequence[Optional[dict]]]) -> Optional[dict]:
+    """What of the face tracks is below the face model's quality floors (issue 23: a face too poor to identify is
+    reported as such, not silently as another person). ``tracks_quality``: per track, each face's quality record
+    (``FaceQuality.as_dict``: its ``low`` list names the floors it is below). Returns {faces, reasons (floor kind ->
+    faces), tracks (tracks whose every face is low quality), scored_tracks (of those, with >= 2 faces: they enter
+    the paper's mean)}; None when no quality was recorded (an older tracks table, a face model without one)."""
+    if not any(q is not None for t in tracks_quality for q in t):
+        return None
+    faces, tracks, scored, reasons = 0, 0, 0, {}
+    for t in tracks_quality:
+        low = [q for q in t if q is not None and q.get("low")]
+        faces += len(low)
+        for q in low:
+            for r in q["low"]:   # the reasons models/face.py writes: "face .. px <", "blur ..", "detector confidence"
+                kind = next((k for p, k in _LOW_KINDS if r.startswith(p)), r)
+                reasons[kind] = reasons.get(kind, 0) + 1
+        if t and len(low) == len(t):
+            tracks += 1
+            scored += len(t) >= 2
+    return {"faces": faces, "reasons": dict(sorted(reasons.items())), "tracks": tracks, "scored_tracks": scored}
+
+
 def identity_threshold(face_checkpoint: Optional[str]) -> tuple[Optional[float], str]:
     """(max cosine distance, source) for the face model in use; None when the model has no calibrated value."""
     name = (face_checkpoint or "").lower()

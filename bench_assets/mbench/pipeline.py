@@ -172,12 +172,18 @@ def geometry_pair(ref: np.ndarray, ret: np.ndarray, box, R_rel: np.ndarray, K: n
 
 
 def face_observations(face_model, frames: Sequence[np.ndarray], indices: Sequence[int]) -> list[list[tuple]]:
-    """Per sampled frame: (embedding, face box) of every detected face."""
+    """Per sampled frame: (embedding, face box, quality) of every detected face. The quality (size, blur, detector
+    confidence against the face model's floors: models/face.py) is recorded so a face too poor to identify is
+    counted as such (issue 23); the paper's identity still tracks every detected face. A face model without a
+    quality measure gives None."""
     out = []
     for k in indices:
+        if hasattr(face_model, "faces"):
+            out.append([(f.vector, tuple(float(v) for v in f.box), f.quality) for f in face_model.faces(frames[k])])
+            continue
         d = face_model.detect([frames[k]])[0]
         embs = face_model.embed_faces(frames[k], d) if len(d) else []
-        out.append([(embs[j], tuple(float(v) for v in d.xyxy[j])) for j in range(len(d))])
+        out.append([(embs[j], tuple(float(v) for v in d.xyxy[j]), None) for j in range(len(d))])
     return out
 
 

@@ -127,8 +127,12 @@ def case_scores(generator: str, case: dataset.Case, frames, Rs, C, pairs, models
                          .groupby("frame", sort=True)]
             drift = metrics.first_appearance_drift(per_frame, thr) if thr is not None else {"kept_fraction": None}
             why = None if tv is not None else "no face track with >= 2 detections"
+            # faces below the face model's quality floors, counted apart (the paper's value still tracks them all)
+            quality = [[json.loads(q) if isinstance(q, str) else None for q in g["quality"]]
+                       for _, g in faces.groupby("track")] if "quality" in faces else []
             d = {"tracks": len(by_track), "scored": n, "faces": len(faces), "track_consistency": tv,
-                 "first_appearance": drift, "max_cosine_distance": thr}
+                 "first_appearance": drift, "max_cosine_distance": thr,
+                 "low_quality": metrics.low_quality_faces(quality)}
             skipped = len(by_track) - n if len(by_track) else 1
             # the paper's identity is the tracks' centroid consistency; the drift-scaled variant is our addition
             rows.append(_value_row(generator, case, "identity", tv, why, d, n_eval=n, n_skipped=skipped))

@@ -103,14 +103,15 @@ def track_rows(case: dataset.Case, frames: list[np.ndarray], Rs, models: ModelRe
         if person is None:
             rows.append({"kind": "person_unavailable", "reason": pwhy})
         bodies = {f: person.detect([frames[idx[f]]])[0] for f, o in enumerate(obs) if o} if person else {}
-        for t_id, t in enumerate(metrics.face_tracks([[e for e, _ in o] for o in obs], max_distance=thr)):
+        for t_id, t in enumerate(metrics.face_tracks([[e for e, _, _ in o] for o in obs], max_distance=thr)):
             for f, d in t:
-                emb, fbox = obs[f][d]
+                emb, fbox, q = obs[f][d]
                 pb = bodies.get(f)
                 pbox = PL.person_box_for(fbox, pb.xyxy) if pb is not None and len(pb) else None
                 rows.append({"kind": "face", "frame": idx[f], "track": t_id, "embedding": np.asarray(emb).tolist(),
                              "box": json.dumps(fbox), "person_box": json.dumps(pbox) if pbox else None,
-                             "threshold": thr, "reason": source})
+                             "threshold": thr, "reason": source,
+                             "quality": json.dumps(q.as_dict()) if q is not None else None})
     return rows
 
 
