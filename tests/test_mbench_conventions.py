@@ -178,3 +178,16 @@ def test_identity_counts_the_dialogues_low_quality_faces_apart(resources):
     assert d["low_quality"]["tracks"] >= 2 and d["low_quality"]["tracks"] < d["tracks"]   # the woman's is not low
     by_track = [[np.asarray(e, np.float32) for e in g["embedding"]] for _, g in faces.groupby("track")]
     assert by["identity"]["value"] == pytest.approx(M.tracks_consistency(by_track)[0])   # every track, as defined
+
+
+def test_face_tracks_match_the_closest_pair_first():
+    """The paper's greedy bipartite matching: within a frame the closest (face, track) pair is matched first, so the
+    detector's order of faces does not decide who continues a track."""
+    a, b = np.array([1.0, 0, 0]), np.array([0, 1.0, 0])
+    near_a = np.array([np.cos(np.radians(40)), np.sin(np.radians(40)), 0])   # distance .234 to a, .357 to b
+    for order in ([near_a, a], [a, near_a]):
+        tracks = M.face_tracks([[a, b], order], max_distance=0.3)
+        first = next(t for t in tracks if (0, 0) in t)
+        exact = [j for j, e in enumerate(order) if e is a][0]
+        assert first == [(0, 0), (1, exact)], tracks     # a's track continues with a, whichever face came first
+        assert len(tracks) == 3                          # near_a: too far from b, a track of its own

@@ -94,7 +94,7 @@ def _video_data_version(context: AssetExecutionContext, paths: BenchPaths, case_
                                 context.assets_def.code_versions_by_key[context.asset_key])
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="4", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="5", pool="gpu", op_tags=GPU_OP_TAGS)
 def mbench_tracks(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
                   mbench_poses: pd.DataFrame, models: ModelRegistry, device: Device) -> Output[pd.DataFrame]:
     """Shared intermediates: the target's mask per frame (object_segmenter slot: SAM 2 video propagation; offline: the

@@ -74,31 +74,33 @@ def centroid_consistency(embeddings: np.ndarray) -> Optional[float]:
 
 def face_tracks(detections: Sequence[Sequence[np.ndarray]], max_distance: float = IDENTITY_MAX_COSINE_DISTANCE
                 ) -> list[list[tuple[int, int]]]:
-    """Greedy tracks over frames: a face joins the track whose latest or rolling-average embedding is closest
-    (cosine distance <= ``max_distance``), else it starts a new track. ``detections``: per frame, the
+    """The paper's tracks over frames: each face is compared with every track's latest and rolling-average
+    embedding (its distance to a track: the smaller cosine distance of the two); per frame, greedy bipartite
+    matching takes the (face, track) pairs in order of distance, each face and track at most once, while the
+    distance is <= ``max_distance``; a face left unmatched starts a new track. ``detections``: per frame, the
     L2-normalised embeddings of its faces. Returns tracks as (frame position, detection position) lists."""
     tracks: list[list[tuple[int, int]]] = []
     embs: list[list[np.ndarray]] = []
     for f, frame in enumerate(detections):
-        taken: set[int] = set()
-        for j, e in enumerate(frame):
-            best, best_d = None, max_distance
-            for k, tr in enumerate(embs):
-                if k in taken:
-                    continue
-                avg = np.mean(tr, axis=0)
-                avg = avg / np.linalg.norm(avg)
+        pairs = []
+        for k, tr in enumerate(embs):
+            avg = np.mean(tr, axis=0)
+            avg = avg / np.linalg.norm(avg)
+            for j, e in enumerate(frame):
                 d = min(1 - float(e @ tr[-1]), 1 - float(e @ avg))
-                if d <= best_d:
-                    best, best_d = k, d
-            if best is None:
+                if d <= max_distance:
+                    pairs.append((d, j, k))
+        match: dict[int, int] = {}
+        for d, j, k in sorted(pairs):   # the closest pair first, not the detector's order of faces
+            if j not in match and k not in match.values():
+                match[j] = k
+        for j, e in enumerate(frame):
+            if j in match:
+                tracks[match[j]].append((f, j))
+                embs[match[j]].append(e)
+            else:
                 tracks.append([(f, j)])
                 embs.append([e])
-                taken.add(len(tracks) - 1)
-            else:
-                tracks[best].append((f, j))
-                embs[best].append(e)
-                taken.add(best)
     return tracks
 
 
