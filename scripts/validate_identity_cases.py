@@ -18,13 +18,13 @@ CASES = ["identity_swap", "cross_fade", "heavy_compression", "identity_swap_face
 
 def main() -> int:
     from bench_assets.benchmarks import BENCHMARKS
-    from bench_assets.core.validity import format_table, run_validity
+    from bench_assets.core.validity import format_table, run_validity, verdict_counts
     from bench_assets.entitybench import validity as EV
 
     suites = {"entitybench": lambda wd: EV.build_suite(wd, episodes=list(EV.FACE_EPISODES), cases=CASES)}
     df = run_validity(BENCHMARKS, suites, ["entitybench"])
     print(format_table(df))
-    return 1 if (df["passed"] == False).any() else 0  # noqa: E712
+    return 1 if verdict_counts(df)["FAIL"] else 0
 
 
 if __name__ == "__main__":

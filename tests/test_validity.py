@@ -85,6 +85,38 @@ def test_rows_pair_units_and_list_metrics_that_cannot_run_with_their_reason():
     assert "PASS" in text and "cannot run" in text and "1 pass, 0 fail, 1 cannot run" in text
 
 
+def test_a_documented_limitation_reads_limit_never_pass_and_is_no_failure():
+    """An expectation that documents a blind spot of the metric's definition keeps its row and numbers; a miss reads
+    LIMIT (counted apart: not a pass, not a failure), a move it can see still reads PASS, and the text is frozen."""
+    suite = V.Suite("b", None, None, "ref", [V.Case("c", "p", "gen_p", [
+        V.Expect("blind", -1, 0.1, limitation="the definition averages per track; a replaced person is a new track"),
+        V.Expect("seen", -1, 0.1, limitation="documented, yet it moves here"), V.Expect("plain", -1, 0.1)])])
+    values = pd.DataFrame([
+        {"generator": g, "unit": u, "metric_id": m, "value": v, "reason": None}
+        for m, moves in (("blind", 0.0), ("seen", -0.5), ("plain", 0.01))
+        for g in ("ref", "gen_p") for u, v in zip("abc", (0.8, 0.85, 0.9))
+        for v in [v + (moves if g == "gen_p" else 0.0)]])
+    specs = MetricSpecs("b", [MetricSpec(m, "f", "higher", m) for m in ("blind", "seen", "plain")])
+    rows = V.validity_rows(suite, values, specs)
+    got = {r["metric_id"]: V.verdict(r) for r in rows.to_dict("records")}
+    assert got == {"blind": "LIMIT", "seen": "PASS", "plain": "FAIL"}
+    blind = rows.set_index("metric_id").loc["blind"]
+    assert blind["passed"] == False and blind["difference"] == pytest.approx(0.0)  # noqa: E712 (numbers kept)
+    assert V.verdict_counts(rows) == {"PASS": 1, "FAIL": 1, "LIMIT": 1, "n/a": 0}
+    text = V.format_table(rows)
+    assert "known limitation of the definition: the definition averages per track" in text
+    assert "1 pass, 1 fail, 1 known limitation" in text
+    # the limitation is part of what is frozen; a case without one keeps its old fingerprint
+    case = suite.cases[0]
+    bare = V.Case("c", "p", "gen_p", [V.Expect(e.metric_id, e.direction, e.margin) for e in case.expectations])
+    assert V.case_fingerprint(bare) != V.case_fingerprint(case)
+    old_style = {"case": "c", "perturbation": "p", "generator": "gen_p", "sources": [],
+                 "expect": [[e.metric_id, e.direction, e.margin, e.units] for e in bare.expectations]}
+    import hashlib
+    import json
+    assert V.case_fingerprint(bare) == hashlib.sha256(json.dumps(old_style, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def test_perturbations_do_what_they_say():
     x = _clip()
     fz = V.freeze(x)

@@ -30,6 +30,7 @@ import pandas as pd
 
 from bench_assets.core import audit as AU
 from bench_assets.core import report as R
+from bench_assets.core import validity as V
 from bench_assets.core.metric_spec import BOARD_COLUMNS, PAPER_DEFINITION, split_substitutes
 from bench_assets.core.page import BenchmarkPage, PageContext
 from bench_assets.core.report import fmt, is_none
@@ -774,9 +775,9 @@ def build_validity(reader: Reader) -> Optional[dict]:
         return None
     df = reader.table("validity")
     cols = ["benchmark", "case", "metric_id", "expected_direction", "difference", "effect_size_d", "d_low",
-            "d_high", "passed", "reason"]
+            "d_high", "passed", "limitation", "reason"]
     if df is None:
-        return {"rows": [], "columns": cols, "passed": 0, "total": 0, "chart": ""}
+        return {"rows": [], "columns": cols, "passed": 0, "limits": 0, "total": 0, "chart": ""}
     columns = [c for c in cols if c in df.columns] + [c for c in df.columns if c not in cols]
     rows = []
     for r in df.to_dict("records"):
@@ -784,12 +785,18 @@ def build_validity(reader: Reader) -> Optional[dict]:
     for r in rows:
         if r.get("passed") is not None:
             r["passed"] = bool(r["passed"])
-    passed = sum(1 for r in rows if r.get("passed") is True)
+    for r in rows:
+        r["verdict"] = V.verdict(r)
+    passed = sum(1 for r in rows if r["verdict"] == "PASS")
+    limits = sum(1 for r in rows if r["verdict"] == "LIMIT")
     chart = R.interval_chart_svg(
         [{"label": " / ".join(str(r.get(k)) for k in ("benchmark", "case", "metric_id") if r.get(k) is not None),
-          "value": r.get("effect_size_d"), "low": r.get("d_low"), "high": r.get("d_high"), "passed": r.get("passed")}
-         for r in rows], title="effect size d with its interval (green: passed, red: failed)")
-    return {"rows": rows, "columns": columns, "passed": passed, "total": len(rows), "chart": chart}
+          "value": r.get("effect_size_d"), "low": r.get("d_low"), "high": r.get("d_high"), "passed": r.get("passed"),
+          "limit": r["verdict"] == "LIMIT"}
+         for r in rows], title="effect size d with its interval (green: passed, red: failed, amber: known "
+                               "limitation of the definition)")
+    return {"rows": rows, "columns": columns, "passed": passed, "limits": limits, "total": len(rows),
+            "chart": chart}
 
 
 def default_out_dir(store) -> Path:

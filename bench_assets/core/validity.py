@@ -21,6 +21,9 @@ come from core/stats.py and follow its zero-spread policy: d is None when nothin
 whose units all moved by exactly the same amount (zero spread, non-zero difference) passes when the move is in the
 expected direction: there is no noise for the move to be lost in (as an unbounded d would have read); with fewer
 than two units a side d cannot be estimated and only the margin can pass it (no margin: the row cannot judge).
+An expectation may document a blind spot of the metric's own definition (``Expect.limitation``, with the evidence):
+the row is computed as any other and a miss reads LIMIT, counted apart from passes and failures (``verdict``), so
+what a paper's metric cannot see stays in the table instead of being dropped from it.
 
 Core knows no benchmark: the callers (bench_assets/cli.py, definitions.py) pass the benchmark table and each
 benchmark's suite builder (``build_suite`` of ``bench_assets/<benchmark>/validity.py``).
@@ -59,7 +62,7 @@ from bench_assets.core.metric_spec import MetricSpecs
 VALIDITY_COLUMNS = ["benchmark", "case", "case_version", "perturbation", "metric_id", "paper_id", "addition",
                     "expected_direction",
                     "margin", "n_units", "reference_mean", "perturbed_mean", "difference", "effect_size_d", "d_low",
-                    "d_high", "passed", "reason"]
+                    "d_high", "passed", "limitation", "reason"]
 D_PASS = 1.0
 
 
@@ -179,6 +182,9 @@ class Expect:
     direction: int                 # -1: the perturbation must lower it; +1: raise it; 0: leave it (invariance)
     margin: Optional[float] = None  # absolute difference that passes on its own (or the invariance tolerance)
     units: Optional[str] = None     # regex on the unit key: the expectation concerns only these units
+    # a blind spot of the metric's own definition, shown by evidence (the text says which): the row is still
+    # computed and printed, and a miss reads LIMIT, never PASS, counted apart from the failures
+    limitation: Optional[str] = None
 
 
 def judge_expectation(exp: Expect, reference: Sequence[float], perturbed: Sequence[float],
@@ -210,7 +216,7 @@ def judge_expectation(exp: Expect, reference: Sequence[float], perturbed: Sequen
             note = f"cannot judge: {note} and the expectation states no margin"
     return {"n_units": int(min(len(r), len(p))), "reference_mean": float(r.mean()), "perturbed_mean": float(p.mean()),
             "difference": diff, "effect_size_d": d, "d_low": lo, "d_high": hi,
-            "passed": None if passed is None else bool(passed), "reason": note}
+            "passed": None if passed is None else bool(passed), "limitation": exp.limitation, "reason": note}
 
 
 # --- suites -------------------------------------------------------------------------------------------------
@@ -255,7 +261,8 @@ def case_fingerprint(case: Case) -> str:
     direction, margin, units). The description is prose and not part of it."""
     body = {"case": case.case_id, "perturbation": case.perturbation, "generator": case.generator,
             "sources": sorted(case.sources),
-            "expect": [[e.metric_id, e.direction, e.margin, e.units] for e in case.expectations]}
+            "expect": [[e.metric_id, e.direction, e.margin, e.units] + ([e.limitation] if e.limitation else [])
+                       for e in case.expectations]}
     if case.build != 1:   # (absent at 1, so fingerprints frozen before the field existed stay valid)
         body["build"] = case.build
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
@@ -362,7 +369,7 @@ def validity_rows(suite: Suite, values: pd.DataFrame, specs: MetricSpecs,
                     "perturbation": case.perturbation,
                     "metric_id": exp.metric_id + (f" [{exp.units}]" if exp.units else ""),
                     "paper_id": spec.paper_id, "addition": spec.addition,
-                    "expected_direction": exp.direction, "margin": exp.margin}
+                    "expected_direction": exp.direction, "margin": exp.margin, "limitation": exp.limitation}
             if isinstance(version, CaseNotFrozen):   # not run: its expectations were not frozen before the run
                 rows.append({**base, "n_units": 0, "reference_mean": None, "perturbed_mean": None, "difference": None,
                              "effect_size_d": None, "d_low": None, "d_high": None, "passed": None,
@@ -491,6 +498,22 @@ def _failed_row(benchmark: str, reason: str) -> pd.DataFrame:
                           "reason": f"cannot run: {reason}"}], columns=VALIDITY_COLUMNS)
 
 
+def verdict(row: Mapping) -> str:
+    """PASS, FAIL, LIMIT (a miss the expectation documents as a blind spot of the metric's definition) or n/a."""
+    passed, lim = row.get("passed"), row.get("limitation")
+    if passed is True or passed is np.True_:
+        return "PASS"
+    if passed is False or passed is np.False_:
+        return "LIMIT" if isinstance(lim, str) and lim else "FAIL"
+    return "n/a"
+
+
+def verdict_counts(df: pd.DataFrame) -> dict[str, int]:
+    """How many rows of each verdict (a LIMIT is neither a pass nor a failure)."""
+    got = [verdict(r) for r in df.to_dict("records")]
+    return {k: got.count(k) for k in ("PASS", "FAIL", "LIMIT", "n/a")}
+
+
 def format_table(df: pd.DataFrame) -> str:
     """The table as text; an undefined d or interval bound (core/stats.py: zero spread, too few units) is "-"."""
     def f(v, fmt="{:.3f}"):
@@ -501,7 +524,7 @@ def format_table(df: pd.DataFrame) -> str:
     lines = [f"{'benchmark':14s} {'case':20s} {'metric':34s} {'exp':>3s} {'ref':>8s} {'pert':>8s} {'diff':>8s} "
              f"{'d':>7s} {'d 95% CI':>17s}  verdict"]
     for r in df.to_dict("records"):
-        verdict = "PASS" if r["passed"] is True else ("FAIL" if r["passed"] is False else "n/a")
+        v = verdict(r)
         exp = {-1: "-", 1: "+", 0: "="}.get(r["expected_direction"], "?") if r["expected_direction"] is not None \
             and not (isinstance(r["expected_direction"], float) and math.isnan(r["expected_direction"])) else "?"
         ci = (f"[{f(r['d_low'], '{:.2f}')}, {f(r['d_high'], '{:.2f}')}]"
@@ -511,14 +534,15 @@ def format_table(df: pd.DataFrame) -> str:
                                  else "")
         line = (f"{str(r['benchmark']):14s} {case:20s} {str(r['metric_id'] or '*'):34s} {exp:>3s} "
                 f"{f(r['reference_mean']):>8s} {f(r['perturbed_mean']):>8s} {f(r['difference']):>8s} "
-                f"{f(r['effect_size_d'], '{:.2f}'):>7s} {ci:>17s}  {verdict}")
+                f"{f(r['effect_size_d'], '{:.2f}'):>7s} {ci:>17s}  {v}")
         if isinstance(r["reason"], str) and r["reason"]:
             line += f"  ({r['reason']})"
+        if v == "LIMIT":
+            line += f"  (known limitation of the definition: {r['limitation']})"
         lines.append(line)
-    n_pass = int((df["passed"] == True).sum())  # noqa: E712
-    n_fail = int((df["passed"] == False).sum())  # noqa: E712
-    n_na = int(df["passed"].isna().sum())
-    lines.append(f"{n_pass} pass, {n_fail} fail, {n_na} cannot run or cannot judge (reason given)")
+    n = verdict_counts(df)
+    lim = f"{n['LIMIT']} known limitation of a metric's definition, " if n["LIMIT"] else ""
+    lines.append(f"{n['PASS']} pass, {n['FAIL']} fail, {lim}{n['n/a']} cannot run or cannot judge (reason given)")
     return "\n".join(lines)
 
 
@@ -543,23 +567,22 @@ def main_validate(args, benchmarks: Mapping[str, Any], suites: Mapping[str, Suit
         print(format_thresholds(df.attrs["thresholds"]))
     path = write_table(build_resources()["store"], df)
     print(f"validity table: {path}")
-    return 1 if (df["passed"] == False).any() else 0  # noqa: E712
+    return 1 if verdict_counts(df)["FAIL"] else 0
 
 
 def validity_asset(benchmarks: Mapping[str, Any], suites: Callable[[], Mapping[str, SuiteBuilder]]):
     """The ``validity`` asset over the given benchmark table and suite builders (definitions.py builds it)."""
 
-    @asset(name="validity", group_name="validity", code_version="2",
+    @asset(name="validity", group_name="validity", code_version="3",
            description="Per metric: expected direction, measured difference, Cohen's d with a bootstrap interval "
                        "and pass/fail on controlled perturbations of real footage (bench validate), with the "
                        "metric's paper id / addition flag from its spec. Never automated: it evaluates every "
                        "registered suite from scratch.")
     def validity_table(context) -> Output[pd.DataFrame]:
         df = run_validity(benchmarks, suites(), progress=context.log.info)
+        n = verdict_counts(df)
         return Output(df, metadata={
-            "passed": int((df["passed"] == True).sum()),  # noqa: E712
-            "failed": int((df["passed"] == False).sum()),  # noqa: E712
-            "cannot_run": int(df["passed"].isna().sum()),
+            "passed": n["PASS"], "failed": n["FAIL"], "known_limitations": n["LIMIT"], "cannot_run": n["n/a"],
             "benchmarks": ", ".join(sorted({str(b) for b in df["benchmark"].dropna()})),
         })
 
