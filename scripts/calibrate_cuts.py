@@ -22,7 +22,10 @@ pixel-clean.
 - the frame-by-frame check (CUT_ABRUPT_FRACTION): every continuous motion above (pans, zooms, rotations, parallax pans,
   occluders) rendered again as the 26 native frames of one sampled second (25 fps; its parameters moved evenly; one
   exposure per second, noise and JPEG per frame); its reading is the largest ``compensated`` reading between two
-  consecutive frames. A cut's is the reading of the pair across the cut (the cut pairs above). Prints the readings (cuts.readings) of both sides, the fitted thresholds and the rates on this
+  consecutive frames. A cut's is the reading of the pair across the cut (the cut pairs above).
+- dissolves (CUT_BLEND_RESIDUAL): 6-, 12- and 24-frame cross-fades between two calibration stills inside one sampled
+  second (3 per still) vs the same continuous motions: ``cuts.blend_residual`` (how far the frames are from mixes of
+  the second's two ends). Prints the readings (cuts.readings) of both sides, the fitted thresholds and the rates on this
 material; it changes nothing (the constants are edited by hand, in their own commit, citing this output).
 The raw threshold stays where it was (.4: sensitive on purpose); the compensated, local and colour ones are each
 fitted by Youden's J between camera moves (pans, zooms, rotations, parallax pans, occluders) and cuts among the pairs
@@ -205,6 +208,11 @@ def sequences(img, donor, rng) -> list[tuple[str, list]]:
     return [(k, degrade_seq(f, rng)) for k, f in out]
 
 
+def blend_of(frames) -> float:
+    from bench_assets.narrativetrack import cuts
+    return cuts.blend_residual([cuts.FrameFeatures(f).thumb for f in frames])
+
+
 def fit(neg, pos) -> tuple[float, float]:
     """The reading (a cut at or above it) maximising Youden's J (share of cuts at or above minus share of camera
     moves at or above), half-way to the next lower reading: the same rule as the link thresholds
@@ -312,7 +320,7 @@ def main() -> int:
         donor = stills[names_l[(i + 1) % len(names_l)]]
         for kind, fr in sequences(img, donor, rng):
             ends = cuts.pair_signals([fr[0], fr[-1]])[0]
-            seq_r.append((name, kind, ends.raw, cuts.abrupt_reading(fr)))
+            seq_r.append((name, kind, ends.raw, cuts.abrupt_reading(fr), blend_of(fr)))
     flagged_seq = [r for r in seq_r if r[2] >= raw_min]
     cut_abrupt = [r[2].compensated for r in flagged_cuts]
     athr, aj = fit([r[3] for r in flagged_seq], cut_abrupt)
@@ -328,11 +336,38 @@ def main() -> int:
     fc = sum(c >= athr for c in cut_abrupt)
     print(f"rule raw + frame-by-frame check (+ black): cuts found {fc}/{len(cut_r)}, continuous motions read as cuts "
           f"{len(fm_seq)}/{len(seq_r)} ({', '.join(sorted(set(r[1].split()[0] for r in fm_seq))) or 'none'})")
+    # dissolves (6, 12, 24 frames, at several places in the second) between two stills: no abrupt pair, but every
+    # frame a mix of the second's two ends; the blend residual's threshold is fitted between them and the motions
+    dis = []
+    for i, (a_name, a_img) in enumerate(stills.items()):
+        for k, (n, start) in enumerate(((6, 10), (12, 7), (24, 1))):
+            b_img = stills[names_l[(i + 3 + k) % len(names_l)]]
+            a = window(a_img, 0.5, 0.5).astype(np.float32)
+            b = window(b_img, 0.5, 0.5).astype(np.float32)
+            fr = degrade_seq([(a * (1 - w) + b * w).astype(np.uint8)
+                              for w in np.clip((np.arange(STEPS + 1) - start) / n, 0, 1)], rng)
+            dis.append((a_name, f"dissolve {n}", cuts.pair_signals([fr[0], fr[-1]])[0].raw, cuts.abrupt_reading(fr),
+                        blend_of(fr)))
+    flagged_dis = [r for r in dis if r[2] >= raw_min]
+    bthr, bj = fit([-r[4] for r in flagged_seq], [-r[4] for r in flagged_dis])
+    bthr = -bthr
+    fitted["blend"] = bthr
+    print(f"dissolves: {len(dis)}, {len(flagged_dis)} flagged at 1 fps; abrupt reading max "
+          f"{max(r[3] for r in dis):.3f}; blend residual median {np.median([r[4] for r in flagged_dis]):.3f}, max "
+          f"{max(r[4] for r in flagged_dis):.3f}; motions' blend residual min {min(r[4] for r in flagged_seq):.3f}")
+    print(f"fitted CUT_BLEND_RESIDUAL (a dissolve at or below; Youden J {bj:.3f}, half-way): {bthr:.3f}")
+    best_m = sorted(flagged_seq, key=lambda r: r[4])[:4]
+    print("  lowest blend residual of motions:", "; ".join(f"{r[0]} {r[1]} {r[4]:.3f}" for r in best_m))
+    fm_seq = [r for r in flagged_seq if r[3] >= athr or r[4] <= bthr]
+    fd = sum(r[3] >= athr or r[4] <= bthr for r in flagged_dis)
+    print(f"rule raw + frame-by-frame check (abrupt or dissolve; + black): hard cuts found {fc}/{len(cut_r)}, "
+          f"dissolves found {fd}/{len(dis)}, continuous motions read as cuts {len(fm_seq)}/{len(seq_r)} "
+          f"({', '.join(sorted(set(r[1].split()[0] for r in fm_seq))) or 'none'})")
     print(f"chosen (sampled frames only, where no native frames are at hand): raw + {' + '.join(best[1])}; constants: "
           + ", ".join(f"{f} {fitted[f]:.3f}" for f in best[1]) + f", black level {fitted['black']:.1f}")
     print(f"shipped (constants.py): CUT_CHANGED_FRACTION {constants.CUT_CHANGED_FRACTION}, CUT_COMPENSATED_FRACTION "
-          f"{constants.CUT_COMPENSATED_FRACTION}, CUT_ABRUPT_FRACTION {constants.CUT_ABRUPT_FRACTION}, CUT_BLACK_LEVEL "
-          f"{constants.CUT_BLACK_LEVEL}")
+          f"{constants.CUT_COMPENSATED_FRACTION}, CUT_ABRUPT_FRACTION {constants.CUT_ABRUPT_FRACTION}, CUT_BLEND_RESIDUAL "
+          f"{getattr(constants, 'CUT_BLEND_RESIDUAL', None)}, CUT_BLACK_LEVEL {constants.CUT_BLACK_LEVEL}")
     return 0
 
 

@@ -133,11 +133,13 @@ def test_the_frame_by_frame_check_passes_parallax_and_occluders_and_keeps_the_cu
     # re-read frame by frame, only the abrupt change (frame 62, in 50-75) is a cut
     assert PL.shot_ids(frames, video_path=str(path), frame_index=idx) == [0, 0, 0, 1]
     # the check decides: a threshold no pair reaches drops every flagged second, the cut included
-    assert PL.shot_ids(frames, video_path=str(path), frame_index=idx, abrupt=0.999) == [0, 0, 0, 0]
+    assert PL.shot_ids(frames, video_path=str(path), frame_index=idx, abrupt=0.999, blend=None) == [0, 0, 0, 0]
     # a span past the frames the file holds has no reading (its pair keeps the sampled judgement)
     from bench_assets.narrativetrack import constants, cuts
     got = cuts.abrupt_readings(str(path), [(50, 75), (90, 130)])
-    assert got[(90, 130)] is None and got[(50, 75)] > constants.CUT_ABRUPT_FRACTION
+    assert got[(90, 130)] is None and got[(50, 75)][0] > constants.CUT_ABRUPT_FRACTION
+    # the moving second (parallax, occluder): its frames are no mix of its two ends (not read as a dissolve)
+    assert cuts.abrupt_readings(str(path), [(0, 25)])[(0, 25)][1] > constants.CUT_BLEND_RESIDUAL
 
 
 def test_abrupt_reading_is_low_for_motion_and_high_across_a_cut():
@@ -158,3 +160,23 @@ def test_a_cut_from_black_to_a_dark_picture_is_found():
     assert PL.shot_ids([black, black, dark, dark2]) == [0, 0, 1, 1]
     assert PL.shot_ids([black, dark], black=0.0) == [0, 0]    # the black rule is what finds it
     assert PL.shot_ids([dark, black]) == [0, 1]
+
+
+def test_a_dissolve_is_a_cut_where_the_native_frames_are_read(tmp_path):
+    from bench_assets.narrativetrack import constants, cuts
+    from bench_assets.narrativetrack import pipeline as PL
+    a, b = _view(_scene(21), 100).astype(np.float32), _view(_scene(22), 300).astype(np.float32)
+    # a still shot of a, a 12-frame dissolve to b in frames 30-42 (inside the sampled second 25-50), then b
+    native = [(a * (1 - w) + b * w).astype(np.uint8) for w in np.clip((np.arange(75) - 30) / 12, 0, 1)]
+    path = tmp_path / "dissolve.avi"
+    _write_video(path, native)
+    idx = [0, 25, 50]
+    frames = [native[i] for i in idx]
+    assert PL.shot_ids(frames, video_path=str(path), frame_index=idx) == [0, 0, 1]
+    # no consecutive pair changes much: without the dissolve reading the frame check drops it
+    assert PL.shot_ids(frames, video_path=str(path), frame_index=idx, blend=None) == [0, 0, 0]
+    th = [cuts.FrameFeatures(f).thumb for f in native[25:51]]
+    assert cuts.blend_residual(th) < constants.CUT_BLEND_RESIDUAL
+    # a pan's frames are no mix of its ends
+    pan = [_view(_scene(23), 8 * k) for k in range(26)]
+    assert cuts.blend_residual([cuts.FrameFeatures(f).thumb for f in pan]) > constants.CUT_BLEND_RESIDUAL

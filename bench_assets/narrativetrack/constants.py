@@ -29,11 +29,13 @@ CUT_COMPENSATED_FRACTION = 0.48   # ... and, judged on the samples alone, still 
 CUT_ABRUPT_FRACTION = 0.316       # ... where the native frames are at hand instead: two consecutive native frames
                                   # between the samples still differ this much once the camera's motion is undone (a
                                   # cut is abrupt, a pan / parallax / passing object is spread over the second)
+CUT_BLEND_RESIDUAL = 0.255        # ... or every native frame between them is this close to a mix of the two ends (a
+                                  # dissolve: no abrupt pair; cuts.blend_residual)
 CUT_BLACK_LEVEL = 9.4             # a frame whose 95th grey percentile is below this is black; black <-> picture is a
                                   # cut (a cut from black to a dark shot changes few pixels by much)
-# the three fitted on calibration stills only by scripts/calibrate_cuts.py (Youden J: pans, zooms, rotations, parallax
-# pans, passing occluders, at 1 fps and frame by frame at 25 fps, vs cuts between and within calibration stills;
-# black: 0-2 % vs 15-40 % exposures); issue 23, redesigned after the held-out case cuts_moving_camera failed
+# the four fitted on calibration stills only by scripts/calibrate_cuts.py (Youden J: pans, zooms, rotations, parallax
+# pans, passing occluders, at 1 fps and frame by frame at 25 fps, vs cuts between and within calibration stills and
+# 6-24 frame dissolves; black: 0-2 % vs 15-40 % exposures); issue 23, redesigned after the held-out case cuts_moving_camera failed
 TRACKLET_SPLIT_COSINE = 0.75      # consecutive boxes of one track below this ReID cosine: two tracklets
 # Stitching tracklets that IoU tracking broke (a walker moves about a box width between 1 fps samples): the ReID link
 # and torso-colour thresholds are fixed, fitted on the calibration videos only (scripts/calibrate_links.py ->

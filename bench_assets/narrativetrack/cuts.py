@@ -28,7 +28,9 @@ What does is time: a cut happens between two consecutive native frames, motion s
 video's native frames are at hand (``shot_ids(..., video_path=, frame_index=)``), every sampled interval the raw rule
 flags is re-read frame by frame (one streamed decode pass over the flagged intervals only): ``abrupt``, the largest
 ``compensated`` reading between two consecutive native frames in it, must reach ``CUT_ABRUPT_FRACTION`` (a camera or
-object moving a 25th of a second changes little once the camera's motion is undone; a cut changes as much as at 1 fps).
+object moving a 25th of a second changes little once the camera's motion is undone; a cut changes as much as at 1 fps),
+or the second must be a dissolve: every frame in it close to a mix of its two ends (``blend_residual`` at most
+``CUT_BLEND_RESIDUAL``; a moved view is no mix of the two ends).
 Without the native frames the sample pair is judged on ``raw`` and ``compensated``.
 The thresholds (constants.CUT_*) are fitted on calibration material only (scripts/calibrate_cuts.py: pans, zooms,
 parallax pans and passing occluders over calibration stills, at 1 fps and frame by frame, vs cuts between and within
@@ -233,9 +235,29 @@ def abrupt_reading(frames) -> float:
     return best
 
 
+def blend_residual(thumbs) -> float:
+    """How far the frames between the first and the last of ``thumbs`` (consecutive native frames, colour thumbnails)
+    are from mixes of those two: for each, the least-squares mix (1 - w) first + w last (w in [0, 1]), its mean absolute
+    residual over the mean absolute difference of the two ends; the largest. About 0 for a dissolve (every frame is
+    such a mix), large for motion (a moved view is no mix of the two ends). 1.0 where the ends barely differ."""
+    a = np.asarray(thumbs[0], np.float32)
+    d = np.asarray(thumbs[-1], np.float32) - a
+    den = float(np.abs(d).mean())
+    dd = float((d * d).sum())
+    if den < 1.0 or dd <= 0:
+        return 1.0
+    worst = 0.0
+    for f in thumbs[1:-1]:
+        f = np.asarray(f, np.float32) - a
+        w = min(max(float((f * d).sum()) / dd, 0.0), 1.0)
+        worst = max(worst, float(np.abs(f - w * d).mean()) / den)
+    return worst
+
+
 def abrupt_readings(video_path: str, spans) -> dict:
-    """``abrupt_reading`` of the native frames a..b of each span (a, b) of the video at ``video_path``, from one
-    streamed decode pass over those frames only (decoded at the feature image's width). {(a, b): reading}."""
+    """(``abrupt_reading``, ``blend_residual``) of the native frames a..b of each span (a, b) of the video at
+    ``video_path``, from one streamed decode pass over those frames only (decoded at the feature image's width).
+    {(a, b): (abrupt, blend) or None where the frames did not all decode}."""
     from bench_assets.core.media import DecodeError, VideoSource
     spans = sorted({(int(a), int(b)) for a, b in spans})
     if not spans:
@@ -247,6 +269,10 @@ def abrupt_readings(video_path: str, spans) -> dict:
     orb = cv2.ORB_create(nfeatures=500)
     pair = {}          # native i -> compensated reading between frames i - 1 and i
     last = {"i": None, "f": None}
+    thumbs, blend = {}, {}    # the open spans' thumbnails; span -> blend_residual
+    ends = {}
+    for a, b in spans:
+        ends.setdefault(b, []).append((a, b))
 
     def put(indices, frames):
         for i, f in zip(indices, frames):
@@ -254,21 +280,31 @@ def abrupt_readings(video_path: str, spans) -> dict:
             if last["i"] is not None and last["i"] == i - 1:
                 pair[i] = readings(last["f"], cur)[1]
             last["i"], last["f"] = i, cur
+            thumbs[i] = cur.thumb
+            for a, b in ends.get(i, ()):
+                if all(k in thumbs for k in range(a, b + 1)):
+                    blend[(a, b)] = blend_residual([thumbs[k] for k in range(a, b + 1)])
+            # keep only what a span still open may need (memory flat in the video's length)
+            nxt = min([a for a, b in spans if b > i] or [i + 1])
+            for k in [k for k in thumbs if k < nxt]:
+                del thumbs[k]
     src.chunks(put, indices=need, chunk=8, size=size, name="narrativetrack cut check")
     try:
         src.run()
     except DecodeError:   # what decoded is read; the rest keeps the sampled judgement (the sampling pass reports it)
         pass
     # a span whose frames did not decode (a truncated file) keeps the sampled judgement: its reading is None
-    return {(a, b): (max(pair[i] for i in range(a + 1, b + 1)) if all(i in pair for i in range(a + 1, b + 1))
-                     else None) for a, b in spans}
+    return {(a, b): ((max(pair[i] for i in range(a + 1, b + 1)), blend.get((a, b), 1.0))
+                     if all(i in pair for i in range(a + 1, b + 1)) else None) for a, b in spans}
 
 
 def cut_flags(frames, raw_min: float, compensated_min: float, black_level: float,
-              abrupt_min: Optional[float] = None, video_path: Optional[str] = None, frame_index=None) -> list[bool]:
+              abrupt_min: Optional[float] = None, video_path: Optional[str] = None, frame_index=None,
+              blend_max: Optional[float] = None) -> list[bool]:
     """Whether each consecutive pair of sampled ``frames`` is a cut. With ``video_path`` and ``frame_index`` (the
     samples' native indices) and ``abrupt_min``: a cut from / to black, or raw >= ``raw_min`` confirmed frame by frame
-    (``abrupt`` >= ``abrupt_min``). Without them (or where the native frames do not decode): the sampled rule
+    (``abrupt`` >= ``abrupt_min``) or a dissolve (every frame between a mix of the two ends: ``blend_residual`` <=
+    ``blend_max``). Without them (or where the native frames do not decode): the sampled rule
     (``is_cut_reading``)."""
     sig = pair_signals(frames)
     flags = [is_cut_reading(r, raw_min, compensated_min, 0.0, 0.0, black_level) for r in sig]
@@ -280,5 +316,6 @@ def cut_flags(frames, raw_min: float, compensated_min: float, black_level: float
     got = abrupt_readings(video_path, spans.values())
     for j, span in spans.items():
         if got.get(span) is not None:
-            flags[j] = got[span] >= abrupt_min
+            abrupt, blend = got[span]
+            flags[j] = abrupt >= abrupt_min or (blend_max is not None and blend <= blend_max)
     return flags

@@ -32,18 +32,20 @@ def sample_indices(n_frames: int, native_fps: float, sample_fps: float) -> list[
 def shot_ids(frames: Sequence[np.ndarray], threshold: float = constants.CUT_CHANGED_FRACTION,
              compensated: float = constants.CUT_COMPENSATED_FRACTION, black: float = constants.CUT_BLACK_LEVEL,
              abrupt: Optional[float] = constants.CUT_ABRUPT_FRACTION, video_path: Optional[str] = None,
-             frame_index: Optional[Sequence[int]] = None) -> list[int]:
+             frame_index: Optional[Sequence[int]] = None,
+             blend: Optional[float] = constants.CUT_BLEND_RESIDUAL) -> list[int]:
     """Shot number per sampled frame (cuts.cut_flags; issue 23: at 1 fps a pan, parallax or a passing object moves
     most pixels). A cut where one frame is black and the other not, or where at least ``threshold`` of the pixels
     (thumbnails) change by more than 40 grey levels between consecutive samples and, given the video
     (``video_path``, the samples' native ``frame_index``), two consecutive native frames between them still differ by
-    ``abrupt`` once the camera's motion is undone (a cut is abrupt, motion is spread); without the video, at least
+    ``abrupt`` once the camera's motion is undone (a cut is abrupt, motion is spread) or every native frame between
+    them is within ``blend`` of a mix of the two (a dissolve); without the video, at least
     ``compensated`` of the pixels still change once the earlier sample is warped by the camera's global motion.
     Sensitive on purpose: a spurious cut only splits a segment (the change lists collapse equal neighbours), a missed
     one merges two scenes."""
     from bench_assets.narrativetrack import cuts
     out, shot = [0] if len(frames) else [], 0
-    for flag in cuts.cut_flags(frames, threshold, compensated, black, abrupt, video_path, frame_index):
+    for flag in cuts.cut_flags(frames, threshold, compensated, black, abrupt, video_path, frame_index, blend):
         shot += flag
         out.append(shot)
     return out

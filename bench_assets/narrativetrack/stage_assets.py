@@ -49,7 +49,7 @@ def narrativetrack_video(context: AssetExecutionContext, paths: BenchPaths) -> O
 # the cut thresholds are part of the code version: a refit (scripts/calibrate_cuts.py) re-cuts the shots
 @asset(partitions_def=P.items, group_name=GROUP,
        code_version=f"3+cut{constants.CUT_CHANGED_FRACTION}/{constants.CUT_COMPENSATED_FRACTION}/"
-                    f"{constants.CUT_BLACK_LEVEL}/{constants.CUT_ABRUPT_FRACTION}")
+                    f"{constants.CUT_BLACK_LEVEL}/{constants.CUT_ABRUPT_FRACTION}/{constants.CUT_BLEND_RESIDUAL}")
 def narrativetrack_frames(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame) -> Output[pd.DataFrame]:
     """Frames at the sampling rate (t_j = j / f) and the shot each belongs to (cut detection)."""
     video = video_row(narrativetrack_video)
