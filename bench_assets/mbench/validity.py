@@ -29,13 +29,20 @@ BENCH = "mbench"
 REFERENCE = "reference"
 GENERATORS = {REFERENCE: "same", "p_changed": "changed", "p_ignoring": "ignoring"}
 MEMORY = ("geometry", "epipolar", "reprojection")
+IDENTITY_BLIND_TO_REPLACEMENT = (
+    "the paper's identity averages the consistency of each face track with its own centroid; a person replaced "
+    "between shots starts a track of their own, which is as consistent as the original (hand-labelled tracks of the "
+    "dialogue: .798 reference, .834 changed), so only a tracker error can move it")
 CASES = [
     # the paper's identity (centroid consistency per face track) sees two clean tracks when one person replaces
-    # another, so its row may report the miss; our identity_first_appearance addition is built to see it
+    # another; our identity_first_appearance addition is built to see it. v2: the identity row is kept, as a
+    # documented limitation (traced in session 4: with the dialogue's tracks taken from the hand labels the paper's
+    # value rises .798 -> .834; v1's -.079 came only from the tracker merging the drawn man into the woman's track)
     core_validity.Case(
         "changed_world", "the photograph is mirrored while the camera is away (the dialogue: the man where the woman "
         "should be)", "p_changed", [core_validity.Expect(m, -1, 0.10) for m in MEMORY]
-        + [core_validity.Expect("identity", -1, 0.10), core_validity.Expect(IDENTITY_FIRST_APPEARANCE, -1, 0.10)],
+        + [core_validity.Expect("identity", -1, 0.10, limitation=IDENTITY_BLIND_TO_REPLACEMENT),
+           core_validity.Expect(IDENTITY_FIRST_APPEARANCE, -1, 0.10)],
         sources=("messi5.jpg", "basketball1.png", "china.jpg", "Megamind.avi")),
     core_validity.Case(
         "camera_ignores_actions", "the camera keeps moving away and never returns", "p_ignoring",
