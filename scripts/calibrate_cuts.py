@@ -25,12 +25,17 @@ pixel-clean.
   consecutive frames. A cut's is the reading of the pair across the cut (the cut pairs above).
 - dissolves (CUT_BLEND_RESIDUAL): 6-, 12- and 24-frame cross-fades between two calibration stills inside one sampled
   second (3 per still) vs the same continuous motions: ``cuts.blend_residual`` (how far the frames are from mixes of
-  the second's two ends). Prints the readings (cuts.readings) of both sides, the fitted thresholds and the rates on this
-material; it changes nothing (the constants are edited by hand, in their own commit, citing this output).
+  the second's two ends).
+
+Prints the readings (cuts.pair_signals / abrupt_reading / blend_residual) of every side, the fitted thresholds and the
+rates on this material; it changes nothing (the constants are edited by hand, in their own commit, citing this output).
 The raw threshold stays where it was (.4: sensitive on purpose); the compensated, local and colour ones are each
 fitted by Youden's J between camera moves (pans, zooms, rotations, parallax pans, occluders) and cuts among the pairs
-the raw rule flags, half-way to the next lower reading; the black level half-way between the brightest black frame's
-and the darkest dark picture's brightness reading (cuts.FrameFeatures.bright).
+the raw rule flags, half-way to the next lower reading, and the sampled-only rule (used where no native frames are at
+hand) is the combination with the fewest errors here (raw + compensated; local and colour are printed, not shipped);
+the frame-by-frame CUT_ABRUPT_FRACTION and CUT_BLEND_RESIDUAL likewise by Youden's J among the raw-flagged seconds; the
+black level half-way between the brightest black frame's and the darkest dark picture's brightness reading
+(cuts.FrameFeatures.bright).
 
     .venv/bin/python scripts/calibrate_cuts.py
 """
