@@ -180,16 +180,21 @@ def full_reading(prev: FrameFeatures, cur: FrameFeatures) -> Reading:
     return Reading(raw, comp, moved, local_share(prev, cur), colour_distance(prev, cur), prev.bright, cur.bright)
 
 
-def pair_signals(frames) -> list[Reading]:
-    """Every reading of every consecutive pair of ``frames`` (RGB), in order."""
+def _consecutive(frames, read) -> list:
+    """``read(prev, cur)`` of every consecutive pair of ``frames`` (RGB), in order (each frame's features once)."""
     orb = cv2.ORB_create(nfeatures=500)
     out, prev = [], None
     for f in frames:
         cur = FrameFeatures(np.asarray(f), orb)
         if prev is not None:
-            out.append(full_reading(prev, cur))
+            out.append(read(prev, cur))
         prev = cur
     return out
+
+
+def pair_signals(frames) -> list[Reading]:
+    """Every reading of every consecutive pair of ``frames`` (RGB), in order."""
+    return _consecutive(frames, full_reading)
 
 
 def cut_from_black(r: Reading, black_level: float) -> bool:
@@ -207,14 +212,7 @@ def is_cut_reading(r: Reading, raw_min: float, compensated_min: float, local_min
 
 def pair_readings(frames) -> list[tuple[float, float, bool]]:
     """Readings of every consecutive pair of ``frames`` (RGB), in order."""
-    orb = cv2.ORB_create(nfeatures=500)
-    out, prev = [], None
-    for f in frames:
-        cur = FrameFeatures(np.asarray(f), orb)
-        if prev is not None:
-            out.append(readings(prev, cur))
-        prev = cur
-    return out
+    return _consecutive(frames, readings)
 
 
 def is_cut(raw: float, compensated: float, raw_min: float, compensated_min: float) -> bool:
