@@ -30,12 +30,7 @@ def faces():
         pytest.skip(str(e))
     from bench_resources.models import ModelRegistry
     model = ModelRegistry(profile="offline").slot("face")
-    cap, frames = cv2.VideoCapture(str(path)), []
-    while True:
-        ok, f = cap.read()
-        if not ok:
-            break
-        frames.append(cv2.resize(f[..., ::-1], None, fx=2, fy=2, interpolation=cv2.INTER_CUBIC))
+    frames = faces_frames()
     ref = characters.largest_face(model, frames[60])
     sharp = characters.largest_face(model, frames[0])
     blurred = characters.largest_face(model, np.ascontiguousarray(cv2.GaussianBlur(frames[0], (0, 0), 6)))
@@ -156,6 +151,7 @@ def reference_world(faces, tmp_path_factory):
 
 
 def faces_frames() -> list[np.ndarray]:
+    """The carphone clip's frames, RGB, upscaled 2x (its faces are small)."""
     path = footage.footage_path("carphone_pristine.mp4")
     cap, frames = cv2.VideoCapture(str(path)), []
     while True:
