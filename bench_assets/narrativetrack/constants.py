@@ -48,6 +48,13 @@ LINK_HEIGHT_RATIO = 1.5
 LINK_MAX_GAP_S = 2.0
 LINK_MIN_PAIRS = 10
 LINK_POSITIVE_IOU = 0.5           # torso-colour calibration: consecutive boxes overlapping this much are one person
+# Motion links (flow_links.py, issue 23): each box is carried to the next sample through the native frames between
+# them by dense optical flow (OpenCV DIS, its MEDIUM preset) on grey frames of FLOW_HEIGHT rows (the same working
+# size for any copy of a file), by the median flow in the central FLOW_INNER share of the box (a walker's box is about
+# half background); linked one to one where the carried box overlaps the next one at LINK_POSITIVE_IOU (at their mean
+# size). Conventions, not fitted; scripts/check_flow_links.py measures the links on the calibration videos.
+FLOW_HEIGHT = 240
+FLOW_INNER = 0.5
 COLOUR_FALLBACK = 0.0             # torso-colour agreement where there is no link_calibration.json: no check
 FACE_MIN_HEIGHT = 15              # a face under this many native pixels carries no identity (campus walkers: 5-12 px)
 FACE_MIN_FRACTION = 15 / 576       # the same limit as a share of the frame height (15 px of the campus' 576 rows),

@@ -14,6 +14,7 @@ from bench_assets.core.slots import load_slot
 from bench_assets.narrativetrack import calibration
 from bench_assets.narrativetrack import constants
 from bench_assets.narrativetrack import dataset
+from bench_assets.narrativetrack import flow_links
 from bench_assets.narrativetrack import pipeline
 from bench_assets.narrativetrack import stages
 from bench_assets.narrativetrack.frame_cache import frame_view, open_video, sampled_frames, video_row
@@ -87,20 +88,34 @@ def narrativetrack_detections(context: AssetExecutionContext, narrativetrack_vid
     return Output(df, metadata={"boxes": len(df), "frames": len(frames)})
 
 
-@asset(partitions_def=P.items, group_name=GROUP, code_version="2")
+# 3: the motion tracks (flow_links; issue 23) beside ByteTrack's ids
+@asset(partitions_def=P.items, group_name=GROUP,
+       code_version=f"3+flow{constants.FLOW_HEIGHT}/{constants.FLOW_INNER}/{constants.LINK_POSITIVE_IOU}")
 def narrativetrack_tracklets(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
                              narrativetrack_frames: pd.DataFrame,
                              narrativetrack_detections: pd.DataFrame) -> Output[pd.DataFrame]:
-    """ByteTrack tracklet id per box (reset at shot cuts; lost-track buffer in seconds)."""
+    """ByteTrack tracklet id per box (reset at shot cuts; lost-track buffer in seconds), and ``motion_track``: those
+    links redone with motion through the native frames between consecutive samples of a shot (each box carried by
+    dense optical flow to the next sample and linked one to one to the box it overlaps at IoU >= LINK_POSITIVE_IOU;
+    flow_links), so a walker who moves a box width between samples keeps one track at any resolution."""
     video = video_row(narrativetrack_video)
     t0 = time.perf_counter()
     dets = det_records(narrativetrack_detections)
-    shots = [int(s) for s in narrativetrack_frames.sort_values("sample")["shot"]]
+    frames = narrativetrack_frames.sort_values("sample")
+    shots = [int(s) for s in frames["shot"]]
     ids = stages.tracklets(dets, len(shots), shots, float(video["sample_fps"]))
     df = narrativetrack_detections.sort_values("det")[["det", "sample", "frame_index"]].copy()
     df["track_id"] = ids
+    samples, boxes = [d["sample"] for d in dets], [d["box"] for d in dets]
+    got = flow_links.flow_links(video["path"], [int(i) for i in frames["frame_index"]], shots,
+                                flow_links.boxes_by_sample(samples, boxes), constants.LINK_POSITIVE_IOU,
+                                frame_size=(int(video["width"]), int(video["height"])))
+    df["motion_track"] = flow_links.relink(ids, samples, boxes, [(a, b) for a, b, _ in got["links"]], got["pairs"],
+                                           constants.LINK_POSITIVE_IOU)
     df["video_id"], df["seconds"] = video["video_id"], time.perf_counter() - t0
-    return Output(df, metadata={"tracks": int(len(set(i for i in ids if i >= 0)))})
+    return Output(df, metadata={"tracks": int(len(set(i for i in ids if i >= 0))),
+                                "motion_links": len(got["links"]), "sample_pairs_followed": len(got["pairs"]),
+                                "sample_pairs_undecoded": len(got["undecoded"])})
 
 
 @asset(partitions_def=P.items, group_name=GROUP, code_version="1", pool="gpu", op_tags=GPU_OP_TAGS)
@@ -149,7 +164,7 @@ def narrativetrack_faces(context: AssetExecutionContext, narrativetrack_video: p
 # the face-merge and link thresholds are part of the code version: a refit (scripts/calibrate_faces.py,
 # scripts/calibrate_links.py) re-runs the identities
 @asset(partitions_def=P.items, group_name=GROUP,
-       code_version=f"4+merge{FACE_MERGE:.4f}+links{LINKS_VERSION}")
+       code_version=f"5+merge{FACE_MERGE:.4f}+links{LINKS_VERSION}+motion")
 def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
                               narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
                               narrativetrack_tracklets: pd.DataFrame, narrativetrack_reid: pd.DataFrame,
@@ -161,7 +176,10 @@ def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_vid
     video = video_row(narrativetrack_video)
     t0 = time.perf_counter()
     dets = det_records(narrativetrack_detections)
-    tids = [int(t) for t in narrativetrack_tracklets.sort_values("det")["track_id"]]
+    tr = narrativetrack_tracklets.sort_values("det")
+    tids = [int(t) for t in tr["track_id"]]
+    # tracks linked by motion through the native frames (a table stored before them has none: the tracker's alone)
+    motion = [int(t) for t in tr["motion_track"]] if "motion_track" in tr.columns else None
     emb = list(narrativetrack_reid.sort_values("det")["embedding"])
     emb = [None if e is None or (isinstance(e, float) and np.isnan(e)) else list(e) for e in emb]
     faces = narrativetrack_faces.sort_values("det")
@@ -176,7 +194,7 @@ def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_vid
     threshold = (links or {}).get("cluster") or constants.REID_THRESHOLD[models.profile]
     ids, info = stages.identities(dets, tids, emb, face_rows, threshold, FACE_MERGE, shots=shots,
                                   sample_fps=float(video["sample_fps"]), colours=stages.torso_colours(frames, dets),
-                                  links=links, frame_height=float(video["height"]))
+                                  links=links, frame_height=float(video["height"]), motion_ids=motion)
     faces_df = faces.assign(face_box=[r["face_box"] for r in face_rows])
     seconds = time.perf_counter() - t0  # the judge's latency is not the pipeline's speed
     judged, vlog = verify_identities(judge, frames, dets, ids, info["tracklet_ids"], faces_df)

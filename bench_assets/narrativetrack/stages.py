@@ -153,10 +153,14 @@ def face_embeddings(frames: Sequence[np.ndarray], dets: list[dict], face, only: 
 
 
 def split_tracks(dets: list[dict], track_ids: Sequence[int], reid: Sequence,
-                 colours: Optional[Sequence] = None) -> list[int]:
+                 colours: Optional[Sequence] = None, motion_ids: Optional[Sequence[int]] = None) -> list[int]:
     """Tracklets before the torso-colour split: untracked boxes made one-box tracklets, tracks cut where ReID
-    appearance breaks (``TRACKLET_SPLIT_COSINE``) and, with ``colours``, where consecutive boxes barely overlap."""
+    appearance breaks (``TRACKLET_SPLIT_COSINE``) and, with ``colours``, where consecutive boxes barely overlap.
+    With ``motion_ids`` (the tracker's links redone with motion links through the native frames,
+    flow_links.relink): those tracks, cut where ReID appearance breaks (motion already decided the overlaps)."""
     samples = [d["sample"] for d in dets]
+    if motion_ids is not None:
+        return pipeline.split_tracklets([int(t) for t in motion_ids], samples, reid, constants.TRACKLET_SPLIT_COSINE)
     # a box ByteTrack left untracked (a low score no live track wanted) is still a person: a one-box tracklet that
     # stitching can join to a track
     nxt = max(track_ids, default=-1) + 1
@@ -173,7 +177,8 @@ def split_tracks(dets: list[dict], track_ids: Sequence[int], reid: Sequence,
 def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces: Sequence[dict],
                threshold: float, face_merge: float = constants.FACE_MERGE_COSINE, shots: Optional[Sequence[int]] = None,
                sample_fps: float = constants.SAMPLE_FPS, colours: Optional[Sequence] = None,
-               links: Optional[dict] = None, frame_height: Optional[float] = None) -> tuple[list[Optional[int]], dict]:
+               links: Optional[dict] = None, frame_height: Optional[float] = None,
+               motion_ids: Optional[Sequence[int]] = None) -> tuple[list[Optional[int]], dict]:
     """Identity per detection (None for untracked / noise): tracklets cut where appearance breaks and stitched where
     IoU tracking lost a moving person, ReID clustering of tracklets (cannot-link in time), then face refinement (faces
     too small to carry identity ignored), then the main characters (4 largest clusters) renumbered 0..3 by size.
@@ -182,12 +187,14 @@ def identities(dets: list[dict], track_ids: Sequence[int], reid: Sequence, faces
     made who is merged depend on whatever else the file holds): ``links`` = {"reid": cosine, "colour":
     Bhattacharyya, ...} fitted on calibration videos (calibration.link_thresholds; without it the profile's ReID
     threshold and no colour check), and sizes are relative (box heights for distances; faces as a fraction of
-    ``frame_height``), so the same frames at another size take the same decisions."""
+    ``frame_height``), so the same frames at another size take the same decisions. ``motion_ids``: tracks linked by
+    motion through the native frames between samples (narrativetrack_tracklets' ``motion_track``); appearance then
+    stitches only what motion could not link."""
     samples = [d["sample"] for d in dets]
     links = dict(links or {"colour": constants.COLOUR_FALLBACK, "source": "fallback: no link calibration file"})
     if links.get("reid") is None:
         links["reid"] = threshold
-    track_ids = split_tracks(dets, track_ids, reid, colours)
+    track_ids = split_tracks(dets, track_ids, reid, colours, motion_ids)
     col_t = None
     if colours is not None:
         col_t = float(links["colour"])
