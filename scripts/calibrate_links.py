@@ -104,9 +104,11 @@ def video_tracklets(store, vid: str, links: dict):
     cols = stages.torso_colours(frames, dets)
     reid = [None if e is None or (isinstance(e, float) and np.isnan(e)) else list(e) for e in re["embedding"]]
     no_face = [{"face_embedding": None, "face_box": None}] * len(dets)
+    # the motion tracks where the table has them, as narrativetrack_identities uses them (flow_links)
+    motion = [int(t) for t in tr["motion_track"]] if "motion_track" in tr.columns else None
     _, info = stages.identities(dets, [int(t) for t in tr["track_id"]], reid, no_face, constants.REID_THRESHOLD["offline"],
                                 shots=[int(s) for s in fr["shot"]], sample_fps=float(video["sample_fps"]),
-                                colours=cols, links=links, frame_height=float(video["height"]))
+                                colours=cols, links=links, frame_height=float(video["height"]), motion_ids=motion)
     members, emb, tframes, col = stages.tracklet_means(dets, info["tracklet_ids"], reid, cols)
     return fr, det, dets, info["tracklet_ids"], members, emb, tframes, col
 

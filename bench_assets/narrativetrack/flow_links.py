@@ -4,9 +4,10 @@ At 1 fps a walker moves about a box width between two samples, so IoU tracking o
 the pieces were joined on appearance alone (an offline ReID whose similarities move by .01-.07 with the file's
 resolution: issue 23's campus at 0.5x and 2x). The native frames between two samples see the motion a tenth or a
 twenty-fifth at a time. Each box of sample j is carried to sample j+1 through them with dense optical flow (OpenCV
-DIS on grey frames scaled to ``FLOW_HEIGHT`` rows: the median flow inside the box, chained frame to frame), and a box
-of sample j+1 continues the box of sample j whose carried box it overlaps best (IoU >= ``min_iou``, the tracker's own
-LINK_POSITIVE_IOU; the boxes compared at their mean size, ``centred_iou``; one to one, Hungarian), within a shot. Flow and boxes scale together, so a resized copy of the file gets the same links; no
+DIS on grey frames scaled to ``FLOW_HEIGHT`` rows: the median flow inside the box's central ``INNER`` share, chained
+frame to frame), and a box of sample j+1 continues the box of sample j whose carried box it overlaps best (overlap >=
+``min_iou``, the tracker's own LINK_POSITIVE_IOU; the boxes compared at their mean size, ``centred_iou``; one to one,
+Hungarian), within a shot. Flow and boxes scale together, so a resized copy of the file gets the same links; no
 appearance is read.
 
 The pure parts (``propagate``, ``match``, ``chain_ids``) take arrays; ``flow_links`` is the streamed decode loop
