@@ -256,6 +256,8 @@ IN_SAMPLE = {
     "GAP_TOLERANCE_S": "set on the campus clip (vtest.avi: a missed detection made a reappearance)",
     "FACE_MIN_HEIGHT / FACE_MIN_FRACTION": "set on the campus clip's 5-12 px faces (vtest.avi; 15 of its 576 rows)",
     "STATE_TOLERANCE / CHANGE_MARGIN": "set from distances measured on carphone and vtest",
+    "FLOW_HEIGHT / FLOW_INNER (motion links)": "conventions, not fitted; the central-half rule and the mean-size "
+                                               "overlap were added after the campus at 0.5x failed (vtest.avi)",
 }
 
 
