@@ -21,22 +21,11 @@ import cv2
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from bench_assets.core.kernels import iou
 from bench_assets.narrativetrack import constants
 
 FLOW_HEIGHT = constants.FLOW_HEIGHT    # rows of the grey frames the flow is computed on
 INNER = constants.FLOW_INNER           # the central share of a box whose median flow carries it
-
-
-def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a, b = np.asarray(a, float).reshape(-1, 4), np.asarray(b, float).reshape(-1, 4)
-    x1 = np.maximum(a[:, None, 0], b[None, :, 0])
-    y1 = np.maximum(a[:, None, 1], b[None, :, 1])
-    x2 = np.minimum(a[:, None, 2], b[None, :, 2])
-    y2 = np.minimum(a[:, None, 3], b[None, :, 3])
-    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
-    area = lambda r: np.clip(r[:, 2] - r[:, 0], 0, None) * np.clip(r[:, 3] - r[:, 1], 0, None)  # noqa: E731
-    union = area(a)[:, None] + area(b)[None, :] - inter
-    return np.where(union > 0, inter / np.maximum(union, 1e-9), 0.0)
 
 
 def _inner(boxes: np.ndarray, share: float) -> np.ndarray:
@@ -191,6 +180,6 @@ def relink(track_ids: Sequence[int], samples: Sequence[int], boxes: Sequence, li
                 continue    # motion decided this pair of samples
             if a in nxt or b in prv:
                 continue
-            if _iou(np.asarray(boxes[a], float), np.asarray(boxes[b], float))[0, 0] >= min_iou:
+            if iou(boxes[a], boxes[b]) >= min_iou:
                 nxt[a], prv[b] = b, a
     return chain_ids(n, list(nxt.items()))
