@@ -40,12 +40,12 @@ SUB_DIMENSIONS = [
     # temporal quality
     _sub("dynamic_degree", "VBench dynamic degree: 100 when enough analysis pairs move (top-5 % flow magnitude rule), "
          "else 0",
-         ("flow",), validity=("frozen",)),
+         ("flow",), validity=("frozen", "wrong_rate_header")),
     _sub("motion_smoothness", "VBench on native frames: 100 x (255 - MAE) / 255 of each odd frame rebuilt from its "
          "neighbours (AMT-S in the paper profile, flow midpoints offline)", ("interpolator",),
-         validity=("frozen", "shuffle")),
+         validity=("frozen", "shuffle", "truncated_file")),
     _sub("warping_error", "100 x (1 - WE), WE = mean abs difference of the flow-warped previous frame over "
-         "non-occluded pixels (-log(WE) kept in detail)", ("flow",), validity=("shuffle",)),
+         "non-occluded pixels (-log(WE) kept in detail)", ("flow",), validity=("shuffle", "wrong_rate_header")),
     _sub("semantic_consistency", "mean clipped cosine of consecutive analysis frames' image features", ("siglip2",)),
     _sub("temporal_flickering", "100 x (255 - MAE) / 255 over static consecutive native frame pairs (VBench static "
          "rule per pair; VBench's per-video filter in the detail)", ("flow",),
@@ -58,7 +58,7 @@ SUB_DIMENSIONS = [
     _sub("intra_event_background_consistency", "mean cosine of consecutive backgrounds (frame minus the grounded "
          "subject) inside each event", EVENT_SLOTS),
     _sub("inter_event_subject_consistency", "mean pairwise similarity between events of a subject grounded in >= 2 "
-         "events", EVENT_SLOTS, validity=("identity_swap",)),
+         "events", EVENT_SLOTS, validity=("identity_swap", "shuffled_events")),
     _sub("inter_event_background_consistency", "mean pairwise similarity between the events' backgrounds",
          EVENT_SLOTS),
     # content clarity (judge, R rounds)
@@ -78,7 +78,7 @@ FACE_IDENTITY = MetricSpec(
     "vectors (ArcFace; YuNet+SFace offline) of the faces inside each subject's grounded boxes; faces below the "
     "quality floors (size, blur, detector confidence) are counted apart (n_low_quality), not read as another person",
     paper_id=ADDITION, scale=(0.0, 100.0), unit="%", aggregation=SUB_AGGREGATION, slots=("face", *EVENT_SLOTS),
-    inputs=VISUAL)
+    inputs=VISUAL, validity=("shuffled_events",))
 ADDITIONS = [FACE_IDENTITY]
 
 _BY_ID = {s.id: s for s in SUB_DIMENSIONS}
