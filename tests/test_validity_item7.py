@@ -89,7 +89,17 @@ def test_item7_cases_read_validation_sources_name_declared_metrics_and_every_cut
     assert all(footage.SOURCES[s].split == footage.VALIDATION for c in L.ITEM7_CASES for s in c.sources)
     cut = next(c for c in L.ITEM7_CASES if c.case_id == "truncated_file")
     # one expectation per sample: a file that fails to evaluate is its own "cannot run" row, not averaged away
-    assert sorted(e.units for e in cut.expectations) == sorted(f"^{s[0]}$" for s in L.SAMPLES)
+    assert sorted(e.units for e in cut.expectations) == sorted(f"^{s[0]}(/|$)" for s in L.SAMPLES)
+    # each regex selects its sample's item-level unit as table_unit_values writes it from a metric table's columns
+    # (the item, then the other unit keys, empty on item rows), and no other sample's
+    from bench_assets.core.tables import METRIC_COLUMNS
+    keys = [k for k in V.UNIT_KEYS if k in METRIC_COLUMNS]
+    assert keys[0] == "item"
+    units = ["/".join([sid] + [""] * (len(keys) - 1)) for sid in [s[0] for s in L.SAMPLES] + [L.DIALOGUE[0]]]
+    for c in L.ITEM7_CASES:
+        for e in c.expectations:
+            hit = [u for u in units if e.units is None or __import__("re").search(e.units, u)]
+            assert hit and (e.units is None or len(hit) == 1), (c.case_id, e.units, hit)
     for c in L.ITEM7_CASES:
         for e in c.expectations:
             assert c.case_id in METRICS[e.metric_id].validity, (c.case_id, e.metric_id)
