@@ -85,6 +85,18 @@ def test_rows_pair_units_and_list_metrics_that_cannot_run_with_their_reason():
     assert "PASS" in text and "cannot run" in text and "1 pass, 0 fail, 1 cannot run" in text
 
 
+def test_a_perturbation_of_one_unit_is_compared_with_that_unit_not_every_reference_unit():
+    """One perturbed unit (too few for a paired d): its reference is the same unit, not the mean of every reference
+    unit (another sample in the reference must not move the row)."""
+    suite = V.Suite("b", None, None, "ref", [V.Case("c", "p", "gen_p", [V.Expect("m", -1, 5.0)])])
+    values = pd.DataFrame([{"generator": "ref", "unit": u, "metric_id": "m", "value": v, "reason": None}
+                           for u, v in (("a", 90.0), ("b", 60.0))]
+                          + [{"generator": "gen_p", "unit": "a", "metric_id": "m", "value": 70.0, "reason": None}])
+    row = V.validity_rows(suite, values, MetricSpecs("b", [MetricSpec("m", "f", "higher", "m")])).iloc[0]
+    assert row["reference_mean"] == pytest.approx(90.0) and row["difference"] == pytest.approx(-20.0)
+    assert row["passed"] == True  # noqa: E712 (with every reference unit it would read 75 -> 70, -5)
+
+
 def test_a_documented_limitation_reads_limit_never_pass_and_is_no_failure():
     """An expectation that documents a blind spot of the metric's definition keeps its row and numbers; a miss reads
     LIMIT (counted apart: not a pass, not a failure), a move it can see still reads PASS, and the text is frozen."""
