@@ -197,9 +197,13 @@ def pair_signals(frames) -> list[Reading]:
     return _consecutive(frames, full_reading)
 
 
-def cut_from_black(r: Reading, black_level: float) -> bool:
+def black_change(bright_prev: float, bright_cur: float, black_level: float) -> bool:
     """Pure: one frame near-black (even its bright parts dark), the other a picture."""
-    return (r.bright_prev < black_level) != (r.bright_cur < black_level)
+    return (bright_prev < black_level) != (bright_cur < black_level)
+
+
+def cut_from_black(r: Reading, black_level: float) -> bool:
+    return black_change(r.bright_prev, r.bright_cur, black_level)
 
 
 def is_cut_reading(r: Reading, raw_min: float, compensated_min: float, local_min: float, colour_min: float,
@@ -223,14 +227,7 @@ def is_cut(raw: float, compensated: float, raw_min: float, compensated_min: floa
 def abrupt_reading(frames) -> float:
     """The largest ``compensated`` reading between two consecutive frames of ``frames`` (native rate, RGB): high at a
     cut, low for motion spread over the frames."""
-    orb = cv2.ORB_create(nfeatures=500)
-    best, prev = 0.0, None
-    for f in frames:
-        cur = FrameFeatures(np.asarray(f), orb)
-        if prev is not None:
-            best = max(best, readings(prev, cur)[1])
-        prev = cur
-    return best
+    return max((r[1] for r in pair_readings(frames)), default=0.0)
 
 
 def blend_residual(thumbs) -> float:
@@ -302,15 +299,15 @@ def cut_flags(frames, raw_min: float, compensated_min: float, black_level: float
     """Whether each consecutive pair of sampled ``frames`` is a cut. With ``video_path`` and ``frame_index`` (the
     samples' native indices) and ``abrupt_min``: a cut from / to black, or raw >= ``raw_min`` confirmed frame by frame
     (``abrupt`` >= ``abrupt_min``) or a dissolve (every frame between a mix of the two ends: ``blend_residual`` <=
-    ``blend_max``). Without them (or where the native frames do not decode): the sampled rule
-    (``is_cut_reading``)."""
-    sig = pair_signals(frames)
-    flags = [is_cut_reading(r, raw_min, compensated_min, 0.0, 0.0, black_level) for r in sig]
+    ``blend_max``). Without them (or where the native frames do not decode): the sampled rule (black, or ``raw``
+    and ``compensated``; ``is_cut_reading`` with no ``local`` / ``colour`` floor)."""
+    # only the readings the rule reads (``local`` / ``colour`` are the calibration script's, not computed here)
+    sig = _consecutive(frames, lambda p, c: (readings(p, c), black_change(p.bright, c.bright, black_level)))
+    flags = [black or is_cut(raw, comp, raw_min, compensated_min) for (raw, comp, _), black in sig]
     if video_path is None or frame_index is None or abrupt_min is None:
         return flags
     idx = [int(i) for i in frame_index]
-    spans = {j: (idx[j], idx[j + 1]) for j, r in enumerate(sig) if r.raw >= raw_min and not cut_from_black(
-        r, black_level)}
+    spans = {j: (idx[j], idx[j + 1]) for j, ((raw, _, _), black) in enumerate(sig) if raw >= raw_min and not black}
     got = abrupt_readings(video_path, spans.values())
     for j, span in spans.items():
         if got.get(span) is not None:
