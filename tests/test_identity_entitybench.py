@@ -85,6 +85,9 @@ def test_face_quality_names_each_floor_it_misses(footage):
     tiny = cv2.resize(talk[0], (W // 6, H // 6), interpolation=cv2.INTER_AREA)
     small = F.face_quality(np.full((112, 112, 3), 128, np.uint8), 0.95, 12.0)
     assert not small.ok and any("px" in x for x in small.low) and any("blur" in x for x in small.low)
+    # each reason names its floor (MBench counts low-quality faces per floor from the stored reasons)
+    low_all = F.face_quality(np.full((112, 112, 3), 128, np.uint8), 0.5, 12.0).low
+    assert [F.floor_kind(x) for x in low_all] == ["size", "blur", "confidence"]
     assert F.face_quality(cv2.cvtColor(sharp_crop(face, talk[0]), cv2.COLOR_RGB2BGR), 0.95, 60.0).ok
     assert all(not f.quality.ok for f in face.faces(tiny))
 

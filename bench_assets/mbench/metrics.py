@@ -9,6 +9,7 @@ from skimage.metrics import structural_similarity
 
 from bench_assets.core.kernels import l2_normalise
 from bench_assets.mbench import identity_calibration as IC
+from bench_resources.models.face import floor_kind
 
 SUBSET_METRICS = {
     "human": ("identity", "appearance"),
@@ -104,9 +105,6 @@ def face_tracks(detections: Sequence[Sequence[np.ndarray]], max_distance: float 
     return tracks
 
 
-_LOW_KINDS = (("face ", "size"), ("blur", "blur"), ("detector confidence", "confidence"))
-
-
 def low_quality_faces(tracks_quality: Sequence[Sequence[Optional[dict]]]) -> Optional[dict]:
     """What of the face tracks is below the face model's quality floors (issue 23: a face too poor to identify is
     reported as such, not silently as another person). ``tracks_quality``: per track, each face's quality record
@@ -120,8 +118,8 @@ def low_quality_faces(tracks_quality: Sequence[Sequence[Optional[dict]]]) -> Opt
         low = [q for q in t if q is not None and q.get("low")]
         faces += len(low)
         for q in low:
-            for r in q["low"]:   # the reasons models/face.py writes: "face .. px <", "blur ..", "detector confidence"
-                kind = next((k for p, k in _LOW_KINDS if r.startswith(p)), r)
+            for r in q["low"]:
+                kind = floor_kind(r)
                 reasons[kind] = reasons.get(kind, 0) + 1
         if t and len(low) == len(t):
             tracks += 1

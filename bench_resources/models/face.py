@@ -45,6 +45,15 @@ class FaceQuality:
                 "low": list(self.low)}
 
 
+# the floor each ``FaceQuality.low`` reason names, by the reason's opening words (written just below)
+_FLOOR_OF_REASON = (("face ", "size"), ("blur", "blur"), ("detector confidence", "confidence"))
+
+
+def floor_kind(reason: str) -> str:
+    """Pure: which floor (size, blur, confidence) a ``FaceQuality.low`` reason names; the reason itself otherwise."""
+    return next((k for p, k in _FLOOR_OF_REASON if reason.startswith(p)), reason)
+
+
 def face_quality(aligned_bgr: np.ndarray, confidence: float, size_px: float) -> FaceQuality:
     """Pure: the quality of one aligned face crop (module constants for the floors)."""
     grey = cv2.cvtColor(aligned_bgr, cv2.COLOR_BGR2GRAY) if aligned_bgr.ndim == 3 else aligned_bgr
