@@ -15,6 +15,7 @@ from bench_assets.vistorybench import characters, dataset, metrics
 from bench_assets.vistorybench.constants import BENCH, STARRED_SCALE
 from bench_assets.vistorybench.shots import shot_image
 from bench_resources.judge import Judge, summarize_reasons
+from bench_resources.models import face as face_mod
 
 SCORE_METRICS = ("cids_cross", "cids_self", "cids_cross_good_faces_only", "cids_self_good_faces_only", "occm",
                  "copy_paste", "copy_paste_paper", "csd_cross", "csd_self", "aesthetics")
@@ -52,14 +53,8 @@ def good_faces_values(space: str, G: np.ndarray, R: np.ndarray, crop_low: list[O
     good = np.array([w == [] for w in crop_low], dtype=bool)
     good_ref = np.array([w == [] for w in ref_low], dtype=bool)
 
-    def floors(lows) -> str:
-        seen = []
-        for w in lows:
-            for x in w or []:
-                x = x.split(" < ")[0].split(" ")[0]   # 'blur', 'face', 'detector': the floor's name only
-                if x not in seen:
-                    seen.append(x)
-        return ", ".join({"face": "size", "detector": "confidence"}.get(x, x) for x in seen)
+    def floors(lows) -> str:   # the floors missed, each named once (size, blur, confidence), in order seen
+        return ", ".join(dict.fromkeys(face_mod.floor_kind(x) for w in lows for x in w or []))
 
     no_good = (f"all {len(G)} matched faces are below the quality floors ({floors(crop_low)}): "
                f"nothing to say about identity") if not good.any() else None
@@ -222,7 +217,6 @@ def character_rows(generator: str, story: dataset.Story, language: str, refs: pd
 
 def face_floors() -> dict:
     """The face-quality floors a low-quality face is below (models.face), written beside ``n_low_quality``."""
-    from bench_resources.models import face as face_mod
     return {"confidence": face_mod.QUALITY_MIN_CONFIDENCE, "size_px": face_mod.QUALITY_MIN_SIZE_PX,
             "blur": face_mod.QUALITY_MIN_BLUR}
 
