@@ -3,10 +3,13 @@ every pixel stage reads them back a few at a time; what a stage holds grows with
 The numbers the stages compute from the streamed frames are the ones they compute from frames held in memory."""
 import gc
 import os
+import subprocess
+import sys
 import tracemalloc
 
 import av
 import numpy as np
+import pytest
 import supervision as sv
 
 from bench_assets.core import media
@@ -132,14 +135,43 @@ def test_streamed_frames_give_the_numbers_held_frames_give(tmp_path):
     assert ref["reid_calls"] == r["reid_calls"]
 
 
-def test_the_spill_file_goes_with_the_last_reader(tmp_path):
+def test_the_spill_file_goes_with_the_last_reader(tmp_path, monkeypatch):
+    monkeypatch.setenv("BENCH_NT_SPILL_DIR", str(tmp_path / "spill"))
+    (tmp_path / "spill").mkdir()
     video = _video(tmp_path / "s.mp4", 16)
     A._FRAMES.clear()
     view = A.frame_view(video, [0, 5, 10])
-    path = view.spill.path
-    assert os.path.exists(path) and os.path.getsize(path) == 3 * W * H * 3
+    spill = view.spill
+    fd = spill.fd
+    assert os.fstat(fd).st_size == 3 * W * H * 3
+    assert os.listdir(tmp_path / "spill") == []     # no name on disk that a dead process could leave behind
     A._FRAMES.clear()
-    assert os.path.exists(path)            # a view still reads it
-    del view
+    assert not spill.closed and os.fstat(fd).st_size == 3 * W * H * 3   # a view still reads it
+    del view, spill
     gc.collect()
-    assert not os.path.exists(path)
+    with pytest.raises(OSError):
+        os.fstat(fd)                                # the descriptor, and with it the disk space, is gone
+
+
+_KILLED = """
+import os, signal, sys
+import numpy as np
+from bench_assets.narrativetrack import framestore
+s = framestore.FrameSpill()
+for i in range(4):
+    s.add(i, np.full((64, 64, 3), i, np.uint8))
+assert np.array_equal(s.get(2), np.full((64, 64, 3), 2, np.uint8))
+print("written", flush=True)
+os.kill(os.getpid(), signal.SIGKILL) if sys.argv[1] == "kill" else os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("how", ["kill", "exit"])
+def test_a_step_that_dies_leaves_no_spill_on_disk(tmp_path, how):
+    """A Dagster step leaves by os._exit or a kill, where no finalizer runs; its spill must not stay on disk."""
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    env = dict(os.environ, BENCH_NT_SPILL_DIR=str(spill))
+    r = subprocess.run([sys.executable, "-c", _KILLED, how], env=env, capture_output=True, text=True, timeout=120)
+    assert "written" in r.stdout, r.stderr
+    assert os.listdir(spill) == []

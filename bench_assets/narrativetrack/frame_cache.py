@@ -26,9 +26,11 @@ def open_video(video: dict) -> VideoSource:
 
 # (video path, sha256) -> the frames decoded for this video in this process, on disk (framestore.FrameSpill), so a
 # later stage (detections, crops, the answerers' evenly spaced frames) reads them back without a second decode pass
-# and without holding them in memory; bounded in disk bytes (the current video is never dropped)
+# and without holding them in memory; bounded in disk bytes (the current video is never dropped). 2 GiB is ~13 min
+# of 720p samples besides the current video: the steps of one run read one video after another, and a long-lived
+# process (the test suite, a code server) should not keep every video it ever saw on disk.
 _FRAMES: "OrderedDict[tuple, framestore.FrameSpill]" = OrderedDict()
-_SPILL_BYTES = int(os.environ.get("BENCH_NT_SPILL_BYTES", str(8 << 30)))
+_SPILL_BYTES = int(os.environ.get("BENCH_NT_SPILL_BYTES", str(2 << 30)))
 DECODE_CHUNK = 8  # frames handed from the decoder to the spill at a time
 
 

@@ -20,10 +20,10 @@ import numpy as np
 HOLD = 4  # frames a view keeps decoded in memory: the consumers ask for one sample's boxes in a row
 
 
-def _unlink(path: str) -> None:
+def _close(fd: int) -> None:
     try:
-        os.unlink(path)
-    except FileNotFoundError:
+        os.close(fd)
+    except OSError:
         pass
 
 
@@ -33,15 +33,21 @@ def spill_dir() -> str:
 
 
 class FrameSpill:
-    """Frames (native index -> RGB uint8 array) appended to one raw file; the file is removed when the spill is
-    garbage collected (or at exit), so a view still reading it keeps it alive."""
+    """Frames (native index -> RGB uint8 array) appended to one raw file.
+
+    The file is unlinked the moment it is made and only the open descriptor reaches it, so its disk space goes back
+    when the descriptor closes: when the spill is garbage collected (a view still reading it keeps it alive), or when
+    the process ends in any way. A name on disk would outlive a Dagster step that leaves by ``os._exit`` or a kill,
+    where no finalizer runs: CI once filled its disk with such leftovers."""
 
     def __init__(self, directory: Optional[str] = None) -> None:
-        fd, self.path = tempfile.mkstemp(prefix="nt-frames-", suffix=".raw", dir=directory or spill_dir())
-        os.close(fd)
+        fd, path = tempfile.mkstemp(prefix="nt-frames-", suffix=".raw", dir=directory or spill_dir())
+        os.unlink(path)
+        self.fd = fd
+        self.where = f"{path} (unlinked)"  # for error messages only
         self._where: dict[int, tuple[int, tuple]] = {}
         self._end = 0
-        self._finalizer = weakref.finalize(self, _unlink, self.path)
+        self._finalizer = weakref.finalize(self, _close, fd)
 
     def __contains__(self, index: int) -> bool:
         return int(index) in self._where
@@ -58,22 +64,32 @@ class FrameSpill:
         """Bytes on disk (none of them in memory)."""
         return self._end
 
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
     def add(self, index: int, frame: np.ndarray) -> None:
         index = int(index)
         if index in self._where:
             return
         a = np.ascontiguousarray(frame, dtype=np.uint8)
-        with open(self.path, "ab") as f:
-            f.write(a.data)
+        view, off = memoryview(a).cast("B"), self._end
+        while view:  # pwrite may write less than asked
+            n = os.pwrite(self.fd, view, off)
+            view, off = view[n:], off + n
         self._where[index] = (self._end, a.shape)
         self._end += a.nbytes
 
     def get(self, index: int) -> np.ndarray:
         off, shape = self._where[int(index)]
-        a = np.fromfile(self.path, dtype=np.uint8, count=int(np.prod(shape)), offset=off)
-        if a.size != int(np.prod(shape)):
-            raise OSError(f"{self.path}: frame {index} cut short on disk")
-        return a.reshape(shape)
+        a = np.empty(shape, np.uint8)  # writable, as np.fromfile gave
+        view, got = memoryview(a).cast("B"), 0
+        while got < a.nbytes:
+            n = os.preadv(self.fd, [view[got:]], off + got)
+            if n <= 0:
+                raise OSError(f"{self.where}: frame {index} cut short on disk")
+            got += n
+        return a
 
     def close(self) -> None:
         self._finalizer()
