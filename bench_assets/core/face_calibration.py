@@ -3,7 +3,7 @@ benchmarks; each benchmark keeps its own thin module, its own sources and its ow
 
 Why: a cosine threshold belongs to a face model and to what is compared. SFace's published 0.363 was measured on
 LFW's real photographs; animated and drawn faces of two different people sit far higher (the Megamind dialogue's
-woman and man: .50-.60 as tracklet means), so a threshold must come from labelled data of both kinds.
+woman and man: .50-.60 as tracklet means), so a threshold must be measured on labelled data of both kinds.
 
 Data: ``collect_faces`` detects faces on whole frames of labelled sources (upscaled so the short side is >=
 ``MIN_SHORT_SIDE``, as person crops are upscaled in the pipelines), assigns each to a hand-labelled person by the face
@@ -16,6 +16,16 @@ except where ``same_as`` says a person recurs).
 Rule (``choose_threshold``): the midpoint between the highest different-pair cosine and the lowest same-pair cosine
 above it (no false merge on the calibration pairs). ``leave_one_out`` reports, for each source, the threshold
 calibrated without it and the false merges / same-pair recall on that source's pairs (data the threshold did not see).
+
+Real faces only in the fit (issue 23 item 2): drawn faces lie on both sides of the split (Ren'Py's drawn sprites on
+the calibration side, Megamind and Big Buck Bunny on the validation side), but a threshold is a property of the face
+model on the faces it was made for. SFace was trained on photographs; on drawn faces it does not separate people
+(different drawn characters reach cosines that same characters do not: see ``drawn_report``), so a midpoint fitted on
+drawn pairs would be set by the model's failure there and would stop being the real-face threshold it is. The
+thresholds therefore stay fitted on real calibration faces only (``calibration_sources`` selects ``faces == "real"``,
+``heldout_doc`` refuses any other: ``require_real_faces``), and the drawn calibration faces are reported beside them:
+the shipped threshold's in-sample false-merge / false-split rates on drawn pairs, and the best Youden J any threshold
+reaches there (whether the model can separate drawn faces at all). Adding drawn sources cannot move a fitted value.
 
 This module imports no benchmark folder: benchmark-specific sources and shot detectors are passed in.
 """
@@ -210,7 +220,36 @@ def person_boxes_source(video: Path, frames_json: Sequence[dict]) -> dict:
 
 
 def source_kind(name: str) -> str:
-    return "animated" if name in ANIMATED else "drawn" if name.startswith("nt") else "real"
+    """The kind a stored document names a source by: "drawn" for the embedded NarrativeTrack videos (drawn videos whose
+    people are cut from the calibration photographs), a registered source's ``faces`` ("real", "animated"), else
+    "real" (ANIMATED kept for the two animated validation clips, which the registry also marks)."""
+    from bench_assets.core import footage as F
+    if name.startswith("nt"):
+        return "drawn"
+    if name in ANIMATED:
+        return "animated"
+    return F.SOURCES[name].faces if name in F.SOURCES else "real"
+
+
+class FitDomainError(ValueError):
+    """A source whose faces are not photographs of real people handed to the real-face threshold fit."""
+
+
+def real_face_source(name: str) -> bool:
+    """Whether a source's faces are photographs of real people: a registered source with ``faces == "real"``, or an
+    embedded NarrativeTrack video (``PROJECT_SOURCES``: its people are cut from the calibration photographs)."""
+    from bench_assets.core import footage as F
+    if name in F.SOURCES:
+        return F.SOURCES[name].faces == "real"
+    return name in F.PROJECT_SOURCES
+
+
+def require_real_faces(names, what: str) -> None:
+    """Raise ``FitDomainError`` naming every source of ``names`` whose faces are not real (the fit's domain)."""
+    bad = sorted(n for n in names if not real_face_source(n))
+    if bad:
+        raise FitDomainError(f"{what}: {', '.join(bad)} are not real-face sources; the face thresholds are fitted on "
+                             f"real faces only (drawn faces are reported by drawn_report, never fitted on)")
 
 
 def collect_faces(face_model, sources: dict[str, dict], shot_ids: Optional[Callable] = None, step_s: float = 0.2,
@@ -225,6 +264,9 @@ def collect_faces(face_model, sources: dict[str, dict], shot_ids: Optional[Calla
         if s["kind"] == "image":
             frames, idx = [cv2.cvtColor(cv2.imread(str(s["path"])), cv2.COLOR_BGR2RGB)], [0]
             shots = [0]
+        elif s["kind"] == "drawing":     # an RGBA sprite: composited onto the registry's one plain background
+            from bench_assets.core.footage import read_drawing
+            frames, idx, shots = [read_drawing(s["path"])], [0], [0]
         else:
             src = VideoSource(s["path"])
             step = max(1, int(round(src.fps * step_s)))
@@ -293,7 +335,7 @@ def still_sources(names: Sequence[str]) -> dict[str, dict]:
     out = {}
     for img in names:
         people = {k: v for k, v in stills[img]["people"].items() if v.get("face_visible")}
-        out[img] = {"path": F.footage_path(img), "kind": "image", "label": (
+        out[img] = {"path": F.footage_path(img), "kind": F.SOURCES[img].kind, "label": (
             lambda people: lambda i, shot, box, c: next((k for k, v in people.items() if inside(c, v["box"])),
                                                         None))(people)}
     return out
@@ -302,9 +344,11 @@ def still_sources(names: Sequence[str]) -> dict[str, dict]:
 def calibration_sources(nt_root: Optional[Path] = None) -> tuple[dict, dict]:
     """Every labelled calibration source: the calibration stills and, where ``nt_root`` holds them, the embedded
     drawn NarrativeTrack videos (their people are cut from the calibration photographs, so a person there is the
-    photograph's person: stills.yaml ``calibration_identity``). Raises ``SplitViolation`` if one is not calibration."""
+    photograph's person: stills.yaml ``calibration_identity``). Raises ``SplitViolation`` if one is not calibration.
+    Real faces only, selected explicitly: the drawn calibration stills are ``drawn_sources``, reported, not fitted."""
     from bench_assets.core import footage as F
-    stills = [n for n in F.sources(F.CALIBRATION) if n in F.SOURCES and F.SOURCES[n].kind == "image"]
+    stills = [n for n in F.sources(F.CALIBRATION)
+              if n in F.SOURCES and F.SOURCES[n].kind == "image" and F.SOURCES[n].faces == "real"]
     srcs = still_sources(stills)
     base = dict(F.ground_truth("stills.yaml")["calibration_identity"]["same_as"])
     same_as = {k: v for k, v in base.items() if not k.startswith("nt001/")}
@@ -318,7 +362,18 @@ def calibration_sources(nt_root: Optional[Path] = None) -> tuple[dict, dict]:
                         same_as[f"{vid}/{person}"] = base[f"nt001/{person}"]
                 srcs[vid] = person_boxes_source(Path(nt_root) / "videos" / f"{vid}.mp4", gt["frames"])
     F.require_split(srcs, F.CALIBRATION, "calibration sources")
+    require_real_faces(srcs, "calibration sources")
     return srcs, same_as
+
+
+def drawn_sources() -> tuple[dict, dict]:
+    """The labelled drawn calibration stills (core/footage.py ``faces == "animated"``, calibration side: Ren'Py's
+    sprites and concert scene) and who recurs across them (stills.yaml ``drawn_identity``). Only measured."""
+    from bench_assets.core import footage as F
+    names = [n for n in F.sources(F.CALIBRATION) if n in F.SOURCES and F.SOURCES[n].faces == "animated"]
+    srcs = still_sources(names)
+    F.require_split(srcs, F.CALIBRATION, "drawn calibration sources")
+    return srcs, dict(F.ground_truth("stills.yaml")["drawn_identity"]["same_as"])
 
 
 def validation_sources() -> tuple[dict, dict]:
@@ -357,15 +412,69 @@ def held_out_rates(doc: dict) -> dict:
     return out
 
 
+def best_youden(pairs: Sequence[dict]) -> dict:
+    """The threshold (merge at or above it) maximising Youden's J = share of same pairs kept - share of different
+    pairs merged, over every observed cosine (sklearn's ROC), with its rates: J near 0 at every threshold means the
+    model does not tell these people apart. Ties go to the highest threshold."""
+    from sklearn.metrics import roc_curve
+    s = [p["cos"] for p in pairs if p["same"]]
+    d = [p["cos"] for p in pairs if not p["same"]]
+    if not s or not d:
+        return {"j": None, "threshold": None, "n_same": len(s), "n_different": len(d),
+                "reason": "needs both same-identity and different-identity pairs"}
+    fpr, tpr, thr = roc_curve([1] * len(s) + [0] * len(d), s + d, drop_intermediate=False)
+    j = tpr - fpr
+    k = int(np.argmax(j))           # the first maximum: roc_curve lists thresholds from the highest down
+    t = float(thr[k])               # inf (merge nothing) where no threshold does better than J = 0
+    return {"j": round(float(j[k]), 4), "threshold": round(t, 4) if np.isfinite(t) else None,
+            "n_same": len(s), "n_different": len(d),
+            "false_merge_rate": round(float(fpr[k]), 4), "false_split_rate": round(1.0 - float(tpr[k]), 4)}
+
+
+def drawn_pairs(drawn: dict) -> list[dict]:
+    groups = [{**g, "emb": np.asarray(g["emb"], float) / np.linalg.norm(g["emb"])} for g in drawn["groups"]]
+    return group_pairs(groups, drawn["same_as"])
+
+
+def drawn_rates(doc: dict) -> dict:
+    """From the stored drawn calibration groups: the fitted threshold's in-sample rates on drawn pairs (with its J)
+    and the best Youden J any threshold reaches there (what ``drawn_report`` stores; a test recomputes it)."""
+    pairs = drawn_pairs(doc["drawn_calibration"])
+    r = rates(pairs, float(doc["threshold"]))
+    j = (None if r["false_split_rate"] is None or r["false_merge_rate"] is None
+         else round(1.0 - r["false_split_rate"] - r["false_merge_rate"], 4))
+    return {"at_threshold": {**r, "j": j}, "best_youden": best_youden(pairs)}
+
+
+def drawn_report(doc: dict, faces: Sequence[dict], srcs: dict, same_as: dict, digits: int = 5) -> dict:
+    """The drawn calibration faces beside a fitted document (issue 23 item 2): their groups (the document's group
+    size), sources and rates (``drawn_rates``). Never part of the fit: ``doc``'s threshold is left as it is."""
+    part = calibration_doc(faces, srcs, same_as, doc["group_size"], "drawn calibration faces, reported (not fitted)",
+                           doc.get("model"), digits) if faces else None
+    if part is None:
+        return {"sources": {}, "groups": [], "same_as": same_as, "reason": "no labelled drawn face was detected"}
+    drawn = {"what": "drawn calibration faces (core/footage.py faces='animated', calibration side): the fitted "
+                     "threshold's in-sample rates on them and the best Youden J any threshold reaches; reported, "
+                     "not fitted on (core/face_calibration.py)",
+             "sources": part["sources"], "groups": part["groups"], "same_as": same_as}
+    return {**drawn, **drawn_rates({"threshold": doc["threshold"], "drawn_calibration": drawn})}
+
+
 def heldout_doc(cal_faces: Sequence[dict], cal_srcs: dict, cal_same: dict, val_faces: Sequence[dict],
-                val_srcs: dict, val_same: dict, size: int, what: str, model: Optional[str], digits: int = 5) -> dict:
-    """The calibration document fitted on ``cal_faces`` only, with the validation groups and their held-out rates."""
+                val_srcs: dict, val_same: dict, size: int, what: str, model: Optional[str], digits: int = 5,
+                drawn: Optional[tuple] = None) -> dict:
+    """The calibration document fitted on ``cal_faces`` only (real-face sources: ``require_real_faces``), with the
+    validation groups and their held-out rates, and with ``drawn`` = (faces, sources, same_as) the drawn
+    calibration faces reported under ``drawn_calibration`` (``drawn_report``)."""
+    require_real_faces(list(cal_srcs) + sorted({f["source"] for f in cal_faces}), "the face-threshold fit")
     doc = calibration_doc(cal_faces, cal_srcs, cal_same, size, what, model, digits)
     vdoc = calibration_doc(val_faces, val_srcs, val_same, size, what, model, digits) if val_faces else None
     doc["fitted_on"] = sorted(cal_srcs)
     if vdoc is not None:
         doc["held_out"] = {"sources": vdoc["sources"], "groups": vdoc["groups"], "same_as": val_same}
         doc["held_out"]["rates"] = held_out_rates(doc)
+    if drawn is not None:
+        doc["drawn_calibration"] = drawn_report(doc, *drawn, digits=digits)
     return doc
 
 
@@ -381,4 +490,26 @@ def threshold_rows(doc: Optional[dict], name: str) -> list[dict]:
                                           if kind == "all" or v["kind"] == kind),
                     "false_merge_rate": r["false_merge_rate"], "false_split_rate": r["false_split_rate"],
                     "n_same": r["n_same"], "n_different": r["n_different"]})
+    out += drawn_rows(doc, name)
     return out
+
+
+def drawn_rows(doc: dict, name: str) -> list[dict]:
+    """The drawn calibration row: the threshold's in-sample rates on drawn calibration pairs (not fitted on them) and
+    the best Youden J any threshold reaches there, in the note."""
+    d = doc.get("drawn_calibration")
+    if not d or not d.get("groups"):
+        return []
+    a, b = d["at_threshold"], d["best_youden"]
+    best = ("no best J: " + b["reason"]) if b.get("j") is None else (
+        "best Youden J 0: no threshold does better than merging nothing") if b["threshold"] is None else (
+        f"best Youden J {b['j']:.3f} at cosine {b['threshold']:.3f} (false merge {b['false_merge_rate']:.3f}, "
+        f"false split {b['false_split_rate']:.3f})")
+    return [{"threshold": f"{name} [drawn cal]", "value": float(doc["threshold"]),
+             "fitted_on": doc.get("fitted_on") or sorted(doc["sources"]), "held_out_on": [],
+             "false_merge_rate": a["false_merge_rate"], "false_split_rate": a["false_split_rate"],
+             "n_same": a["n_same"], "n_different": a["n_different"],
+             "note": f"in sample on {len(d['groups'])} drawn faces of {sum(v['faces'] > 0 for v in d['sources'].values())}"
+                     f" of {len(d['sources'])} drawn calibration stills (the others: no face found), not fitted on "
+                     f"them; J here "
+                     f"{'-' if a['j'] is None else format(a['j'], '.3f')}; {best}"}]

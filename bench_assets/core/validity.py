@@ -566,7 +566,8 @@ def main_validate(args, benchmarks: Mapping[str, Any], suites: Mapping[str, Suit
     df = run_validity(benchmarks, suites, names, keep)
     print(format_table(df))
     if df.attrs.get("thresholds"):
-        print("\nthresholds fitted on calibration sources, error rates on validation sources (held out):")
+        print("\nthresholds fitted on calibration sources, error rates on validation sources (held out; a "
+              "[drawn cal] row: in sample on drawn calibration faces the threshold was not fitted on):")
         print(format_thresholds(df.attrs["thresholds"]))
     path = write_table(build_resources()["store"], df)
     print(f"validity table: {path}")
