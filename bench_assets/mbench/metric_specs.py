@@ -59,7 +59,7 @@ SUB_TEXT = {
 VALIDITY = {"geometry": ("changed_world", "camera_ignores_actions"),
             "epipolar": ("changed_world", "camera_ignores_actions"),
             "reprojection": ("changed_world", "camera_ignores_actions"),
-            "identity": ("changed_world",), "action_instruction": ("camera_ignores_actions",)}
+            "identity": ("changed_world", "within_track_drift"), "action_instruction": ("camera_ignores_actions",)}
 M_SCORE_TEXT = ("; M-Score = 100 x 2 S C / (S + C), C = triggered / cases it applies to, S = mean score over every "
                 "triggered case (a triggered case without a score counts 0)")
 
@@ -97,7 +97,8 @@ METRICS = MetricSpecs("mbench", [
                "by another forms two clean tracks, which the paper's identity scores as consistent)" + M_SCORE_TEXT,
                paper_id=ADDITION, scale=SCALE, unit="M-Score",
                aggregation="trigger-conditioned M-Score over the human cases of the mode", coverage_policy="reported",
-               slots=ADDITION_SLOTS[IDENTITY_FIRST_APPEARANCE], inputs=SCORES, validity=("changed_world",),
+               slots=ADDITION_SLOTS[IDENTITY_FIRST_APPEARANCE], inputs=SCORES,
+               validity=("changed_world", "within_track_drift"),
                unit_id=IDENTITY_FIRST_APPEARANCE),
 ])
 
