@@ -99,12 +99,18 @@ def dialogue_videos() -> dict[str, np.ndarray]:
     return {"same": np.stack([fr[k] for k in woman1 + woman2]), "changed": np.stack([fr[k] for k in woman1 + man])}
 
 
-def dialogue_case_json(case_id: str, n_frames: int) -> dict:
+def _still_camera_case_json(case_id: str, n_frames: int, caption: str, name: str, attributes: str) -> dict:
+    """A human-subset case whose camera waits on one person for the whole clip (identity is all it asks)."""
     return {"case_id": case_id, "mode": "A", "subset": "human", "init_frame": f"{case_id}.png",
-            "caption": "An animated dialogue at a restaurant table; the camera stays on the woman.",
-            "causal_event": "", "segments": [],
+            "caption": caption, "causal_event": "", "segments": [],
             "actions": [{"phase": "wait", "action": "wait", "frames": n_frames - 1}],
-            "target": {"name": "the woman", "attributes": "dark hair, purple dress, holding a glass"}}
+            "target": {"name": name, "attributes": attributes}}
+
+
+def dialogue_case_json(case_id: str, n_frames: int) -> dict:
+    return _still_camera_case_json(case_id, n_frames,
+                                   "An animated dialogue at a restaurant table; the camera stays on the woman.",
+                                   "the woman", "dark hair, purple dress, holding a glass")
 
 
 def _yunet_rows(images) -> list:
@@ -144,11 +150,9 @@ def drift_videos() -> dict[str, dict[str, np.ndarray]]:
 
 
 def drift_case_json(case_id: str, n_frames: int) -> dict:
-    return {"case_id": case_id, "mode": "A", "subset": "human", "init_frame": f"{case_id}.png",
-            "caption": "A man in a dark suit talks in a moving car; the camera stays on him.",
-            "causal_event": "", "segments": [],
-            "actions": [{"phase": "wait", "action": "wait", "frames": n_frames - 1}],
-            "target": {"name": "the man", "attributes": "dark suit, red bow tie"}}
+    return _still_camera_case_json(case_id, n_frames,
+                                   "A man in a dark suit talks in a moving car; the camera stays on him.",
+                                   "the man", "dark suit, red bow tie")
 
 
 def case_json(case_id: str, subset: str, box_xyxy) -> dict:
