@@ -15,8 +15,10 @@ validation sources (carphone, bikes, Big Buck Bunny, the opencv-doc stills and t
 only measured: ``held_out`` holds their groups and the threshold's false-merge / false-split rates, per kind.
 
 Before issue 23 the threshold (.6169) was set by the Megamind dialogue's man-vs-woman pairs, the same clip MBench's
-validity identity row runs on. No animated source is on the calibration side now, so the held-out rates on the
-animated dialogue are what a threshold fitted on real faces does there (reported, not tuned).
+validity identity row runs on. It is now fitted on real faces only: the drawn calibration stills (Ren'Py's
+sprites) are reported beside it (``drawn_calibration``: no threshold separates them, best Youden J .110), never
+fitted on, so the held-out rates on the animated dialogue are what a threshold fitted on real faces does there
+(reported, not tuned).
 
 ``scripts/calibrate_faces.py`` recomputes ``identity_calibration.json`` beside this file; the assets read the
 threshold from there (as max cosine distance = 1 - cosine) and the manifest records it with its held-out rates.

@@ -19,7 +19,9 @@ from four of them) and measured on the validation sources (carphone, bikes, Big 
 the Megamind dialogue with its corrected sidecar labels): ``held_out`` in the file holds their false-merge /
 false-split rates. The earlier .6887 was set by one mislabelled pair of the Megamind dialogue, which NarrativeTrack's
 validity case then ran on. ``main`` below is the earlier all-sources fit, kept for comparison only (it mixes the
-split and is not what the pipeline reads).
+split and is not what the pipeline reads). The "animated" in the first paragraph is history: the shipped threshold is
+fitted on real faces only, and the drawn calibration stills (Ren'Py's sprites) are reported beside it
+(``drawn_calibration``: no SFace threshold separates them, best Youden J .110), never fitted on.
 """
 from __future__ import annotations
 
