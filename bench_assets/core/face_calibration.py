@@ -40,7 +40,6 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 MIN_SHORT_SIDE = 480
-ANIMATED = ("Megamind.avi", "bigbuckbunny.mp4")
 
 
 def choose_threshold(same: Sequence[float], diff: Sequence[float]) -> dict:
@@ -222,12 +221,10 @@ def person_boxes_source(video: Path, frames_json: Sequence[dict]) -> dict:
 def source_kind(name: str) -> str:
     """The kind a stored document names a source by: "drawn" for the embedded NarrativeTrack videos (drawn videos whose
     people are cut from the calibration photographs), a registered source's ``faces`` ("real", "animated"), else
-    "real" (ANIMATED kept for the two animated validation clips, which the registry also marks)."""
+    "real"."""
     from bench_assets.core import footage as F
     if name.startswith("nt"):
         return "drawn"
-    if name in ANIMATED:
-        return "animated"
     return F.SOURCES[name].faces if name in F.SOURCES else "real"
 
 
