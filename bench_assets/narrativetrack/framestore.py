@@ -44,7 +44,7 @@ class FrameSpill:
         fd, path = tempfile.mkstemp(prefix="nt-frames-", suffix=".raw", dir=directory or spill_dir())
         os.unlink(path)
         self.fd = fd
-        self.where = f"{path} (unlinked)"  # for error messages only
+        self.label = f"{path} (unlinked)"  # names the spill in error messages only
         self._where: dict[int, tuple[int, tuple]] = {}
         self._end = 0
         self._finalizer = weakref.finalize(self, _close, fd)
@@ -87,7 +87,7 @@ class FrameSpill:
         while got < a.nbytes:
             n = os.preadv(self.fd, [view[got:]], off + got)
             if n <= 0:
-                raise OSError(f"{self.where}: frame {index} cut short on disk")
+                raise OSError(f"{self.label}: frame {index} cut short on disk")
             got += n
         return a
 
