@@ -30,6 +30,12 @@ class Benchmark:
     unit: str = ""                        # what progress counts, in the user's words: "shot", "video" (issue 26)
     units_of: Callable[[BenchPaths, str], int] = None   # how many of them one item holds (its dataset file says)
 
+    @property
+    def item_dim(self) -> str:
+        """What one item is called, its partition dimension ("episode", "story", "case", "sample", "video"): each
+        benchmark's wiring passes it to its ``BenchmarkPartitions``; core receives it from there."""
+        return self.partitions.item_dim
+
     def items_with_outputs(self, generator_dir, items: list[str]) -> list[str]:
         """The items a generator folder has an entry for (a folder ``<item>`` or a file ``<item>.<ext>``)."""
         from pathlib import Path
@@ -44,10 +50,9 @@ class Benchmark:
 
 
 def _entitybench() -> Benchmark:
-    from bench_assets.core.partitions import ENTITYBENCH
     from bench_assets.entitybench import assets as entitybench
     from bench_assets.entitybench.dataset import discover_episodes
-    from bench_assets.entitybench.wiring import load_episode
+    from bench_assets.entitybench.wiring import P as ENTITYBENCH, load_episode
     from bench_assets.entitybench.metric_specs import METRICS as ENTITYBENCH_METRICS
     from bench_assets.entitybench.page import PAGE as ENTITYBENCH_PAGE
     return Benchmark(

@@ -11,13 +11,13 @@ from bench_assets.benchmarks import BENCHMARKS
 from bench_assets.core.automation import generator_sensor_factory, nightly_stale_schedule
 from bench_assets.core.deploy import executor_from_env, executor_kind
 from bench_assets.core.evaluate_job import evaluate_job_factory
-from bench_assets.core.partitions import ENTITYBENCH  # noqa: F401  (re-exported for scripts and tests)
 from bench_assets.core.validity import validity_asset
 from bench_assets.entitymem import assets as entitymem  # the paper's baseline: generation, not a benchmark
 from bench_resources.config import build_resources
 from bench_resources.paths import BenchPaths
 
 ALL_ASSETS = [a for b in BENCHMARKS.values() for a in b.assets]
+ENTITYBENCH = BENCHMARKS["entitybench"].partitions  # for scripts and tests (generator x episode)
 
 
 def validity_suites() -> dict:

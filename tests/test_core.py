@@ -13,7 +13,8 @@ from bench_assets.core.stats import paired_dz_by_key as paired_dz
 from bench_assets.core.grounding import Candidate, a_area, a_sharp, crop_box, decide_status
 from bench_assets.core.manifest import build_manifest, comparability, protocol_digest
 from bench_assets.core.names import BadName, sanitize_key, validate_key
-from bench_assets.core.partitions import ENTITYBENCH
+from bench_assets.core.partitions import BenchmarkPartitions
+from bench_assets.entitybench.wiring import P as ENTITYBENCH
 from bench_assets.core.records import MetricRecord, record_from_values
 from bench_assets.entitybench import metrics as M
 
@@ -65,6 +66,11 @@ def test_names_and_partitions():
     key = ENTITYBENCH.key("faithful", "e0001")
     assert str(key) == "e0001|faithful"
     assert ENTITYBENCH.split("e0001|faithful") == ("faithful", "e0001")
+    assert ENTITYBENCH.items.name == "entitybench_episodes" and ENTITYBENCH.generators.name == "entitybench_generators"
+    # the item dimension and its plural are the caller's words (core knows no benchmark)
+    stories = BenchmarkPartitions("b", "story", "stories")
+    assert stories.items.name == "b_stories" and str(stories.key("g", "s1")) == "g|s1"
+    assert stories.split("g|s1") == ("g", "s1")
 
 
 def test_long_names_fail_before_any_model_runs():

@@ -20,8 +20,8 @@ from dagster import AssetExecutionContext, Failure, MetadataValue, Output, asset
 from bench_assets.core.automation import board_condition
 from bench_assets.core.generators import discover_generators
 from bench_assets.core.media import DecodeError, VideoSource
-from bench_assets.core.partitions import ENTITYBENCH
 from bench_assets.entitybench import dataset as entitybench_dataset
+from bench_assets.entitybench.wiring import P as ENTITYBENCH
 from bench_assets.narrativetrack import constants
 from bench_assets.narrativetrack import dataset
 from bench_assets.narrativetrack.answering import answer_frame, answer_rows

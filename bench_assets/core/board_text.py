@@ -116,12 +116,13 @@ def pivot(head: pd.DataFrame, texts: list[str]) -> pd.DataFrame:
     return h.pivot_table(index="metric_id", columns="generator", values="cell", aggfunc="first").fillna("-")
 
 
-def format_board(board: pd.DataFrame, headline: Optional[dict] = None, benchmark: str = "entitybench") -> str:
+def format_board(board: pd.DataFrame, headline: Optional[dict] = None, benchmark: str = "") -> str:
     """The leaderboard as the CLI prints it: metric x generator, each cell the value with its marks, then a legend
-    and a coverage / evaluator-failure line per generator. Pure (a frame in, text out)."""
+    and a coverage / evaluator-failure line per generator. Pure (a frame in, text out). ``benchmark``: the name the
+    caller gives the board (only the empty board's line says it)."""
     head = select(board, headline)
     if head.empty or not {"metric_id", "generator", "value"} <= set(head.columns):
-        return f"({benchmark} leaderboard is empty)"
+        return f"({benchmark + ' ' if benchmark else ''}leaderboard is empty)"
     texts, used = cells(head)
     with pd.option_context("display.width", 250, "display.max_rows", 500, "display.max_columns", 50):
         lines = [pivot(head, texts).to_string()]

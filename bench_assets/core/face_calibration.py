@@ -219,12 +219,10 @@ def person_boxes_source(video: Path, frames_json: Sequence[dict]) -> dict:
 
 
 def source_kind(name: str) -> str:
-    """The kind a stored document names a source by: "drawn" for the embedded NarrativeTrack videos (drawn videos whose
-    people are cut from the calibration photographs), a registered source's ``faces`` ("real", "animated"), else
-    "real"."""
+    """The kind a stored document names a source by, as the footage registry has it: a registered source's ``faces``
+    ("real", "animated"); "real" for the project's own sources (``PROJECT_SOURCES``, the embedded drawn videos whose
+    people are cut from the calibration photographs: real faces, ``real_face_source``) and any other name."""
     from bench_assets.core import footage as F
-    if name.startswith("nt"):
-        return "drawn"
     return F.SOURCES[name].faces if name in F.SOURCES else "real"
 
 
@@ -338,26 +336,31 @@ def still_sources(names: Sequence[str]) -> dict[str, dict]:
     return out
 
 
-def calibration_sources(nt_root: Optional[Path] = None) -> tuple[dict, dict]:
-    """Every labelled calibration source: the calibration stills and, where ``nt_root`` holds them, the embedded
-    drawn NarrativeTrack videos (their people are cut from the calibration photographs, so a person there is the
-    photograph's person: stills.yaml ``calibration_identity``). Raises ``SplitViolation`` if one is not calibration.
+def calibration_sources(project_root: Optional[Path] = None) -> tuple[dict, dict]:
+    """Every labelled calibration source: the calibration stills and, where ``project_root`` holds them
+    (``groundtruth/<name>.json``, ``videos/<name>.mp4``), the project's own calibration videos (core/footage.py
+    ``PROJECT_SOURCES``: the embedded drawn videos, whose people are cut from the calibration photographs, so a
+    person there is the photograph's person: stills.yaml ``calibration_identity`` names each person once, under one
+    of those videos, for all of them). Raises ``SplitViolation`` if one is not calibration.
     Real faces only, selected explicitly: the drawn calibration stills are ``drawn_sources``, reported, not fitted."""
     from bench_assets.core import footage as F
     stills = [n for n in F.sources(F.CALIBRATION)
               if n in F.SOURCES and F.SOURCES[n].kind == "image" and F.SOURCES[n].faces == "real"]
     srcs = still_sources(stills)
     base = dict(F.ground_truth("stills.yaml")["calibration_identity"]["same_as"])
-    same_as = {k: v for k, v in base.items() if not k.startswith("nt001/")}
-    if nt_root is not None:
-        for vid in ("nt001", "nt002", "nt003"):
-            gt_p = Path(nt_root) / "groundtruth" / f"{vid}.json"
+    project = [n for n in F.sources(F.CALIBRATION) if n in F.PROJECT_SOURCES]
+    in_project = lambda key: key.split("/", 1)[0] in F.PROJECT_SOURCES  # noqa: E731
+    person_is = {k.split("/", 1)[1]: v for k, v in base.items() if in_project(k)}
+    same_as = {k: v for k, v in base.items() if not in_project(k)}
+    if project_root is not None:
+        for vid in project:
+            gt_p = Path(project_root) / "groundtruth" / f"{vid}.json"
             if gt_p.is_file():
                 gt = json.loads(gt_p.read_text())
                 for person in gt["people"]:
-                    if f"nt001/{person}" in base:
-                        same_as[f"{vid}/{person}"] = base[f"nt001/{person}"]
-                srcs[vid] = person_boxes_source(Path(nt_root) / "videos" / f"{vid}.mp4", gt["frames"])
+                    if person in person_is:
+                        same_as[f"{vid}/{person}"] = person_is[person]
+                srcs[vid] = person_boxes_source(Path(project_root) / "videos" / f"{vid}.mp4", gt["frames"])
     F.require_split(srcs, F.CALIBRATION, "calibration sources")
     require_real_faces(srcs, "calibration sources")
     return srcs, same_as

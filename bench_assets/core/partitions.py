@@ -2,7 +2,8 @@
 
 One generator set per benchmark, because a multi-partition is a full cross-product and a
 generator rarely covers every benchmark. Dimension names sort as (generator, item) so keys read
-``<generator>|<item>``.
+``<generator>|<item>``. What an item is called (its dimension: an episode, a story, a video) is the benchmark's
+word, passed in by its wiring; core knows no benchmark.
 """
 from __future__ import annotations
 
@@ -11,27 +12,16 @@ from functools import cached_property
 
 from dagster import DynamicPartitionsDefinition, MultiPartitionKey, MultiPartitionsDefinition
 
-ITEM_DIMENSION = {
-    "entitybench": "episode",
-    "vistorybench": "story",
-    "locot2v": "sample",
-    "mbench": "case",
-    "narrativetrack": "video",
-}
-
 
 @dataclass(frozen=True)
 class BenchmarkPartitions:
     benchmark: str
-
-    @property
-    def item_dim(self) -> str:
-        return ITEM_DIMENSION[self.benchmark]
+    item_dim: str           # the item dimension's name, the benchmark's word for one item ("episode", "case")
+    item_plural: str = ""   # its plural in the item partitions' name; default ``item_dim`` + "s"
 
     @cached_property
     def items(self) -> DynamicPartitionsDefinition:
-        plural = "stories" if self.item_dim == "story" else f"{self.item_dim}s"
-        return DynamicPartitionsDefinition(name=f"{self.benchmark}_{plural}")
+        return DynamicPartitionsDefinition(name=f"{self.benchmark}_{self.item_plural or self.item_dim + 's'}")
 
     @cached_property
     def generators(self) -> DynamicPartitionsDefinition:
@@ -50,4 +40,7 @@ class BenchmarkPartitions:
         return dims["generator"], dims[self.item_dim]
 
 
-ENTITYBENCH = BenchmarkPartitions("entitybench")
+# PENDING (issue 34): tests/test_narrativetrack.py still imports EntityBench's partitions from here. Once it imports
+# them from their place (``bench_assets.entitybench.wiring.P``, or ``bench_assets.definitions.ENTITYBENCH``), delete
+# this alias and its entry in PENDING in tests/test_imports.py (a test there fails once nothing imports it).
+ENTITYBENCH = BenchmarkPartitions("entitybench", "episode")

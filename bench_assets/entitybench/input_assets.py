@@ -9,10 +9,10 @@ from dagster import AssetExecutionContext, AutomationCondition, MetadataValue, O
 
 from bench_assets.core.automation import INPUT_SHA_KEY, content_data_version
 from bench_assets.core.deploy import GPU_OP_TAGS
-from bench_assets.core.partitions import ENTITYBENCH as P
 from bench_assets.core.slots import load_slot
 from bench_assets.entitybench import dataset, dataset_stats, grounding, outputs
 from bench_assets.entitybench import wiring as W
+from bench_assets.entitybench.wiring import P
 from bench_assets.entitybench.constants import OFFLINE_WEAK_CONF
 from bench_resources.device import Device
 from bench_resources.models import ModelRegistry

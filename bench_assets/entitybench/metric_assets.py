@@ -8,12 +8,12 @@ import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, Output, asset
 
 from bench_assets.core.deploy import GPU_OP_TAGS
-from bench_assets.core.partitions import ENTITYBENCH as P
 from bench_assets.core.records import MetricRecord
 from bench_assets.core.slots import load_slot
 from bench_assets.core.tables import record_row
 from bench_assets.entitybench import consistency, counts, dataset, grounding, judged, outputs, pillar1
 from bench_assets.entitybench import wiring as W
+from bench_assets.entitybench.wiring import P
 from bench_assets.entitybench.constants import BENCH
 from bench_resources.device import Device
 from bench_resources.judge import Judge

@@ -8,7 +8,7 @@ from dagster import AssetExecutionContext, MetadataValue
 
 from bench_assets.core.automation import file_digest, files_digest, input_version
 from bench_assets.core.manifest import protocol_digest
-from bench_assets.core.partitions import ENTITYBENCH as P
+from bench_assets.core.partitions import BenchmarkPartitions
 from bench_assets.entitybench import constants, counts, dataset
 from bench_assets.entitybench.constants import BENCH, CONSTANTS, PROTOCOL
 from bench_resources.judge import Judge
@@ -16,6 +16,7 @@ from bench_resources.models import ModelRegistry
 from bench_resources.paths import BenchPaths
 
 METRIC_GROUP = "entitybench"
+P = BenchmarkPartitions(BENCH, "episode")   # generator x episode (core/partitions.py)
 
 
 def split(context: AssetExecutionContext) -> tuple[str, str]:

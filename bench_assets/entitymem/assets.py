@@ -15,8 +15,8 @@ from dagster import (AssetExecutionContext, AutomationCondition, DynamicPartitio
                      MultiPartitionsDefinition, Output, asset, define_asset_job)
 
 from bench_assets.core.automation import INPUT_SHA_KEY, content_data_version, files_digest, input_version
-from bench_assets.core.partitions import ENTITYBENCH
 from bench_assets.entitybench.dataset import load_episode
+from bench_assets.entitybench.wiring import P as ENTITYBENCH
 from bench_assets.entitymem import audit, configs, pipeline, rows
 from bench_resources.judge import Judge
 from bench_resources.paths import BenchPaths

@@ -39,8 +39,8 @@ def generate(cfg_name: str, episodes: list[str], resources: dict, log=print) -> 
     "recomputed", "reused", "folders"}."""
     from dagster import AssetKey, MultiPartitionKey
 
-    from bench_assets.core.partitions import ENTITYBENCH
     from bench_assets.core.runner import error_message, guarded_materialize, home_lock, open_instance
+    from bench_assets.entitybench.wiring import P as ENTITYBENCH
     from bench_assets.entitymem import assets as A
     from bench_assets.entitymem.configs import load_config
 

@@ -27,7 +27,7 @@ from bench_resources.paths import BenchPaths, OutsideRoot, inside_root
 from bench_resources.store import Store
 
 BENCH = constants.BENCH
-P = BenchmarkPartitions(BENCH)
+P = BenchmarkPartitions(BENCH, "sample")
 GROUP = "locot2v"
 SLOTS = ("aesthetic_v25", "dover", "flow", "interpolator", "siglip2", "image_embedder", "subject_segmenter",
          "open_vocab_detector", "clip_b32", "long_text_embedder",

@@ -18,7 +18,7 @@ from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry
 from bench_resources.paths import BenchPaths
 
-P = BenchmarkPartitions(BENCH)
+P = BenchmarkPartitions(BENCH, "case")
 GROUP = "mbench"
 
 

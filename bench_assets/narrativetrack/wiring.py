@@ -9,7 +9,7 @@ from bench_resources.paths import BenchPaths
 
 
 BENCH = constants.BENCH
-P = BenchmarkPartitions(BENCH)
+P = BenchmarkPartitions(BENCH, "video")
 GROUP = "narrativetrack"
 
 

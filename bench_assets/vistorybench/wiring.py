@@ -14,7 +14,7 @@ from bench_resources.device import Device
 from bench_resources.models import ModelRegistry
 from bench_resources.paths import BenchPaths
 
-P = BenchmarkPartitions(BENCH)
+P = BenchmarkPartitions(BENCH, "story", "stories")
 GROUP = "vistorybench"
 
 
