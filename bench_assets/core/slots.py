@@ -3,12 +3,11 @@ registry gives (missing weights, a package not installed), so the caller records
 never turns a missing model into a number. A slot the step cannot do without fails the step instead."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from dagster import Failure
-
-from bench_resources.device import Device
-from bench_resources.models import ModelRegistry
+if TYPE_CHECKING:  # the declarations below are read by light callers (a benchmark package's import): no Dagster
+    from bench_resources.device import Device
+    from bench_resources.models import ModelRegistry
 
 
 def load_slot(models: ModelRegistry, device: Device, name: str,
@@ -17,6 +16,7 @@ def load_slot(models: ModelRegistry, device: Device, name: str,
     ``Failure`` naming it and the reason: the step cannot produce any row without it."""
     model, why = models.slot_or_reason(name, device)
     if model is None and needed_by is not None:
+        from dagster import Failure
         raise Failure(f"{needed_by}: the pipeline needs slot {name!r}: {why}")
     return model, why
 

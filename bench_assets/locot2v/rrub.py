@@ -15,12 +15,12 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable, Optional, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from bench_assets.locot2v.constants import RRUB_DEFAULT, RRUB_SOURCE_DEFAULT, RRUB_TOP
-from bench_assets.locot2v.metrics import rrub
+
+if TYPE_CHECKING:  # numpy and the metrics (scipy, cv2) load when images are scored: `--help` answers at once
+    import numpy as np
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
 RRUB_FILE = "rrub.json"
@@ -44,6 +44,9 @@ def read_rgb(path: Path) -> np.ndarray:
 def compute_rrub(paths: Sequence[Path], score: Callable[[list[np.ndarray]], Sequence[float]], top: float = RRUB_TOP,
                  batch: int = 16) -> dict:
     """Score every image (in batches, unreadable images counted and skipped) and return the RR-UB record."""
+    import numpy as np
+
+    from bench_assets.locot2v.metrics import rrub
     scores, bad = [], []
     for i in range(0, len(paths), batch):
         chunk, ok = [], []
@@ -66,6 +69,7 @@ def load_rrub(path: str | Path) -> tuple[float, str]:
     p = Path(path)
     if not p.is_file():
         return RRUB_DEFAULT, RRUB_SOURCE_DEFAULT
+    import numpy as np
     raw = json.loads(p.read_text(encoding="utf-8"))
     value = float(raw["rrub"])
     if not np.isfinite(value) or value <= 0:

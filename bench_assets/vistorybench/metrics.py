@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
 import numpy as np
-from scipy import stats
 from scipy.optimize import linear_sum_assignment
 from scipy.special import softmax
 
@@ -114,6 +113,7 @@ def mean_rank(values: dict[str, dict[str, Optional[float]]], columns: Sequence[s
     ``values``: generator -> column -> value. A column is ranked over the generators that have a value in it;
     a generator's mean rank covers the columns where it has one (the count is returned beside it).
     """
+    from scipy import stats  # 0.3 s to import: loaded by the two functions that use it, not by every definitions load
     ranks: dict[str, list[float]] = {g: [] for g in values}
     for col in columns:
         have = [(g, v[col]) for g, v in values.items() if v.get(col) is not None]
@@ -149,6 +149,7 @@ def human_alignment(human: dict[str, float], metric: dict[str, Optional[float]])
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return Correlation(None, None, None, None, None, None, len(methods), methods,
                            "ratings or metric values are constant over the methods")
+    from scipy import stats
     k, s, p = stats.kendalltau(x, y), stats.spearmanr(x, y), stats.pearsonr(x, y)
     return Correlation(float(k.statistic), float(k.pvalue), float(s.statistic), float(s.pvalue),
                        float(p.statistic), float(p.pvalue), len(methods), methods)

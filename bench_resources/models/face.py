@@ -4,13 +4,15 @@ such instead of as a different person (issue 23)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import cv2
 import numpy as np
-import supervision as sv
 
 from bench_resources.models.base import counted
+
+if TYPE_CHECKING:  # supervision (0.3 s) loads when faces are detected, not when the floors below are read
+    import supervision as sv
 
 
 # Face-quality floors (confidence and size fixed before any validity run; blur fitted on calibration stills):
@@ -90,6 +92,7 @@ class FaceModel:
         return self._detectors[(w, h)]
 
     def detect(self, images: Sequence[np.ndarray]) -> list[sv.Detections]:
+        import supervision as sv
         out = []
         for im in images:
             h, w = im.shape[:2]
