@@ -7,7 +7,6 @@ import pandas as pd
 import pytest
 
 from bench_assets.core import media
-from bench_assets.core.aggregate import corrected_mean
 from bench_assets.core.stats import cohens_d
 from bench_assets.core.stats import paired_dz_by_key as paired_dz
 from bench_assets.core.grounding import Candidate, a_area, a_sharp, crop_box, decide_status
@@ -17,6 +16,7 @@ from bench_assets.core.partitions import BenchmarkPartitions
 from bench_assets.entitybench.wiring import P as ENTITYBENCH
 from bench_assets.core.records import MetricRecord, record_from_values
 from bench_assets.entitybench import metrics as M
+from bench_assets.entitybench.board import cell
 
 
 def test_record_refuses_silent_numbers():
@@ -31,19 +31,20 @@ def test_record_refuses_silent_numbers():
 
 
 def test_corrected_mean_matches_paper_example():
+    """The gate-corrected mean the board computes (entitybench/board.py ``cell``, coverage policy "applied")."""
     # Table 15: raw .678 x coverage .60 = .407
     rows = pd.DataFrame([{"value": 0.678, "n_eval": 6, "n_failed": 0, "n_skipped": 4}])
-    agg = corrected_mean(rows)
-    assert agg.raw_mean == pytest.approx(0.678) and agg.coverage == pytest.approx(0.6)
-    assert agg.value == pytest.approx(0.4068)
+    agg = cell(rows, "applied")
+    assert agg["raw_mean"] == pytest.approx(0.678) and agg["coverage"] == pytest.approx(0.6)
+    assert agg["value"] == pytest.approx(0.4068)
     rows = pd.DataFrame([{"value": 1.0, "n_eval": 1, "n_failed": 0, "n_skipped": 0},
                          {"value": 0.0, "n_eval": 3, "n_failed": 0, "n_skipped": 0},
                          {"value": None, "n_eval": 0, "n_failed": 2, "n_skipped": 0}])
-    agg = corrected_mean(rows)
-    assert agg.raw_mean == pytest.approx(0.25) and agg.coverage == pytest.approx(4 / 6)
-    assert agg.value == pytest.approx(1 / 6) and agg.n_items == 2
-    none = corrected_mean(pd.DataFrame([{"value": None, "n_eval": 0, "n_failed": 0, "n_skipped": 5}]))
-    assert none.value is None and none.coverage == 0.0
+    agg = cell(rows, "applied")
+    assert agg["raw_mean"] == pytest.approx(0.25) and agg["coverage"] == pytest.approx(4 / 6)
+    assert agg["value"] == pytest.approx(1 / 6) and agg["n_items"] == 2
+    none = cell(pd.DataFrame([{"value": None, "n_eval": 0, "n_failed": 0, "n_skipped": 5}]), "applied")
+    assert none["value"] is None and none["coverage"] == 0.0
 
 
 def test_effect_sizes():

@@ -4,7 +4,7 @@ No silent zero: a metric that evaluated nothing has ``value=None`` and says why.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Optional
 
 import numpy as np
@@ -18,6 +18,7 @@ class MetricRecord:
     n_failed: int = 0
     n_skipped: int = 0
     reason: Optional[str] = None
+    detail: dict = field(default_factory=dict, hash=False)  # free-form provenance (a table's ``detail`` column)
 
     def __post_init__(self) -> None:
         if self.n_eval == 0 and self.value is not None:
@@ -33,7 +34,8 @@ class MetricRecord:
         return None if total == 0 else self.n_eval / total
 
     def as_row(self) -> dict[str, Any]:
-        return asdict(self)
+        """The value and its counts as a table row; ``detail`` is the caller's to store (it serialises it)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "detail"}
 
 
 def record_from_values(

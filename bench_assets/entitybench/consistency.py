@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bench_assets.core import grounding as core_grounding
+from bench_assets.core.kernels import iou
 from bench_assets.core.tables import instance_row
 from bench_assets.entitybench import counts, dataset, identity, judged, judging, metrics
 from bench_assets.entitybench.constants import BENCH
@@ -74,14 +75,6 @@ def _faces_in_box(face_model, frame: np.ndarray, box) -> list:
     return face_model.faces(canvas, scale=scale, offset=(float(x1), float(y1)))
 
 
-def _box_iou(a, b) -> float:
-    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
-
-
 def _best(faces: list):
     """The box's own face before matching: the most confident good-quality one, else the most confident."""
     good = [f for f in faces if f.quality.ok]
@@ -111,7 +104,7 @@ def _match_shots(apps: dict) -> dict:
         pool: list = []
         for _, r, fs in chars:
             for f in fs:   # the same face seen through two overlapping boxes of the same frame is one candidate
-                if not any(fr == int(r.frame_index) and _box_iou(f.box, g.box) > 0.5 for fr, g in pool):
+                if not any(fr == int(r.frame_index) and iou(f.box, g.box) > 0.5 for fr, g in pool):
                     pool.append((int(r.frame_index), f))
         matched = [(e, r) for e, r, _ in chars if (e, k) in protos]
         for e, r, _ in chars:

@@ -15,6 +15,7 @@ from bench_assets.core.manifest import build_manifest, protocol_digest
 from bench_assets.core.media import DecodeError, VideoSource
 from bench_assets.core.metric_spec import decode_warning_counts, label_substitutes
 from bench_assets.core.partitions import BenchmarkPartitions
+from bench_assets.core.records import MetricRecord
 from bench_assets.core.tables import metric_frame
 from bench_assets.locot2v import board, constants, dataset, metrics, pipeline
 from bench_assets.locot2v.metric_specs import METRICS
@@ -95,7 +96,7 @@ def _run(src: VideoSource, generator: str, sample_id: str) -> None:
 
 
 def visual_values(src: VideoSource, slot: dict, events, events_why, rrub: float, stats: dict | None = None
-                  ) -> list[pipeline.Value]:
+                  ) -> list[MetricRecord]:
     """Every model-based sub-dimension of one video from ONE streamed decode pass: needs stated first (AQ's 1 fps
     frames, the event frames, every native frame in chunks for flows / scene cuts / transition windows / DOVER
     clips), then the pass, then the reductions. Memory: the gathered frames (bounded by duration at 1 fps and by
@@ -138,7 +139,7 @@ def _face_name(face) -> str:
 
 def _after_pass(src, ts, aq_idx, aq, aesthetic, aesthetic_why, rrub, bounds, dc, dover_why, ev, events, events_why,
                 seg, det, locate_why, emb, emb_why, clip_model, face=None,
-                face_why=None) -> list[pipeline.Value]:
+                face_why=None) -> list[MetricRecord]:
     src.run()
     values = [pipeline.aq_value(aq_idx, list(aq.frames) if aq is not None else [], aesthetic, aesthetic_why, rrub),
               pipeline.tq_value(bounds, dc.scores if dc is not None else None, dover_why)]
@@ -160,7 +161,7 @@ def _derived(df: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def _rows(values: list[pipeline.Value], generator: str, sample_id: str, sha: str, protocol: str) -> pd.DataFrame:
+def _rows(values: list[MetricRecord], generator: str, sample_id: str, sha: str, protocol: str) -> pd.DataFrame:
     rows = [{"benchmark": BENCH, "generator": generator, "item": sample_id, "level": "item",
              "metric_id": v.metric_id, "value": v.value, "n_eval": v.n_eval, "n_failed": v.n_failed,
              "n_skipped": v.n_skipped, "reason": v.reason, "detail": pipeline.as_json(v.detail) if v.detail else None,

@@ -14,14 +14,15 @@ from bench_assets.core.kernels import iou
 from bench_assets.locot2v import constants
 from bench_assets.locot2v import judging
 from bench_assets.locot2v import metrics
-# the value record and the embedding helper live in values.py, which stream.py reads too (no import cycle)
-from bench_assets.locot2v.values import Value, embed_unique, none  # noqa: F401
+# the value records (core's MetricRecord) and the embedding helper come from values.py (stream.py reads it too)
+from bench_assets.core.records import MetricRecord
+from bench_assets.locot2v.values import embed_unique, none, value  # noqa: F401
 
 
 # ------------------------------------------------------------------------------------------ static quality
 
 def static_quality(frames: np.ndarray, fps: float, aesthetic, aesthetic_why: Optional[str], dover,
-                   dover_why: Optional[str], rrub_value: float) -> list[Value]:
+                   dover_why: Optional[str], rrub_value: float) -> list[MetricRecord]:
     """AQ and TQ of frames in memory (the asset streams the same: ``aq_value`` on the 1 fps frames it gathered,
     ``tq_value`` on the scores of its ``stream.DoverClips``)."""
     idx = metrics.analysis_indices(len(frames), fps, constants.AQ_FPS)
@@ -32,25 +33,25 @@ def static_quality(frames: np.ndarray, fps: float, aesthetic, aesthetic_why: Opt
 
 
 def aq_value(idx: Sequence[int], frames: Sequence[np.ndarray], aesthetic, aesthetic_why: Optional[str],
-             rrub_value: float) -> Value:
+             rrub_value: float) -> MetricRecord:
     if aesthetic is None:
         return none("aesthetic_quality", aesthetic_why or "aesthetic slot unavailable")
     scores = [float(s) for s in aesthetic.score(list(frames))]
-    return Value("aesthetic_quality", metrics.aesthetic_quality(scores, rrub_value), len(scores),
+    return value("aesthetic_quality", metrics.aesthetic_quality(scores, rrub_value), len(scores),
                  detail={"frames": list(idx), "scores": [round(s, 4) for s in scores], "rrub": rrub_value})
 
 
-def tq_value(bounds, scores: Optional[Sequence[float]], dover_why: Optional[str]) -> Value:
+def tq_value(bounds, scores: Optional[Sequence[float]], dover_why: Optional[str]) -> MetricRecord:
     if scores is None:
         return none("technical_quality", dover_why or "dover slot unavailable")
-    return Value("technical_quality", 100.0 * float(np.mean(scores)), len(scores),
+    return value("technical_quality", 100.0 * float(np.mean(scores)), len(scores),
                  detail={"clips": list(bounds), "scores": [round(s, 5) for s in scores]})
 
 
 # ------------------------------------------------------------------------------------------ temporal quality
 
 def frame_level_temporal(frames: np.ndarray, fps: float, flow, flow_why: Optional[str], embedder,
-                         embedder_why: Optional[str], **interp) -> list[Value]:
+                         embedder_why: Optional[str], **interp) -> list[MetricRecord]:
     """Dynamic degree, motion smoothness, warping error, semantic consistency, temporal flickering and transition
     smoothness of frames already in memory, through the same streamed reducer the asset feeds from its one decode
     pass (stream.TemporalStream); returns the Values (its cuts are on ``frame_level_temporal_stream``)."""
@@ -226,7 +227,7 @@ def subject_faces(face_model, frame: np.ndarray, box) -> list:
     return face_model.faces(np.ascontiguousarray(region), offset=(float(max(0, x1)), float(max(0, y1))))
 
 
-def face_identity_value(per_event: Sequence[dict[str, list]], face_name: str) -> Value:
+def face_identity_value(per_event: Sequence[dict[str, list]], face_name: str) -> MetricRecord:
     """``inter_event_subject_face_identity``, an addition beside the paper's crop-embedding
     ``inter_event_subject_consistency`` (issue 23): the same B.7 inter-event formula (eqs. 13-15) over the
     face-identity vectors of each subject's grounded appearances, where a face is visible. A face below the
@@ -244,14 +245,14 @@ def face_identity_value(per_event: Sequence[dict[str, list]], face_name: str) ->
                + (f" ({n_low} of {n_faces} faces below the quality floors)" if n_low else
                   "" if n_faces else " (no face detected in the grounded subjects)"))
         return none(FACE_IDENTITY_ID, why, **detail)
-    return Value(FACE_IDENTITY_ID, v, len(d["elements"]), detail=detail)
+    return value(FACE_IDENTITY_ID, v, len(d["elements"]), detail=detail)
 
 
 def event_consistency(n_frames: int, cuts: Sequence[int], frames: dict[int, np.ndarray],
                       events: Optional[Sequence[dict]], events_why: Optional[str], segmenter, detector,
                       locate_why: Optional[str], embedder, embedder_why: Optional[str], clip_model=None,
                       face_model=None, face_why: Optional[str] = None, face_name: str = "face"
-                      ) -> list[Value]:
+                      ) -> list[MetricRecord]:
     """Intra- and inter-event subject / background consistency (B.7). Events are split at the detected shot
     boundaries where they exist (``metrics.event_ranges_at_cuts``), else uniformly; each event's subject is grounded by
     its description (``ground_subject``); subjects of different events are one subject when grounding says so
@@ -351,20 +352,20 @@ def event_consistency(n_frames: int, cuts: Sequence[int], frames: dict[int, np.n
     why_none = "; ".join(sorted({r for r in reasons if r}))
     out = []
     v, d = metrics.intra_event_consistency(per_subject, weights)
-    out.append(Value("intra_event_subject_consistency", v, len(flat), detail={**common, **d, "found": found})
+    out.append(value("intra_event_subject_consistency", v, len(flat), detail={**common, **d, "found": found})
                if v is not None else none("intra_event_subject_consistency",
                                           f"no event with >= 2 grounded appearances of its subject (grounding "
                                           f"found {len(found)} crops" + (f"; {why_none}" if why_none else "") + ")",
                                           **common))
     v, d = metrics.intra_event_consistency(per_bg, weights)
-    out.append(Value("intra_event_background_consistency", v, len(backgrounds), detail={**common, **d})
+    out.append(value("intra_event_background_consistency", v, len(backgrounds), detail={**common, **d})
                if v is not None else none("intra_event_background_consistency", "no event with >= 2 frames"))
     v, d = metrics.inter_event_consistency(per_subject)
-    out.append(Value("inter_event_subject_consistency", v, len(d["elements"]), detail={**common, **d})
+    out.append(value("inter_event_subject_consistency", v, len(d["elements"]), detail={**common, **d})
                if v is not None else none("inter_event_subject_consistency",
                                           "no subject grounded in >= 2 events", **common))
     v, d = metrics.inter_event_consistency(per_bg)
-    out.append(Value("inter_event_background_consistency", v, 1, detail={**common, **d})
+    out.append(value("inter_event_background_consistency", v, 1, detail={**common, **d})
                if v is not None else none("inter_event_background_consistency", "fewer than 2 events"))
     if face_model is not None:
         out.append(face_identity_value(subj_faces, face_name))
@@ -390,7 +391,7 @@ def _failed(res) -> str:
 
 
 def alignment(judge, frames: Sequence[np.ndarray], prompt_base: str, prompt_events: Optional[Sequence[dict]],
-              events_why: Optional[str], text_embedder, text_why: Optional[str]) -> tuple[list[Value], dict]:
+              events_why: Optional[str], text_embedder, text_why: Optional[str]) -> tuple[list[MetricRecord], dict]:
     """OA (description vs prompt base) and EA (events of the description vs the prompt's events)."""
     ok, why = judge.available()
     if not ok:
@@ -406,7 +407,7 @@ def alignment(judge, frames: Sequence[np.ndarray], prompt_base: str, prompt_even
     if text_embedder is None:
         return [none("overall_alignment", text_why), none("event_alignment", text_why)], extra
     e = text_embedder.embed([desc, prompt_base])
-    out.append(Value("overall_alignment", 100.0 * metrics.text_similarity(e[0], e[1]), 1,
+    out.append(value("overall_alignment", 100.0 * metrics.text_similarity(e[0], e[1]), 1,
                      detail={"description_key": res.cache_key}))
     if not prompt_events:
         out.append(none("event_alignment", f"needs the prompt's events: {events_why or 'none'}"))
@@ -420,13 +421,13 @@ def alignment(judge, frames: Sequence[np.ndarray], prompt_base: str, prompt_even
     sem, fields = metrics.event_matrices(video_events, list(prompt_events), text_embedder.embed)
     v, d = metrics.event_alignment(sem, fields)
     d.update(total_prompt_events=len(prompt_events), video_events_key=ve.cache_key)
-    out.append(Value("event_alignment", v, d["matched"], detail=d) if v is not None else
+    out.append(value("event_alignment", v, d["matched"], detail=d) if v is not None else
                none("event_alignment", f"no matched event ({len(video_events)} video, {len(prompt_events)} prompt "
                                        "events)", **d))
     return out, extra
 
 
-def human_action(judge, frames, actions: Optional[Sequence[dict]], actions_why: Optional[str]) -> Value:
+def human_action(judge, frames, actions: Optional[Sequence[dict]], actions_why: Optional[str]) -> MetricRecord:
     if actions is None:
         return none("human_action", f"needs the prompt's human actions: {actions_why}")
     if not actions:
@@ -447,7 +448,7 @@ def human_action(judge, frames, actions: Optional[Sequence[dict]], actions_why: 
         return none("human_action", _failed(bad[0]), bad[0].status == "failed")
     it = iter(r.answer["answer"] == "Yes" for r in sm_res)
     smooth = [[next(it) for _ in judging.SMOOTHNESS_QUESTIONS] if o else [] for o in occurs]
-    return Value("human_action", metrics.human_action_score(occurs, smooth), len(actions),
+    return value("human_action", metrics.human_action_score(occurs, smooth), len(actions),
                  detail={"occurs": occurs, "smooth": smooth})
 
 
@@ -471,7 +472,7 @@ def clarity_sampling(judge) -> tuple[Any, dict]:
                             if sent is None else "the judge's configured temperature was sent, not the protocol's")}
 
 
-def content_clarity(judge, frames) -> list[Value]:
+def content_clarity(judge, frames) -> list[MetricRecord]:
     ok, why = judge.available()
     if not ok:
         return [none(m, why) for m in constants.CLARITY_IDS]
@@ -483,15 +484,15 @@ def content_clarity(judge, frames) -> list[Value]:
     for m in constants.CLARITY_IDS:
         rounds = [int(r.answer[m]["score"]) for r in good]
         v = metrics.clarity_score(rounds)
-        out.append(Value(m, v, len(rounds), n_failed=failed,
+        out.append(value(m, v, len(rounds), n_failed=failed,
                          reason=_failed(next(r for r in res if r.status != "ok")) if failed else None,
                          detail={"rounds": rounds, "sampling": sampling}) if v is not None else
-                   Value(m, None, 0, failed, 0, "; ".join(sorted({_failed(r) for r in res})),
+                   value(m, None, 0, failed, 0, "; ".join(sorted({_failed(r) for r in res})),
                          detail={"sampling": sampling}))
     return out
 
 
-def herd(judge, frames, questions: Optional[Sequence[dict]], questions_why: Optional[str]) -> list[Value]:
+def herd(judge, frames, questions: Optional[Sequence[dict]], questions_why: Optional[str]) -> list[MetricRecord]:
     ids = [f"herd.{d}" for d in constants.HERD_DIMENSIONS]
     if questions is None:
         return [none(m, f"needs the HERD questions: {questions_why}") for m in ids]
@@ -516,7 +517,7 @@ def herd(judge, frames, questions: Optional[Sequence[dict]], questions_why: Opti
             out.append(none(m, f"judge answered {len(answers)} of {len(by_dim[d])} questions", True))
             continue
         v, n = metrics.herd_score(list(zip(answers, [q["polarity"] for q in by_dim[d]])))
-        out.append(Value(m, v, n, n_skipped=len(answers) - n, detail={"answers": answers, "key": r.cache_key})
+        out.append(value(m, v, n, n_skipped=len(answers) - n, detail={"answers": answers, "key": r.cache_key})
                    if v is not None else none(m, "every answer was 'unclear'", answers=answers))
     return out
 

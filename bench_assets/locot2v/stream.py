@@ -35,7 +35,7 @@ import numpy as np
 
 from bench_assets.locot2v import constants
 from bench_assets.locot2v import metrics
-from bench_assets.locot2v.values import Value, embed_unique, none
+from bench_assets.locot2v.values import embed_unique, none, value
 
 FLOW_MIDPOINT = object()   # TemporalStream's default interpolator: midpoints warped along its own flow
 
@@ -280,7 +280,7 @@ class TemporalStream:
 
     # ------------------------------------------------------------------ results
     def finish(self) -> list:
-        """The six Values (pipeline.Value), after the last chunk."""
+        """The six values (MetricRecord), after the last chunk."""
         for c in self.detector.post_process(self.stamp(max(self.n - 1, 0))):
             self._cut(int(getattr(c, "frame_num", c)))
         self._complete(self.n)
@@ -292,15 +292,15 @@ class TemporalStream:
             out += [none(m, "fewer than 2 analysis frames") for m in flow_ids]
         else:
             dd, d = metrics.dynamic_verdict(self.moving, self.pairs)
-            out.append(Value("dynamic_degree", dd, 1, detail=d))
+            out.append(value("dynamic_degree", dd, 1, detail=d))
             we, neglog, d = metrics.warping_from_errors(self.warp_errs)
-            out.append(Value("warping_error", we, d["pairs"], detail={**d, "neg_log_we": neglog})
+            out.append(value("warping_error", we, d["pairs"], detail={**d, "neg_log_we": neglog})
                        if we is not None else none("warping_error", "no pair with non-occluded pixels"))
         ms = metrics.mae_score(self.interp_errs)
         if self.interp_net is None and self.interp_flow is None:
             out.insert(1, none("motion_smoothness", self.interp_why or "interpolator slot unavailable"))
         else:
-            out.insert(1, Value("motion_smoothness", ms, len(self.interp_errs)) if ms is not None else
+            out.insert(1, value("motion_smoothness", ms, len(self.interp_errs)) if ms is not None else
                        none("motion_smoothness", "fewer than 3 native frames"))
         if self.flow is None:
             out.append(none("temporal_flickering", self.flow_why or "flow slot unavailable"))
@@ -310,7 +310,7 @@ class TemporalStream:
                           else None)
             detail = {"static_pairs": len(self.native_static_maes), "pairs": self.native_pairs,
                       "vbench_static_video": self._vbench_static_video(), "all_pairs": unfiltered}
-            out.append(Value("temporal_flickering", tf, len(self.native_static_maes), detail=detail)
+            out.append(value("temporal_flickering", tf, len(self.native_static_maes), detail=detail)
                        if tf is not None else none("temporal_flickering",
                                                    "no static native frame pair (VBench static rule)"))
         if self.embedder is None:
@@ -318,7 +318,7 @@ class TemporalStream:
         elif not self.cosines:
             out.append(none("semantic_consistency", "fewer than 2 analysis frames"))
         else:
-            out.append(Value("semantic_consistency", 100.0 * float(np.mean(self.cosines)), len(self.cosines)))
+            out.append(value("semantic_consistency", 100.0 * float(np.mean(self.cosines)), len(self.cosines)))
         out.append(self._transition_value())
         return out
 
@@ -337,7 +337,7 @@ class TemporalStream:
             return none("transition_smoothness", f"no transition window could be scored (dropped: {self.dropped})",
                         failed=True)
         scores = self.window_scores
-        return Value("transition_smoothness", 100.0 * float(np.mean(scores)), len(scores),
+        return value("transition_smoothness", 100.0 * float(np.mean(scores)), len(scores),
                      detail={"transitions": sorted(self.cuts) or [self.abrupt[1]["t"]], "how": how,
                              "windows": self.windows, "dropped": self.dropped})
 

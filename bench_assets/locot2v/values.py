@@ -1,39 +1,30 @@
-"""The per-video value record of a LoCoT2V sub-dimension and the embedding helper, shared by pipeline.py and the
-streamed reducers in stream.py (both import this module, neither imports the other)."""
+"""LoCoT2V's per-video values as the project's value record (core/records.py ``MetricRecord``) and the embedding
+helper, shared by pipeline.py and the streamed reducers in stream.py (both import this module, neither imports the
+other)."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
-
-@dataclass
-class Value:
-    """One sub-dimension of one video: a value in % or None with the reason, plus counts and provenance."""
-    metric_id: str
-    value: Optional[float]
-    n_eval: int = 0
-    n_failed: int = 0
-    n_skipped: int = 0
-    reason: Optional[str] = None
-    detail: dict = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.value is None:
-            self.n_eval = 0
-            if not self.n_failed and not self.n_skipped:
-                self.n_skipped = 1
-            if not self.reason:
-                raise ValueError(f"{self.metric_id}: None needs a reason")
-        else:
-            self.value = float(self.value)
-            self.n_eval = max(1, self.n_eval)
+from bench_assets.core.records import MetricRecord
 
 
-def none(metric_id: str, reason: str, failed: bool = False, **detail: Any) -> Value:
-    return Value(metric_id, None, 0, int(failed), int(not failed), reason, detail)
+def value(metric_id: str, v: Optional[float], n_eval: int = 0, n_failed: int = 0, n_skipped: int = 0,
+          reason: Optional[str] = None, detail: Optional[dict] = None) -> MetricRecord:
+    """One sub-dimension of one video: a value in % resting on at least one instance, or None with the reason
+    (one skipped instance when neither count says otherwise), plus counts and provenance (``detail``)."""
+    detail = detail if detail is not None else {}
+    if v is None:
+        if not reason:
+            raise ValueError(f"{metric_id}: None needs a reason")
+        return MetricRecord(metric_id, None, 0, n_failed, n_skipped if (n_failed or n_skipped) else 1, reason, detail)
+    return MetricRecord(metric_id, float(v), max(1, n_eval), n_failed, n_skipped, reason, detail)
+
+
+def none(metric_id: str, reason: str, failed: bool = False, **detail: Any) -> MetricRecord:
+    return value(metric_id, None, 0, int(failed), int(not failed), reason, detail)
 
 
 def embed_unique(embedder, images: Sequence[np.ndarray]) -> np.ndarray:
