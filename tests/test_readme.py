@@ -192,3 +192,59 @@ def test_setup_block_puts_bench_on_path_in_a_clean_shell(tmp_path):
     assert f"BENCH={ROOT / '.venv' / 'bin' / 'bench'}" in proc.stdout, proc.stdout
     assert f"REPO={ROOT}" in proc.stdout
     assert "usage: bench" in proc.stdout and "evaluate" in proc.stdout
+
+
+# README numbers that have a source are read from it. The face thresholds: each calibration file's stored threshold
+# is what the README quotes wherever it names that threshold (the file, the module that once wrote it, its table
+# row), and its benchmark's section quotes it. A number quoted there is the file's value at the digits shown.
+FACE_THRESHOLDS = {  # file -> (README section, the phrases after which the README states that threshold)
+    "bench_assets/mbench/identity_calibration.json": (
+        "MBench", ("identity_calibration.json", "MBench identity (single faces)")),
+    "bench_assets/narrativetrack/face_calibration.json": (
+        "NarrativeTrack", ("face_calibration.json", "bench_assets.narrativetrack.calibration",
+                           "`FACE_MERGE_COSINE` (tracklet mean faces)")),
+}
+DECIMAL = re.compile(r"(?<![\w.])0?\.(\d{3,})\b")
+
+
+def readme_section(text: str, heading: str) -> str:
+    m = re.search(rf"^## {re.escape(heading)}\s*$", text, re.M)
+    assert m, f"README has no section ## {heading}"
+    end = re.search(r"^## ", text[m.end():], re.M)
+    return text[m.end():m.end() + end.start()] if end else text[m.end():]
+
+
+def quotes(value: float, number: re.Match) -> bool:
+    """Whether the README's number is ``value`` at the digits it shows."""
+    return round(value, len(number.group(1))) == float("0." + number.group(1))
+
+
+def face_threshold_problems(text: str) -> list[str]:
+    """What the README says about each face threshold that its calibration file does not."""
+    bad = []
+    for rel, (section, anchors) in FACE_THRESHOLDS.items():
+        value = float(json.loads((ROOT / rel).read_text())["threshold"])
+        for anchor in anchors:
+            for m in re.finditer(re.escape(anchor), text):
+                n = DECIMAL.search(text, m.end(), m.end() + 80)
+                line = text.count("\n", 0, m.start()) + 1
+                if n is None:
+                    bad.append(f"README:{line}: {anchor} without its threshold ({value} in {rel})")
+                elif not quotes(value, n):
+                    bad.append(f"README:{line}: {anchor} quotes {n.group(0)}; {rel} holds {value}")
+        if not any(quotes(value, n) for n in DECIMAL.finditer(readme_section(text, section))):
+            bad.append(f"README section {section} does not quote its face threshold {value} ({rel})")
+    return bad
+
+
+def test_readme_quotes_the_face_thresholds_the_calibration_files_hold():
+    problems = face_threshold_problems(README.read_text(encoding="utf-8"))
+    assert not problems, "\n".join(problems)
+
+
+def test_the_threshold_check_catches_a_stale_or_missing_quote():
+    text = README.read_text(encoding="utf-8")
+    stale = text.replace("identity_calibration.json`, cosine .3938", "identity_calibration.json`, cosine 0.617")
+    assert stale != text and any("quotes 0.617" in p for p in face_threshold_problems(stale))
+    gone = re.sub(r"\.4154\b", ".4100", text)
+    assert len(face_threshold_problems(gone)) >= 3   # both anchors and the section
