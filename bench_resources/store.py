@@ -381,6 +381,18 @@ def partition_dims(partitions_def, partition_key: str) -> dict[str, str]:
     return {"partition": partition_key}
 
 
+# A run tag bench_assets/core/automation.py sets when a staleness check cannot run (its STALENESS_UNKNOWN_TAG): every
+# output of such a run says so in its metadata, where the asset's materialization shows it.
+STALENESS_UNKNOWN_TAG = "bench/staleness_unknown"
+
+
+def _run_tags(context: OutputContext) -> dict:
+    try:
+        return dict(context.step_context.run_tags)
+    except Exception:  # noqa: BLE001 - an output context built outside a run (tests, direct calls): no tags
+        return {}
+
+
 class ParquetIOManager(ConfigurableIOManager):
     """Every asset output is a DataFrame: one Parquet file per asset partition, written atomically."""
 
@@ -406,7 +418,12 @@ class ParquetIOManager(ConfigurableIOManager):
         else:
             path = self._path(context.asset_key, None, None)
         self.store.write_table(obj, path)
-        context.add_output_metadata({"rows": len(obj), "path": MetadataValue.path(path)})
+        meta = {"rows": len(obj), "path": MetadataValue.path(path)}
+        why = _run_tags(context).get(STALENESS_UNKNOWN_TAG)
+        if why:
+            meta["staleness_unknown"] = MetadataValue.text("; ".join(f"staleness unknown: {w}"
+                                                                     for w in why.split("; ")))
+        context.add_output_metadata(meta)
 
     def load_input(self, context: InputContext) -> pd.DataFrame:
         key = context.asset_key

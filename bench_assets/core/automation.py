@@ -423,11 +423,43 @@ def evaluator_tags(resources: dict) -> dict[str, str]:
 
 
 def slot_tags(models) -> dict[str, str]:
-    """The run tag recording every slot's checkpoint fingerprint (``Staleness.weights_changed`` reads it)."""
+    """The run tag recording every slot's checkpoint fingerprint (``Staleness.weights_changed`` reads it). A registry
+    that cannot say leaves no record, so a later weights change cannot be seen: then the tag says so instead
+    (``STALENESS_UNKNOWN_TAG``: the run's log, the CLI summary and each output's metadata show it)."""
     try:
         return {SLOT_FP_TAG: json.dumps(slot_fingerprints(models), sort_keys=True, separators=(",", ":"))}
-    except Exception:  # noqa: BLE001 - a registry that cannot say: no record, so no weights staleness either
-        return {}
+    except Exception as e:  # noqa: BLE001 - any failure of the registry: recorded, not raised (the run goes on)
+        return {STALENESS_UNKNOWN_TAG: f"weights: the slots' checkpoint fingerprints could not be read ({_why(e)}), "
+                                       f"so a later change of these weights will not re-run what this run made"}
+
+
+# Run tag: why staleness cannot be told (a registry or the data paths that failed), "; "-joined. The CLI summary
+# (``staleness_unknown_lines``), the sensor tick's log and every output's metadata (bench_resources/store.py, which
+# reads the same tag name) say "staleness unknown: <why>" instead of switching a check off silently.
+STALENESS_UNKNOWN_TAG = "bench/staleness_unknown"
+
+
+def _why(e: BaseException) -> str:
+    """An exception in one line, without the "; " that separates reasons in the tag."""
+    text = " ".join(str(e).split()).replace(";", ",")
+    return f"{type(e).__name__}: {text[:200]}" if text else type(e).__name__
+
+
+def join_unknown(*reasons: str | None) -> str:
+    """The ``STALENESS_UNKNOWN_TAG`` value of several reasons (empty: none)."""
+    return "; ".join(r for r in reasons if r)
+
+
+def staleness_unknown(why: str) -> str:
+    """The words every place uses for a staleness check that could not run."""
+    return f"staleness unknown: {why}"
+
+
+def staleness_unknown_lines(stats) -> list[str]:
+    """The CLI summary's lines for a run whose staleness could not be told (``RunStats.staleness_unknown``): one
+    ``staleness unknown: <why>`` per reason, none when every check ran."""
+    text = getattr(stats, "staleness_unknown", None) or ""
+    return [staleness_unknown(w.strip()) for w in text.split("; ") if w.strip()]
 
 
 def _descendants(graph, key: AssetKey, within: set) -> set:
@@ -580,11 +612,10 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
         folders = {g.name: folder_fingerprint(g.path) for g in gens}
         cur = read_cursor(context.cursor)
         now = time.time()
-        paths, models = _sensor_paths(), _sensor_models()
-        fps = slot_tags(models) if models is not None else {}
+        paths, models, fps = sensor_staleness_inputs(context.log)   # a check that cannot run: a warning here
         # the slots' checkpoints count like code versions: an imported checkpoint makes the next tick check every
         # partition, and Staleness re-runs exactly the assets declaring that slot
-        weights = hashlib.sha256(fps[SLOT_FP_TAG].encode()).hexdigest()[:8] if fps else ""
+        weights = hashlib.sha256(fps[SLOT_FP_TAG].encode()).hexdigest()[:8] if SLOT_FP_TAG in fps else ""
         versions = code_versions(assets) + weights
         # the content digest of every item's input files (small: episode / case / story files): an edited item
         # is checked on the next tick, like a changed generator folder
@@ -676,21 +707,40 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
 
 
 def _sensor_paths():
-    """The data and generator roots the code location's resources use (the environment's, bench_resources)."""
+    """(the data and generator roots the code location's resources use (the environment's, bench_resources), None)
+    or (None, why): then no input file's change can be seen."""
     try:
         from bench_resources.paths import BenchPaths
-        return BenchPaths()
-    except Exception:  # noqa: BLE001 - no paths: no input versions, the resolver alone decides
-        return None
+        return BenchPaths(), None
+    except Exception as e:  # noqa: BLE001 - no paths: no input versions, the resolver alone decides (said: below)
+        return None, f"inputs: the data paths could not be read ({_why(e)}), so a changed input file is not seen"
 
 
 def _sensor_models():
-    """The model registry the code location's resources use (the environment's: profile, weights dir)."""
+    """(the model registry the code location's resources use (the environment's: profile, weights dir), None) or
+    (None, why): then no checkpoint's change can be seen."""
     try:
         from bench_resources.config import build_resources
-        return build_resources(judge=None)["models"]
-    except Exception:  # noqa: BLE001 - no registry: no weights staleness, the resolver alone decides
-        return None
+        return build_resources(judge=None)["models"], None
+    except Exception as e:  # noqa: BLE001 - no registry: no weights staleness, the resolver alone decides (said)
+        return None, (f"weights: the model registry could not be built ({_why(e)}), so a changed checkpoint is "
+                      f"not seen")
+
+
+def sensor_staleness_inputs(log=None) -> tuple:
+    """(paths, models, run tags) for a sensor or schedule tick: what its staleness checks read, and the tags its run
+    requests carry (the slots' fingerprints; ``STALENESS_UNKNOWN_TAG`` when a check cannot run). Each check that
+    cannot run is logged on the tick as a warning, ``staleness unknown: <why>``."""
+    paths, paths_why = _sensor_paths()
+    models, models_why = _sensor_models()
+    tags = dict(slot_tags(models)) if models is not None else {}
+    unknown = join_unknown(paths_why, models_why, tags.pop(STALENESS_UNKNOWN_TAG, None))
+    if unknown:
+        tags[STALENESS_UNKNOWN_TAG] = unknown
+        for why in unknown.split("; "):
+            if log is not None:
+                log.warning(staleness_unknown(why))
+    return paths, models, tags
 
 
 def read_cursor(text: str | None) -> dict:
@@ -752,15 +802,15 @@ def nightly_stale_schedule(*, name: str, assets_fn: Callable[[], Sequence], asse
         def pks(_key: AssetKey) -> list[str]:
             return partitions.generator_x_item.get_partition_keys(dynamic_partitions_store=instance)
 
-        models = _sensor_models()
+        paths, models, tags = sensor_staleness_inputs(context.log)
         stale = stale_or_missing(instance, assets_fn(), [AssetKey(k) for k in asset_keys], pks,
-                                 paths=_sensor_paths(), models=models)
+                                 paths=paths, models=models)
         by_partition: dict[str, set[AssetKey]] = {}
         for key, pk, _ in stale:
             by_partition.setdefault(pk, set()).add(key)
         tick = get_current_datetime().strftime("%Y-%m-%d")
         return [RunRequest(run_key=f"stale/{pk}/{tick}", partition_key=pk, asset_selection=sorted(keys, key=str),
-                           tags={"bench/reason": "stale", **(slot_tags(models) if models is not None else {})})
+                           tags={"bench/reason": "stale", **tags})
                 for pk, keys in sorted(by_partition.items())] or \
             SkipReason("nothing stale")
 

@@ -19,7 +19,7 @@ from dagster import Config, Failure, JobDefinition, MetadataValue, in_process_ex
 from pydantic import Field
 
 # the op's name and the benchmark tag are shared with the sensor that requests this job's runs (automation.py)
-from bench_assets.core.automation import BENCHMARK_TAG, evaluate_op_name
+from bench_assets.core.automation import BENCHMARK_TAG, evaluate_op_name, staleness_unknown_lines
 
 PARENT_TAG = "bench/parent_run"
 
@@ -69,7 +69,7 @@ def evaluate_job_factory(*, benchmark: str, assets_fn: Callable[[], Sequence], p
                          aggregate_assets=list(aggregate_assets) if cfg["aggregates"] else [],
                          progress=context.log.info, show_progress=False, log_level="WARNING",
                          extra_tags={PARENT_TAG: context.run_id})
-        for line in stats.warning_summary():
+        for line in stats.warning_summary() + staleness_unknown_lines(stats):
             context.log.warning(line)
         context.log.info(f"{benchmark}: materialised {len(stats.materialized)} asset partitions, "
                          f"{len(stats.failed)} failed; {stats.forwards} model forwards ({stats.forward_s:.1f} s), "

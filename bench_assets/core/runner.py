@@ -31,7 +31,7 @@ from typing import Callable, Iterator, Optional, Sequence
 from dagster import AssetKey, DagsterInstance, DagsterRunStatus, RunsFilter, materialize
 
 from bench_assets.core import interrupts, media
-from bench_assets.core.automation import evaluator_state, evaluator_tags, rerun_plan
+from bench_assets.core.automation import STALENESS_UNKNOWN_TAG, evaluator_state, evaluator_tags, rerun_plan
 from bench_assets.core.generators import GeneratorInfo
 from bench_assets.core.partitions import BenchmarkPartitions
 from bench_resources.judge import judge_counters
@@ -611,6 +611,8 @@ class RunStats:
     # endpoint (requests_by_endpoint, answers_reused, questions_asked, questions_reasked)
     reruns: dict = field(default_factory=dict)
     judge: dict = field(default_factory=dict)
+    # why a staleness check could not run ("; "-joined; core/automation.py staleness_unknown_lines words it)
+    staleness_unknown: str = ""
 
     def warning_summary(self, first: int = 3) -> list[str]:
         """One line per asset: how many warnings, and the first few (not one line per item)."""
@@ -696,6 +698,7 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
                                         [g.name for g in generators if g.name not in known_gens])
     state = evaluator_state(resources)
     tags = {**process_tags(), "bench/evaluator_state": state, **evaluator_tags(resources), **(extra_tags or {})}
+    stats.staleness_unknown = tags.get(STALENESS_UNKNOWN_TAG, "")
 
     def run(selection: Sequence[str], partition_key: Optional[str], label: str, kind: str, n: int = 1,
             root: str = "") -> bool:
