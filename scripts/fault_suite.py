@@ -10,7 +10,7 @@ Sections (each prints one figure line):
               exits 0 within its time limit and every table equals a clean run's.
   concurrent  N `bench evaluate` processes started at once on a fresh Dagster home (one SQLite schema, one
               GPU pool slot, one store): how many finish with exit 0.
-  judge       every kind of bad reply a Messages API endpoint can give (tests/fake_anthropic.py on 127.0.0.1),
+  judge       every kind of bad reply a Messages API endpoint can give (tests/support/fake_anthropic.py on 127.0.0.1),
               alone and inside a batch with good questions: exceptions escaping Judge.ask/ask_many (must be 0),
               and bad replies not counted as a failure with a reason.
   inputs      bad inputs (generator.yaml, CLI arguments, generator outputs, dataset files), each evaluated next
@@ -244,7 +244,7 @@ def section_concurrent(work: Path, n: int, figs: Figures, timeout_s: float) -> N
 
 
 def judge_fault_kinds() -> dict[str, Callable[[], dict]]:
-    """name -> a step for tests/fake_anthropic.py (every reply shape the issue lists, and the usual outages)."""
+    """name -> a step for tests/support/fake_anthropic.py (every reply shape the issue lists, and the usual outages)."""
     sys.path.insert(0, str(ROOT))
     from tests import fake_anthropic as F
 
@@ -281,7 +281,7 @@ def section_judge(work: Path, figs: Figures) -> None:
     sys.path.insert(0, str(ROOT))
     os.environ["ANTHROPIC_API_KEY"] = CANARY
     from bench_resources.judge import Judge, JudgeRequest
-    from tests.fake_anthropic import FakeAnthropic, tool_answer
+    from tests.support.fake_anthropic import FakeAnthropic, tool_answer
 
     schema = {"type": "object", "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5},
                                                "why": {"type": "string"}}, "required": ["score"]}

@@ -1,11 +1,23 @@
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "data"
+from tests.support import DATA, ROOT  # noqa: F401
+
+# the suite's hooks (tiers, xdist scheduling, world build count) and the session-scoped worlds as fixtures
+from tests.support.plugin import (  # noqa: F401
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_sessionfinish,
+    pytest_xdist_make_scheduler,
+)
+from tests.support.worlds import (  # noqa: F401
+    locot2v_offline,
+    mbench_offline,
+    probe_world,
+    vistorybench_offline,
+)
 
 # Variables that switch the judge live. A developer's shell must not turn the offline suite into calls to a
 # real endpoint; tests that want a judge set their own with monkeypatch. Session scope, so module-scoped

@@ -18,7 +18,7 @@ from bench_assets.entitybench import dataset, outputs
 from bench_assets.entitybench.judged import GATE_UNKNOWN, UNGATED
 from bench_assets.entitybench.metric_specs import METRICS as EB
 from bench_assets.vistorybench.metric_specs import METRICS as VSB
-from tests.test_hygiene_media import write
+from tests.support.media import write
 
 ROOT = Path(__file__).resolve().parents[1]
 SC_DEF = ("Eq. 2, the mean cosine of consecutive frames (VBench's code averages the clipped cosines to the "
@@ -216,7 +216,7 @@ def test_four_benchmarks_split_not_evaluated_per_instance_by_its_own_reason():
     from bench_assets.narrativetrack import board as nb
     from bench_assets.vistorybench import board as vb
     from bench_resources.judge import JUDGE_OFF
-    from tests.test_mbench_board import CASES, _row, _scores
+    from tests.support.mbench import CASES, _row, _scores
 
     # MBench: per case
     extra = [_row("g", "h1", "identity", None, n_failed_evaluator=1, reason=NO_OFFLINE),

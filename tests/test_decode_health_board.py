@@ -110,7 +110,7 @@ def test_entitybench_counts_the_concealed_frame_of_a_shot_on_the_board(tmp_path)
 
 
 def test_locot2v_counts_the_concealed_frame_of_a_video_on_the_board(tmp_path):
-    from tests.test_locot2v_face_identity import SAMPLE, one_sample_world
+    from tests.support.locot2v import SAMPLE, one_sample_world
     data = tmp_path / "data"
     one_sample_world(data, "locot2v_smooth", SAMPLE)
     gdir = _generator(data, "locot2v_damaged", "locot2v")

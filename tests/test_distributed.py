@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.distributed_support import services
+from tests.support.distributed import services
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
@@ -91,7 +91,7 @@ def _partition_tags(generator: str, episode: str) -> dict:
 
 
 def test_celery_slice_matches_local_run(tmp_path):
-    from dagster import AssetKey, DagsterInstance, instance_for_test, materialize
+    from dagster import DagsterInstance, instance_for_test, materialize
     from bench_assets import definitions as d
     from bench_resources.config import build_resources
     from bench_resources.paths import BenchPaths
@@ -226,7 +226,7 @@ def test_gpu_pool_serialises_steps_across_runs(tmp_path):
         env = {**os.environ, **_home(tmp_path, pg), "PYTHONPATH": str(ROOT), "BENCH_TEST_GPU_HOLD_S": "8"}
         workspace = tmp_path / "workspace.yaml"
         workspace.write_text(yaml.safe_dump({"load_from": [{"python_module": {
-            "module_name": "tests.distributed_support.gpu_location", "location_name": "gpu",
+            "module_name": "tests.support.distributed.gpu_location", "location_name": "gpu",
             "working_directory": str(ROOT)}}]}))
         # both runs are queued before the daemon starts, so it dequeues them together and they run concurrently
         runs = [_launch(env, workspace, job, {}) for job in ("gpu_a", "gpu_b")]

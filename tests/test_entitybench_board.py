@@ -27,9 +27,9 @@ from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry
 from bench_resources.models.specs import SLOTS
 from bench_resources.paths import BenchPaths
-from tests.fake_anthropic import FakeAnthropic
+from tests.support.fake_anthropic import FakeAnthropic
 # the judge whose answers depend on the image bytes (same crop, same answer in the complete and the cut generator)
-from tests.test_judged import varied
+from tests.support.entitybench import varied
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 EPISODE = "e0002"  # 10 shots, every entity type, continuation pairs: the "3 of 10"

@@ -7,7 +7,7 @@ import pytest
 
 from bench_assets.core import media
 from bench_assets.entitybench import frames as FR
-from tests.video_support import write_video
+from tests.support.video import write_video
 
 W, H, N = 96, 64, 41
 

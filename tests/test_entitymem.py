@@ -19,27 +19,7 @@ from bench_assets.entitymem import layout as L
 from bench_assets.entitymem.agents import rule_classify
 from bench_resources.generation.video import read_frames
 from bench_resources.store import Store
-
-EPISODE = {
-    "episode_id": "t0001", "tier": "easy", "title": "The green knight", "summary": "An anime story about a knight.",
-    "entities": [
-        {"id": "c1", "type": "character", "name": "Verdant Knight",
-         "description": "a knight with grey hair in a green coat and brown trousers"},
-        {"id": "c2", "type": "character", "name": "Mara", "description": "a girl with black hair in a red dress"},
-        {"id": "c3", "type": "character", "name": "Bo", "description": "a boy with blonde hair in a blue shirt"},
-        {"id": "o1", "type": "object", "name": "the Cat", "description": "a small orange tabby cat"},
-        {"id": "o2", "type": "object", "name": "the Hat", "description": "a tall purple hat"},
-        {"id": "l1", "type": "location", "name": "the Castle", "description": "a grey stone castle on a hill"},
-        {"id": "l2", "type": "location", "name": "the Forest", "description": "a dark green forest"}],
-    "shots": [
-        {"index": 1, "cut": True, "entities": ["c1", "c2", "o2", "l1"],
-         "action": "Verdant Knight talks with Mara at the Castle."},
-        {"index": 2, "cut": False, "entities": ["c1", "c2", "c3", "l1"],
-         "action": "Bo enters while Verdant Knight talks with Mara at the Castle."},
-        {"index": 3, "cut": True, "entities": ["c2", "o1", "o2", "l2"],
-         "action": "Mara looks around, next to the Cat at the Forest."},
-        {"index": 4, "cut": False, "entities": ["c2", "c1", "o1", "l2"],
-         "action": "Mara talks with Verdant Knight, next to the Cat at the Forest."}]}
+from tests.support.entitymem import EPISODE  # noqa: F401
 
 SMALL = configs.EntityMemConfig("tiny-offline", "offline stand-in, small", candidates=3, n_frames=8)
 
@@ -237,6 +217,7 @@ def test_bench_entitymem_writes_two_generator_folders_and_resumes(data_root, tmp
     # regenerates Bo's portrait, the one keyframe showing him, EntityMem's shot 2, and the control's shots 2-4
     # (its shot-2 prompt describes Bo; shots 3 and 4 remember shot 2's frames); nothing else
     from dagster import AssetKey, DagsterInstance
+
     from bench_assets.core.automation import stale_or_missing
     from bench_assets.entitymem import assets as A
     from bench_resources.paths import BenchPaths
@@ -276,7 +257,7 @@ def test_a_configuration_file_is_read_and_checked(tmp_path):
 
 
 def test_entitymem_sits_above_the_benchmark_folders():
-    from tests.test_imports import GRAPH, rule_violations
+    from tests.support.imports import GRAPH, rule_violations
     bad = rule_violations({"bench_assets.entitybench.metrics": [("bench_assets.entitymem.rows", 3)]})
     assert bad and "entitymem" in bad[0]
     assert any(t.startswith("bench_assets.entitybench") for t, _ in GRAPH["bench_assets.entitymem.rows"])

@@ -14,9 +14,9 @@ import yaml
 
 from bench_resources.generation import GenerationError, ImageGenerator, VideoBackbone
 from bench_resources.generation.video import image_from_data_url, read_frames
-from tests.fake_generation import FakeImages, FakeVideo, agent_answer, frames_close
-from tests.fake_openai import FakeOpenAI
-from tests.test_entitymem import EPISODE
+from tests.support.fake_generation import FakeImages, FakeVideo, agent_answer, frames_close
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.entitymem import EPISODE
 
 
 @pytest.fixture

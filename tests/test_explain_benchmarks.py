@@ -4,12 +4,11 @@ materialization metadata goes through core/explain.py (rounded values with cover
 an audit link on the site `bench ui` serves)."""
 from __future__ import annotations
 
-import html as H
 import json
-import re
 
 import numpy as np
 import pandas as pd
+from tests.support.site import _instance_rows  # noqa: F401
 
 
 # ----------------------------------------------------------------------------- MBench crops from tracked boxes
@@ -45,19 +44,6 @@ def _decoded(path, k):
     cap.release()
     assert ok
     return f
-
-
-def _instance_rows(page_html: str) -> list[dict]:
-    """(entity, level, frame index, crop src, detail) of each instance row of an audit page."""
-    out = []
-    for t in re.findall(r'<table class="instances">(.*?)</table>', page_html, re.S):
-        for tr in re.findall(r"<tr><td>.*?</tr>", t, re.S):
-            tds = re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)
-            src = re.search(r'<img class="crop" src="([^"]+)"', tr)
-            frame = re.match(r"\d+", tds[5])
-            out.append({"entity": tds[1], "level": tds[2], "frame": int(frame.group(0)) if frame else None,
-                        "src": src.group(1) if src else None, "detail": H.unescape(tds[6])})
-    return out
 
 
 def test_mbench_audit_rows_show_crops_cut_from_tracked_boxes(tmp_path, monkeypatch):

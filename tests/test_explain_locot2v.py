@@ -27,7 +27,7 @@ def run(tmp_path_factory):
     from bench_resources.config import build_resources
     from bench_resources.judge import Judge
     from bench_resources.paths import BenchPaths
-    from tests.test_locot2v_face_identity import one_sample_world
+    from tests.support.locot2v import one_sample_world
     tmp = tmp_path_factory.mktemp("explain_locot2v")
     data = tmp / "data"
     one_sample_world(data, GEN, SAMPLE)
@@ -146,7 +146,7 @@ def test_the_audit_link_opens_the_page_with_those_events(run):
     import cv2
     import numpy as np
 
-    from tests.test_explain_benchmarks import _instance_rows
+    from tests.support.site import _instance_rows
     intra = json.loads(store.query("SELECT detail FROM locot2v_visual WHERE metric_id = "
                                    "'intra_event_subject_consistency'")["detail"].iloc[0])
     found = {(f["frame"], tuple(f["box"])) for f in intra["found"]}

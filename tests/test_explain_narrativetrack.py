@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, instance_for_test, materialize
 
-from tests.fake_anthropic import FakeAnthropic, tool_answer
+from tests.support.fake_anthropic import FakeAnthropic, tool_answer
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"

@@ -15,8 +15,8 @@ from bench_assets.core.runner import evaluate
 from bench_resources.config import build_resources
 from bench_resources.judge import Judge
 from bench_resources.paths import BenchPaths
-from tests.conftest import DATA
-from tests.test_incremental_outage import world as copy_world
+from tests.support import DATA
+from tests.support.entitybench import world as copy_world
 
 # the generator assets up to the judge (Pillar 1 and the consistency families cost minutes on 2 cores and add
 # nothing to what is tested here: staleness is per asset partition, the same for every asset)

@@ -9,7 +9,7 @@ from dagster import AssetKey, AssetMaterialization, instance_for_test, materiali
 from bench_assets.benchmarks import BENCHMARKS
 from bench_assets.core.automation import INPUT_SHA_KEY, current_input_version, input_changed, rerun_plan
 from bench_resources.paths import BenchPaths
-from tests.conftest import DATA
+from tests.support import DATA
 
 
 def plan(instance, bench, key, pk, paths):

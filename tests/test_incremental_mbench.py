@@ -13,7 +13,7 @@ from bench_assets.core.runner import evaluate
 from bench_resources.config import build_resources
 from bench_resources.judge import Judge
 from bench_resources.paths import BenchPaths
-from tests.conftest import DATA
+from tests.support import DATA
 
 B = BENCHMARKS["mbench"]
 CASES = ["a_obj01", "a_obj02"]

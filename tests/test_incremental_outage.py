@@ -4,7 +4,6 @@ episode). The rerun re-asks exactly the questions that failed (counted), runs no
 re-run), and ends with tables equal to a run that never saw the outage; the judge-independent grounding table is
 identical throughout."""
 import hashlib
-import shutil
 import threading
 
 import pandas as pd
@@ -16,8 +15,8 @@ from bench_assets.core.runner import evaluate
 from bench_resources.config import build_resources
 from bench_resources.judge import Judge
 from bench_resources.paths import BenchPaths
-from tests.conftest import DATA
-from tests.fake_anthropic import FakeAnthropic, server_error, tool_answer
+from tests.support.fake_anthropic import FakeAnthropic, server_error, tool_answer
+from tests.support.entitybench import world  # noqa: F401
 
 # grounding (models), then the two judge-only families; the consistency families add minutes, not coverage here
 GEN = ["entitybench_outputs", "entitybench_grounding", "entitybench_fidelity", "entitybench_action"]
@@ -50,17 +49,6 @@ class Endpoint:
             out[k] = ("a place" if t == "string" else (p["enum"][h % len(p["enum"])] if "enum" in p else
                       score / 10 if t == "number" else score))
         return tool_answer(out)
-
-
-def world(tmp, episodes=("e0001",)):
-    """``tmp/data`` holding the embedded episodes and the faithful generator's shots for them."""
-    data = tmp / "data"
-    (data / "entitybench" / "episodes").mkdir(parents=True)
-    for e in episodes:
-        shutil.copy(DATA / "entitybench" / "episodes" / f"{e}.json", data / "entitybench" / "episodes")
-        shutil.copytree(DATA / "generators" / "faithful" / e, data / "generators" / "faithful" / e)
-    shutil.copy(DATA / "generators" / "faithful" / "generator.yaml", data / "generators" / "faithful")
-    return data
 
 
 def run(instance, data, store, judge):

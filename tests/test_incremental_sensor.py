@@ -11,8 +11,8 @@ from bench_assets.benchmarks import BENCHMARKS
 from bench_assets.core import automation as A
 from bench_assets.entitybench.dataset import discover_episodes
 from bench_resources.paths import BenchPaths
-from tests.conftest import DATA
-from tests.test_incremental_outage import world as copy_world
+from tests.support import DATA
+from tests.support.entitybench import world as copy_world
 
 B = BENCHMARKS["entitybench"]
 ITEM, GEN = ["entitybench_episode"], ["entitybench_outputs"]

@@ -9,7 +9,7 @@ from dagster import AssetKey, instance_for_test, materialize
 from bench_assets.benchmarks import BENCHMARKS
 from bench_assets.core.automation import Staleness, rerun_plan
 from bench_resources.paths import BenchPaths
-from tests.conftest import DATA
+from tests.support import DATA
 
 B = BENCHMARKS["vistorybench"]
 STORIES = ["01", "02"]

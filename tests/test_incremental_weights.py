@@ -20,7 +20,7 @@ from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry
 from bench_resources.models.specs import SLOTS
 from bench_resources.paths import BenchPaths
-from tests.conftest import DATA
+from tests.support import DATA
 
 B = BENCHMARKS["mbench"]
 CASES = ["a_obj01"]  # one partition: DINOv2 ViT-B/14 on CPU embeds its texture crops in ~40 s

@@ -1,4 +1,4 @@
-"""The Judge end to end against a real local HTTP server speaking the Messages API (tests/fake_anthropic.py)."""
+"""The Judge end to end against a real local HTTP server speaking the Messages API (tests/support/fake_anthropic.py)."""
 import base64
 import json
 import logging
@@ -11,7 +11,7 @@ from dagster import asset, materialize
 
 from bench_resources.judge import (Judge, JudgeRequest, JudgeResult, extract_json, png_bytes, structured_json,
                                    validate_answer)
-from tests.fake_anthropic import (FakeAnthropic, error, fake_anthropic, malformed_tool, not_json,  # noqa: F401
+from tests.support.fake_anthropic import (FakeAnthropic, error, fake_anthropic, malformed_tool, not_json,  # noqa: F401
                                   rate_limited, refusal, server_error, slow, text_answer, tool_answer)
 
 SECRET = "sk-ant-test-SECRET-do-not-leak-0123456789"

@@ -1,5 +1,5 @@
 """Every reply the Messages API can send is an answer or a counted failure with its reason; time is bounded per
-request and per question. Real HTTP against tests/fake_anthropic.py on 127.0.0.1."""
+request and per question. Real HTTP against tests/support/fake_anthropic.py on 127.0.0.1."""
 import json
 import time
 
@@ -9,7 +9,7 @@ import pytest
 from dagster import AssetExecutionContext, MaterializeResult, asset, materialize
 
 from bench_resources.judge import Judge, JudgeRequest, JudgeResult, evaluator_failures, png_bytes, summarize_reasons
-from tests.fake_anthropic import (FakeAnthropic, drip, hang, html_page, raw_body, server_error, tool_answer,
+from tests.support.fake_anthropic import (FakeAnthropic, drip, hang, html_page, raw_body, server_error, tool_answer,
                                   truncated)
 
 SECRET = "sk-ant-faults-SECRET-0123456789"

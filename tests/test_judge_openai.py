@@ -1,5 +1,5 @@
 """The OpenAI-compatible backend end to end against a real chat-completions server on 127.0.0.1
-(tests/fake_openai.py): request shape, answers that depend on the pixels sent, cache, retries, time bounds,
+(tests/support/fake_openai.py): request shape, answers that depend on the pixels sent, cache, retries, time bounds,
 malformed output, keys."""
 import base64
 import io
@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from bench_resources.judge import Judge, JudgeRequest, evaluator_failures, png_bytes
-from tests.fake_openai import (FakeOpenAI, chat_answer, chat_text, completion, drip, error, hang, html_page,
+from tests.support.fake_openai import (FakeOpenAI, chat_answer, chat_text, completion, drip, error, hang, html_page,
                                rate_limited, raw_body, slow, user_text)
 
 KEY = "sk-openai-SECRET-abcdef0123456789"

@@ -1,6 +1,6 @@
 """Issue 25 on the judge: answers only from the structured channel, bounded answers, modes that do what they say,
 request counts by endpoint, re-asks counted, and a breaker that opens on the endpoint's own failures only.
-Real HTTP servers on 127.0.0.1 (tests/fake_anthropic.py, tests/fake_openai.py)."""
+Real HTTP servers on 127.0.0.1 (tests/support/fake_anthropic.py, tests/support/fake_openai.py)."""
 import json
 import time
 
@@ -9,8 +9,8 @@ import pytest
 
 from bench_resources.config import judge_mode
 from bench_resources.judge import MAX_ANSWER_BYTES, Judge, JudgeRequest, evaluator_failures, judge_counters, png_bytes
-from tests.fake_anthropic import FakeAnthropic, rate_limited, server_error, text_answer, tool_answer
-from tests.fake_openai import FakeOpenAI, chat_answer, chat_text
+from tests.support.fake_anthropic import FakeAnthropic, rate_limited, server_error, text_answer, tool_answer
+from tests.support.fake_openai import FakeOpenAI, chat_answer, chat_text
 
 SCHEMA = {"type": "object", "required": ["score", "why"],
           "properties": {"score": {"type": "integer", "minimum": 0, "maximum": 5}, "why": {"type": "string"}}}

@@ -13,7 +13,8 @@ from bench_assets.entitybench.judged import ALL_JUDGED_IDS
 from bench_resources.config import build_resources
 from bench_resources.judge import Judge
 from bench_resources.paths import BenchPaths
-from tests.fake_anthropic import FakeAnthropic, text_answer, tool_answer
+from tests.support.fake_anthropic import FakeAnthropic, text_answer, tool_answer
+from tests.support.entitybench import varied  # noqa: F401
 
 PILLAR1 = ["subject_consistency", "temporal_flickering", "motion_smoothness", "dynamic_degree",
            "aesthetic_quality", "imaging_quality"]
@@ -29,21 +30,6 @@ def recorded(body: dict) -> dict:
     for k in schema["required"]:
         p = schema["properties"][k]
         out[k] = ("a place" if p["type"] == "string" else 1 if "enum" in p else 0.9 if p["type"] == "number" else 8)
-    return tool_answer(out)
-
-
-def varied(body: dict) -> dict:
-    """Answers that depend on the images asked about (a judge that says 8/10 to everything never closes the
-    gate): scores 3-9 from a hash of the image bytes, same = 1 iff the score >= 5, sim = score / 10."""
-    content = body["messages"][0]["content"]
-    blob = "".join(c["source"]["data"] for c in content if c["type"] == "image")
-    score = 3 + int(hashlib.sha256(blob.encode()).hexdigest(), 16) % 7
-    schema = body["tools"][0]["input_schema"]
-    out = {}
-    for k in schema["required"]:
-        p = schema["properties"][k]
-        out[k] = ("a place" if p["type"] == "string" else int(score >= 5) if "enum" in p else score / 10
-                  if p["type"] == "number" else score)
     return tool_answer(out)
 
 

@@ -2,7 +2,6 @@
 judge-derived artefacts / content clarity / HERD / alignment through a local Messages API with recorded answers."""
 import base64
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,17 +12,16 @@ import pandas as pd
 import pytest
 from dagster import instance_for_test
 
-from bench_assets.core.generators import discover_generators
-from bench_assets.core.runner import evaluate
 from bench_assets.locot2v import assets, board, constants, dataset, metrics, pipeline, rrub
 from bench_resources.config import build_resources
 from bench_resources.judge import Judge, png_bytes
 from bench_resources.paths import BenchPaths
-from tests.fake_anthropic import FakeAnthropic, tool_answer
+from tests.support.fake_anthropic import FakeAnthropic, tool_answer
+from tests.support.locot2v import _run, _world  # noqa: F401
+from tests.support.locot2v import GENERATORS  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
-GENERATORS = ("locot2v_smooth", "locot2v_jerky", "locot2v_frozen", "locot2v_drift")
 PAPER_IDS = set(constants.SUB_DIMENSIONS) | set(constants.DIMENSIONS) | {"overall"}
 ALL_IDS = PAPER_IDS | {f"{d}_available" for d in (*constants.DIMENSIONS, "overall")}   # + the partial means
 ALL_IDS |= {"inter_event_subject_face_identity"}   # + the face-identity addition (issue 23)
@@ -215,35 +213,9 @@ def test_rrub_command(tmp_path):
 
 # ------------------------------------------------------------------------------------------ the embedded graph
 
-def _world(tmp_path, generators=GENERATORS):
-    data = tmp_path / "data"
-    shutil.copytree(DATA / "locot2v", data / "locot2v")
-    for g in generators:
-        shutil.copytree(DATA / "generators" / g, data / "generators" / g)
-    return data
 
-
-def _run(instance, data, store, judge=None, generator_assets=assets.GENERATOR_ASSETS):
-    paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
-    resources = build_resources(paths=paths, store_root=str(store), **({"judge": judge} if judge else {}))
-    gens, errors = discover_generators(paths.generators_dir, "locot2v")
-    stats = evaluate(instance, assets=assets.ASSETS, resources=resources, partitions=assets.P,
-                     items=dataset.discover_samples(data / "locot2v" / "samples"), generators=gens,
-                     item_assets=assets.ITEM_ASSETS, generator_assets=generator_assets,
-                     aggregate_assets=assets.AGGREGATE_ASSETS, progress=lambda s: None)
-    return stats, resources, errors
-
-
-@pytest.fixture(scope="module")
-def offline(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("locot2v")
-    with instance_for_test() as instance:
-        stats, resources, errors = _run(instance, _world(tmp), tmp / "store", Judge(mode="off"))
-        yield stats, resources, errors, instance, tmp
-
-
-def test_leaderboard_has_all_26_for_every_generator(offline):
-    stats, resources, errors, _, _ = offline
+def test_leaderboard_has_all_26_for_every_generator(locot2v_offline):
+    stats, resources, errors, _, _ = locot2v_offline
     assert not errors and not stats.failed, stats.failed
     board = resources["store"].query("SELECT * FROM locot2v_leaderboard")
     assert set(board.generator) == set(GENERATORS)
@@ -295,8 +267,8 @@ def test_leaderboard_has_all_26_for_every_generator(offline):
     assert all("PySceneDetect" in json.loads(d)["how"] for d in ts.detail)
 
 
-def test_one_decode_per_video_and_nothing_twice(offline):
-    stats, resources, _, instance, tmp = offline
+def test_one_decode_per_video_and_nothing_twice(locot2v_offline):
+    stats, resources, _, instance, tmp = locot2v_offline
     assert stats.decodes == len(GENERATORS) * 2   # one decode per video, shared by every metric
     again, _, _ = _run(instance, tmp / "data", tmp / "store", Judge(mode="off"))
     assert again.materialized == [] and again.decodes == 0

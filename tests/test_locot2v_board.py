@@ -9,15 +9,13 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-from dagster import instance_for_test
 
 from bench_assets.core.board_text import board_markdown
 from bench_assets.core.metric_spec import check_board, label_substitutes
 from bench_assets.locot2v import board, constants
 from bench_assets.locot2v.metric_specs import METRICS
-from bench_resources.judge import Judge
 from bench_resources.models.specs import SLOTS
-from tests.test_locot2v import _run, _world
+from tests.support.locot2v import GENERATORS
 
 SAMPLES = ["s1", "s2", "s3"]
 
@@ -142,13 +140,12 @@ def test_substitutes_from_the_slots_used_reach_every_cell_and_aggregate():
 # ------------------------------------------------------------------------------------------ the embedded data
 
 @pytest.fixture(scope="module")
-def embedded(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("locot2v_board")
-    with instance_for_test() as instance:
-        stats, resources, errors = _run(instance, _world(tmp, ("locot2v_smooth", "locot2v_drift")), tmp / "store",
-                                        Judge(mode="off"))
-        assert not errors and not stats.failed, stats.failed
-        yield resources
+def embedded(locot2v_offline):
+    """The session's offline LoCoT2V world (tests/support/worlds.py: every sample x the four generators), built once
+    for this module and test_locot2v."""
+    stats, resources, errors, _, _ = locot2v_offline
+    assert not errors and not stats.failed, stats.failed
+    return resources
 
 
 def _fragments(labels) -> set[str]:
@@ -182,7 +179,7 @@ def test_embedded_board_is_sound_and_marks_every_substitute(embedded):
     store, models = embedded["store"], embedded["models"]
     table = store.query("SELECT * FROM locot2v_leaderboard")
     assert check_board(table, METRICS) == []
-    assert (table["slice"] == "all").all() and set(table.generator) == {"locot2v_smooth", "locot2v_drift"}
+    assert (table["slice"] == "all").all() and set(table.generator) == set(GENERATORS)
     # every cell with a value that an offline checkpoint produced names it; an aggregate carries its parts' marks
     by = table.set_index(["generator", "metric_id"])
     marked = 0

@@ -5,7 +5,6 @@ The sample is nature_1 (a cat, no human face): the addition must be on the board
 reason and counts (never a silent zero), read by no aggregate, and the paper's ``inter_event_subject_consistency``
 must be what the same video gives with no face model at all."""
 import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -20,24 +19,10 @@ from bench_assets.locot2v.metric_specs import METRICS
 from bench_resources.config import build_resources
 from bench_resources.judge import Judge
 from bench_resources.paths import BenchPaths
+from tests.support.locot2v import GEN, SAMPLE, one_sample_world  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
-GEN, SAMPLE = "locot2v_smooth", "nature_1"
 FACE_ID = "inter_event_subject_face_identity"
-
-
-def one_sample_world(data: Path, gen: str = GEN, sample: str = SAMPLE) -> None:
-    """The embedded LoCoT2V data with one sample and one generator's output for it under ``data`` (shared by the
-    LoCoT2V end-to-end tests that need a single partition)."""
-    (data / "locot2v" / "samples").mkdir(parents=True)
-    shutil.copy(ROOT / "data" / "locot2v" / "samples" / f"{sample}.json", data / "locot2v" / "samples")
-    for f in (ROOT / "data" / "locot2v").iterdir():   # everything but the other samples (rrub and the like)
-        if f.name != "samples":
-            (shutil.copytree if f.is_dir() else shutil.copy)(f, data / "locot2v" / f.name)
-    gdir = data / "generators" / gen
-    gdir.mkdir(parents=True)
-    for name in ("generator.yaml", f"{sample}.mp4"):
-        shutil.copy(ROOT / "data" / "generators" / gen / name, gdir)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from bench_assets.locot2v import constants, metrics
 from bench_assets.locot2v.pipeline import embed_unique
 from bench_assets.locot2v.stream import RING_FRAMES, TemporalStream
 from bench_resources.models.flow import DisFlow
-from tests.test_locot2v_stream import _MeanColour  # frame features that follow the picture
+from tests.support.locot2v import _MeanColour  # frame features that follow the picture
 
 SHAPE = (96, 160)
 

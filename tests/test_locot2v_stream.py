@@ -7,18 +7,7 @@ import pytest
 from bench_assets.locot2v import constants, metrics
 from bench_assets.locot2v.stream import RING_FRAMES, TemporalStream
 from bench_resources.models.flow import DisFlow
-
-
-class _MeanColour:
-    """Frame features that follow the picture: mean colour per quadrant."""
-
-    def embed(self, images):
-        out = []
-        for im in images:
-            h, w = im.shape[0] // 2, im.shape[1] // 2
-            out.append(np.concatenate([im[a:a + h, b:b + w].reshape(-1, 3).mean(0)
-                                       for a in (0, h) for b in (0, w)]) + 1.0)
-        return np.stack(out)
+from tests.support.locot2v import _MeanColour  # noqa: F401
 
 
 def _frame(i: int) -> np.ndarray:

@@ -1,6 +1,5 @@
 """MBench: geometry on a rendered scene with known poses, the M-Score, and the embedded cases end to end."""
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -9,22 +8,16 @@ import pandas as pd
 import pytest
 from dagster import instance_for_test
 
-from bench_assets.benchmarks import BENCHMARKS
-from bench_assets.core.generators import discover_generators
 from bench_assets.core.metric_spec import detail_of
-from bench_assets.core.runner import evaluate
 from bench_assets.mbench import dataset as D
 from bench_assets.mbench import geometry as G
 from bench_assets.mbench import metrics as M
-from bench_resources.config import build_resources
 from bench_resources.judge import Judge
-from bench_resources.paths import BenchPaths
-from tests.fake_anthropic import FakeAnthropic, tool_answer
+from tests.support.fake_anthropic import FakeAnthropic, tool_answer
+from tests.support.mbench import GENERATORS, MB, _run, _world  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
-MB = BENCHMARKS["mbench"]
-GENERATORS = ("mbench_consistent", "mbench_changing", "mbench_lighting", "mbench_ignoring")
 sys.path.insert(0, str(ROOT / "scripts"))
 
 
@@ -81,39 +74,11 @@ def test_bad_case_is_one_clear_error(tmp_path):
         D.parse_case(raw, "x")
 
 
-def _world(tmp_path, generators=GENERATORS):
-    data = tmp_path / "data"
-    shutil.copytree(DATA / "mbench", data / "mbench")
-    for g in generators:
-        shutil.copytree(DATA / "generators" / g, data / "generators" / g)
-    return data
-
-
-def _run(instance, data, store_root, judge=None):
-    paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
-    resources = build_resources(paths=paths, store_root=str(store_root), **({"judge": judge} if judge else {}))
-    gens, errors = discover_generators(paths.generators_dir, "mbench")
-    stats = evaluate(instance, assets=MB.assets, resources=resources, partitions=MB.partitions,
-                     items=MB.item_ids(paths), generators=gens, item_assets=MB.item_assets,
-                     generator_assets=MB.generator_assets, aggregate_assets=MB.aggregate_assets,
-                     progress=lambda s: None)
-    return stats, resources, errors
-
-
-@pytest.fixture(scope="module")
-def offline_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("mb")
-    with instance_for_test() as instance:
-        data = _world(tmp)
-        stats, resources, errors = _run(instance, data, tmp / "store")
-        yield stats, resources, errors, data, instance
-
-
-def test_a_malformed_case_file_does_not_remove_the_leaderboard(offline_run):
+def test_a_malformed_case_file_does_not_remove_the_leaderboard(mbench_offline):
     """Issue 18: the leaderboard re-read every case file, so one bad file took every board with it."""
     from dagster import materialize
     from bench_assets.mbench.aggregate_assets import mbench_leaderboard
-    _, resources, _, data, instance = offline_run
+    _, resources, _, data, instance = mbench_offline
     bad = data / "mbench" / "cases" / "zz_bad.json"
     bad.write_text("{not json")
     try:
@@ -127,8 +92,8 @@ def test_a_malformed_case_file_does_not_remove_the_leaderboard(offline_run):
     assert set(board.generator) == set(GENERATORS) and board["value"].notna().any()
 
 
-def test_leaderboard_all_ids_and_validity(offline_run):
-    stats, resources, errors, _, _ = offline_run
+def test_leaderboard_all_ids_and_validity(mbench_offline):
+    stats, resources, errors, _, _ = mbench_offline
     assert not errors and not stats.failed, stats.failed
     board = resources["store"].query("SELECT * FROM mbench_leaderboard")
     board = pd.concat([board, detail_of(board)[["trigger_coverage", "reliability"]]], axis=1)

@@ -7,7 +7,6 @@ import json
 
 import pandas as pd
 import pytest
-from dagster import instance_for_test
 
 from bench_assets.core.metric_spec import check_board, detail_of
 from bench_assets.mbench import board as mboard
@@ -15,31 +14,7 @@ from bench_assets.mbench import metrics
 from bench_assets.mbench.metric_specs import (IDENTITY_FIRST_APPEARANCE, METRICS, POSE_BOX_STAND_IN, label_text,
                                               slots_used)
 from bench_resources.models.specs import SLOTS
-
-CASES = pd.DataFrame({"case_id": ["h1", "h2", "h3", "h4", "o1", "t1", "t2"],
-                      "subset": ["human"] * 4 + ["object", "human", "human"],
-                      "mode": ["A"] * 5 + ["T", "T"]})
-
-
-def _row(g, case, metric, value, triggered=True, n_failed_evaluator=0, n_failed=0, reason=None, substitute=None):
-    return {"generator": g, "case_id": case, "metric_id": metric, "value": value, "triggered": triggered,
-            "reason": reason if value is None else None, "trigger_reason": None, "protocol": "p1",
-            "n_failed": n_failed, "n_failed_evaluator": n_failed_evaluator, "substitute": substitute}
-
-
-def _scores(identity: dict, extra=()) -> pd.DataFrame:
-    rows = []
-    for g, vals in identity.items():
-        for case, v in zip(("h1", "h2", "h3", "h4"), vals):
-            rows.append(_row(g, case, "identity", v, reason="no face track with >= 2 detections"))
-            rows.append(_row(g, case, IDENTITY_FIRST_APPEARANCE, None if v is None else v / 2,
-                             reason="no face track with >= 2 detections"))
-            rows.append(_row(g, case, "appearance", 0.9))
-        for m in ("geometry", "texture", "action_instruction"):
-            rows.append(_row(g, "o1", m, 0.8))
-        for case in ("h1", "h2", "h3", "h4"):
-            rows.append(_row(g, case, "action_instruction", 0.7))
-    return pd.DataFrame(rows + list(extra))
+from tests.support.mbench import CASES, _row, _scores  # noqa: F401
 
 
 def _cell(b: pd.DataFrame, g: str, metric: str, mode: str = "A") -> pd.Series:
@@ -121,14 +96,11 @@ def test_slots_used_follow_the_mode_and_the_mask_source():
 # ----------------------------------------------------------------------------- the materialised board
 
 @pytest.fixture(scope="module")
-def materialised(tmp_path_factory):
-    from tests.test_mbench import _run, _world
-    tmp = tmp_path_factory.mktemp("mbboard")
-    with instance_for_test() as instance:
-        data = _world(tmp)
-        stats, resources, errors = _run(instance, data, tmp / "store")
-        assert not errors and not stats.failed, stats.failed
-        yield resources
+def materialised(mbench_offline):
+    """The session's offline MBench world (tests/support/worlds.py), built once for this module and test_mbench."""
+    stats, resources, errors, _, _ = mbench_offline
+    assert not errors and not stats.failed, stats.failed
+    return resources
 
 
 def test_materialised_board_is_sound_and_marks_every_substitute(materialised):

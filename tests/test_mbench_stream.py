@@ -1,6 +1,5 @@
 """MBench streams its videos (issue 16): one decode pass per video per generator step, no whole-clip decode, only the
 planned frames converted, and the same values as the whole-clip computation on the embedded clips."""
-import json
 import shutil
 from pathlib import Path
 
@@ -113,7 +112,7 @@ def test_streamed_values_equal_the_whole_clip_computation(streamed):
 
 def test_unplanned_frames_fail_loudly(tmp_path):
     """A metric reading a frame its plan did not state is an error naming the frame, not a second decode."""
-    from tests.video_support import write_video
+    from tests.support.video import write_video
     path = write_video(tmp_path / "v.mp4", n=12, w=48, h=32)
     src = media.VideoSource(path)
     vf = FR.VideoFrames(src, gather=[2, 7], name="t")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bench_assets.core import media
-from tests.video_support import write_video
+from tests.support.video import write_video
 
 W, H, N = 96, 64, 40
 

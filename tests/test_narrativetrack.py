@@ -16,7 +16,7 @@ import pytest
 from dagster import instance_for_test, materialize
 
 from bench_assets.core.metric_spec import check_board
-from bench_assets.core.partitions import ENTITYBENCH
+from bench_assets.entitybench.wiring import P as ENTITYBENCH
 from bench_assets.narrativetrack import answering as AN
 from bench_assets.narrativetrack import assets as A
 from bench_assets.narrativetrack import board as NB
@@ -31,7 +31,7 @@ from bench_assets.narrativetrack.metric_specs import METRICS
 from bench_resources.config import build_resources
 from bench_resources.judge import Judge
 from bench_resources.paths import BenchPaths
-from tests.fake_anthropic import FakeAnthropic, tool_answer
+from tests.support.fake_anthropic import FakeAnthropic, tool_answer
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
@@ -540,7 +540,7 @@ def test_qa_over_generated_episodes(world, monkeypatch, tmp_path):
         return "no" if sum(same) >= len(same) / 2 else "yes"
 
     def responder(body):
-        from tests.fake_openai_nt import decode_image
+        from tests.support.fake_openai_nt import decode_image
         imgs = [decode_image("data:;base64," + b["source"]["data"]) for b in body["messages"][0]["content"]
                 if b["type"] == "image"]
         return tool_answer({"answer": moving(imgs), "justification": "looked at consecutive frames"})

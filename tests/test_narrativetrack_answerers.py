@@ -18,8 +18,8 @@ from bench_assets.narrativetrack import dataset as D
 from bench_resources.config import build_resources
 from bench_resources.judge import Judge
 from bench_resources.paths import BenchPaths
-from tests.fake_anthropic import FakeAnthropic, tool_answer
-from tests.fake_openai_nt import FakeOpenAINT, decode_image
+from tests.support.fake_anthropic import FakeAnthropic, tool_answer
+from tests.support.fake_openai_nt import FakeOpenAINT, decode_image
 
 ROOT = Path(__file__).resolve().parents[1]
 VIDEO = ROOT / "data" / "narrativetrack" / "videos" / "nt002.mp4"

@@ -16,7 +16,7 @@ from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry
 from bench_resources.models.specs import SLOTS
 from bench_resources.paths import BenchPaths
-from tests.test_narrativetrack import DATA, QUIET
+from tests.support import DATA, QUIET
 
 # Table 2, GPT-4o (20 frames): questions per cell (the counts the table implies) and correct answers per cell
 COUNTS = dict(zip(PAPER_CELLS, [100, 100, 92, 89, 41, 91, 83, 18, 95, 73, 23, 100, 101]))

@@ -13,8 +13,8 @@ from bench_assets.core.runner import evaluate
 from bench_resources.config import build_resources
 from bench_resources.judge import JUDGE_OFF, Judge
 from bench_resources.paths import BenchPaths
-from tests.fake_anthropic import FakeAnthropic, server_error
-from tests.test_incremental_outage import world  # one episode x faithful, as the outage test
+from tests.support.fake_anthropic import FakeAnthropic, server_error
+from tests.support.entitybench import world  # one episode x faithful, as the outage test
 
 NO_OFFLINE = ("slot 'identity' (offline profile: ArcFace) is unavailable: no offline substitute ships in a package "
               "(never pretend). ")

@@ -226,7 +226,7 @@ def test_the_bar_moves_inside_a_partition_and_never_passes_its_total(capsys):
 
 def test_media_opened_since_lists_the_paths_opened_after_a_count(tmp_path):
     from bench_assets.core import media
-    from test_hygiene_media import write
+    from tests.support.media import write
     a, b = write(tmp_path / "a.mp4", 10, "mp4"), write(tmp_path / "b.mp4", 10, "mp4")
     n0, _ = media.last_opened()
     media.VideoSource(a)
@@ -239,7 +239,7 @@ def test_media_opened_since_lists_the_paths_opened_after_a_count(tmp_path):
 
 def test_media_names_the_last_video_opened(tmp_path):
     from bench_assets.core import media
-    from test_hygiene_media import write
+    from tests.support.media import write
     n0, _ = media.last_opened()
     media.VideoSource(write(tmp_path / "a.mp4", 10, "mp4"))
     assert media.last_opened() == (n0 + 1, str(tmp_path / "a.mp4"))

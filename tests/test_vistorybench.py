@@ -14,19 +14,16 @@ from scipy import stats
 
 from bench_assets.benchmarks import BENCHMARKS
 from bench_assets.core.metric_spec import detail_of
-from bench_assets.core.generators import discover_generators
-from bench_assets.core.runner import evaluate
 from bench_assets.vistorybench import dataset
 from bench_assets.vistorybench import metrics
-from bench_resources.config import build_resources
 from bench_resources.judge import Judge
 from bench_resources.paths import BenchPaths
-from tests.fake_anthropic import FakeAnthropic, tool_answer
+from tests.support.fake_anthropic import FakeAnthropic, tool_answer
+from tests.support.vistorybench import GENERATORS, _run, _world  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
 VSB = BENCHMARKS["vistorybench"]
-GENERATORS = ("vistory_faithful", "vistory_drift", "vistory_copy_paste", "vistory_faithful_ch")
 
 
 # ----------------------------------------------------------------------------------------- metric math
@@ -168,40 +165,9 @@ def test_output_alignment_errors(tmp_path):
 
 # ----------------------------------------------------------------------------------------- end to end
 
-def _world(tmp_path, generators=GENERATORS, stories=("01", "02", "08")):
-    data = tmp_path / "data"
-    for s in stories:
-        shutil.copytree(DATA / "vistorybench" / s, data / "vistorybench" / s)
-    shutil.copy(DATA / "vistorybench" / "human_ratings.csv", data / "vistorybench" / "human_ratings.csv")
-    for g in generators:
-        shutil.copytree(DATA / "generators" / g, data / "generators" / g)
-    return data
 
-
-def _run(instance, data, store_root, judge=None, **extra):
-    paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
-    overrides = ({"judge": judge} if judge is not None else {}) | extra
-    resources = build_resources(paths=paths, store_root=str(store_root), **overrides)
-    gens, errors = discover_generators(paths.generators_dir, "vistorybench")
-    stats = evaluate(instance, assets=VSB.assets, resources=resources, partitions=VSB.partitions,
-                     items=VSB.item_ids(paths), generators=gens, item_assets=VSB.item_assets,
-                     generator_assets=VSB.generator_assets, aggregate_assets=VSB.aggregate_assets,
-                     progress=lambda s: None)
-    return stats, resources, errors
-
-
-@pytest.fixture(scope="module")
-def offline_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("vsb")
-    data = _world(tmp)
-    with instance_for_test() as instance:
-        stats, resources, errors = _run(instance, data, tmp / "store")
-        board = resources["store"].query("SELECT * FROM vistorybench_leaderboard")
-        yield stats, resources, errors, board, instance
-
-
-def test_leaderboard_every_metric_every_generator(offline_run):
-    stats, resources, errors, board, _ = offline_run
+def test_leaderboard_every_metric_every_generator(vistorybench_offline):
+    stats, resources, errors, board, _ = vistorybench_offline
     assert not errors and not stats.failed, stats.failed
     full = board[board.slice == "full"]
     v = full.pivot(index="metric_id", columns="generator", values="value")
@@ -231,8 +197,8 @@ def test_leaderboard_every_metric_every_generator(offline_run):
     assert set(detail_of(lite)["stories"]) == {2} and set(lite["n_items"]) == {2}   # 01 and 08
 
 
-def test_provenance_and_human_alignment(offline_run):
-    _, resources, _, board, _ = offline_run
+def test_provenance_and_human_alignment(vistorybench_offline):
+    _, resources, _, board, _ = vistorybench_offline
     store = resources["store"]
     rows = store.query("SELECT * FROM vistorybench_scores WHERE metric_id = 'cids_self' AND level = 'character' "
                        "AND generator = 'vistory_faithful'")
@@ -247,8 +213,8 @@ def test_provenance_and_human_alignment(offline_run):
     assert ha["kendall_tau"].iloc[0] > 0 and ha["spearman_rho"].iloc[0] > 0
 
 
-def test_incremental_second_run_does_nothing(offline_run, tmp_path):
-    stats, resources, _, _, instance = offline_run
+def test_incremental_second_run_does_nothing(vistorybench_offline, tmp_path):
+    stats, resources, _, _, instance = vistorybench_offline
     data = Path(resources["paths"].data_root)
     again, _, _ = _run(instance, data, Path(resources["store"].root))
     assert again.materialized == [] and again.forwards == 0
@@ -340,7 +306,7 @@ def test_embedded_set_regenerates_byte_for_byte():
 
 
 def test_sensor_requests_a_new_vistorybench_generator(tmp_path):
-    from dagster import DagsterInstance, build_sensor_context
+    from dagster import build_sensor_context
     from bench_assets.core.automation import generator_sensor_factory
     data = _world(tmp_path, generators=("vistory_drift",), stories=("08",))
     paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
@@ -356,17 +322,17 @@ def test_sensor_requests_a_new_vistorybench_generator(tmp_path):
         assert "08" in keys  # the story's own assets first; generator runs follow once it is materialised
 
 
-def test_leaderboard_cells_carry_one_protocol(offline_run):
-    _, _, _, board, _ = offline_run
+def test_leaderboard_cells_carry_one_protocol(vistorybench_offline):
+    _, _, _, board, _ = vistorybench_offline
     assert board["comparable"].all() and board.loc[board.metric_id == "cids_self", "protocol"].str.len().gt(0).all()
 
 
-def test_site_links_every_cell_to_an_audit_page_with_crops(offline_run, tmp_path):
+def test_site_links_every_cell_to_an_audit_page_with_crops(vistorybench_offline, tmp_path):
     """The store-wide site is ViStoryBench's one report (its own report asset is gone): every full-slice cell links
     an audit page (headline -> per story -> per character / crop / judge question) whose crop images resolve."""
     import re
     from bench_assets.core.site import build_site
-    _, resources, _, board, _ = offline_run
+    _, resources, _, board, _ = vistorybench_offline
     assert VSB.page is not None, "bench_assets/benchmarks.py: the vistorybench entry has no site page"
     root = tmp_path / "site"
     build_site(resources["store"], {"vistorybench": VSB}, root)
@@ -497,8 +463,6 @@ def test_decompression_bomb_is_one_clear_error_and_the_rest_scores(tmp_path, mon
                                                        ).asset_materialization.metadata
         assert ev["evaluator_failures"].value > 0 and "HTTP 500" in ev["evaluator_failure_reasons"].value
         assert ev["judge_state"].value == judge.state_digest()
-
-
 
 
 def test_cids_without_a_detector_is_none_with_the_detectors_reason(tmp_path):

@@ -16,7 +16,7 @@ from bench_assets.vistorybench.metric_specs import (LABEL_SOURCE, METRICS, SPACE
                                                     row_slots)
 from bench_resources.models.registry import ModelRegistry
 from bench_resources.models.specs import SLOTS
-from tests.test_vistorybench import DATA, GENERATORS, offline_run  # noqa: F401 - the module's fixture, reused
+from tests.support.vistorybench import DATA, GENERATORS
 
 OFFLINE = ModelRegistry(profile="offline")
 
@@ -202,8 +202,8 @@ def unmarked_cells(board: pd.DataFrame, rows: pd.DataFrame, tags: dict[str, dict
 
 
 @pytest.fixture(scope="module")
-def materialised(offline_run):
-    _, resources, _, board, _ = offline_run
+def materialised(vistorybench_offline):
+    _, resources, _, board, _ = vistorybench_offline
     store = resources["store"]
     rows = pd.concat([store.query(f"SELECT generator, item, level, metric_id, entity_id, value, substitute FROM {t}")
                       for t in ("vistorybench_scores", "vistorybench_alignment")], ignore_index=True)

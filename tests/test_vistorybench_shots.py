@@ -17,8 +17,8 @@ from bench_assets.vistorybench import dataset
 from bench_assets.vistorybench import metrics
 from bench_assets.vistorybench.metric_specs import METRICS
 from bench_resources.judge import Judge
-from tests.fake_anthropic import FakeAnthropic, tool_answer
-from tests.test_vistorybench import DATA, _run, _world
+from tests.support.fake_anthropic import FakeAnthropic, tool_answer
+from tests.support.vistorybench import DATA, _run, _world
 
 S01 = dataset.load_story(DATA / "vistorybench" / "01")
 S08 = dataset.load_story(DATA / "vistorybench" / "08")

@@ -38,9 +38,3 @@ class BenchmarkPartitions:
         """(generator, item) from a key string, going through the definition (plain-string safe)."""
         dims = self.generator_x_item.get_partition_key_from_str(partition_key).keys_by_dimension
         return dims["generator"], dims[self.item_dim]
-
-
-# PENDING (issue 34): tests/test_narrativetrack.py still imports EntityBench's partitions from here. Once it imports
-# them from their place (``bench_assets.entitybench.wiring.P``, or ``bench_assets.definitions.ENTITYBENCH``), delete
-# this alias and its entry in PENDING in tests/test_imports.py (a test there fails once nothing imports it).
-ENTITYBENCH = BenchmarkPartitions("entitybench", "episode")

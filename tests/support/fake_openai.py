@@ -1,8 +1,8 @@
 """A real HTTP server on 127.0.0.1 speaking OpenAI chat completions (``POST /v1/chat/completions``), the interface
-vLLM, SGLang, Ollama and OpenAI serve. Same machinery as tests/fake_anthropic.py (script, responder, recorded
+vLLM, SGLang, Ollama and OpenAI serve. Same machinery as tests/support/fake_anthropic.py (script, responder, recorded
 requests, concurrency, raw/drip/hang steps); the helpers below build chat-completion replies and OpenAI errors.
 
-    from tests.fake_openai import FakeOpenAI, chat_answer, rate_limited
+    from tests.support.fake_openai import FakeOpenAI, chat_answer, rate_limited
 
     with FakeOpenAI([rate_limited(0.1), chat_answer({"score": 3})]) as srv:
         judge = Judge(mode="live", backend="openai", base_url=srv.base_url + "/v1", api_key_env="", ...)
@@ -14,7 +14,15 @@ from typing import Any, Iterator, Optional
 
 import pytest
 
-from tests.fake_anthropic import FakeServer, Step, drip, hang, html_page, raw_body, slow  # noqa: F401 (re-exported)
+from tests.support.fake_anthropic import (  # noqa: F401 (re-exported)
+    FakeServer,
+    Step,
+    drip,
+    hang,
+    html_page,
+    raw_body,
+    slow,
+)
 
 
 def completion(content: Optional[str], finish_reason: str = "stop", refusal: Optional[str] = None,

@@ -1,7 +1,7 @@
 """A real HTTP server on 127.0.0.1 that speaks enough of the Messages API (``POST /v1/messages``) for the
 anthropic SDK. Reusable by any test that needs a judge:
 
-    from tests.fake_anthropic import FakeAnthropic, tool_answer, rate_limited
+    from tests.support.fake_anthropic import FakeAnthropic, tool_answer, rate_limited
 
     with FakeAnthropic([rate_limited(0.1), tool_answer({"score": 3})]) as srv:
         judge = Judge(mode="live", base_url=srv.base_url, ...)
@@ -213,7 +213,7 @@ class FakeServer:
         return Handler
 
 
-FakeAnthropic = FakeServer  # the Messages API flavour (tests/fake_openai.py has the chat-completions one)
+FakeAnthropic = FakeServer  # the Messages API flavour (tests/support/fake_openai.py has the chat-completions one)
 
 
 @pytest.fixture

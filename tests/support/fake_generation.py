@@ -1,7 +1,7 @@
 """Real HTTP servers on 127.0.0.1 speaking the generation protocols EntityMem's backends use
 (bench_resources/generation/): OpenAI-compatible image generation (``POST /v1/images/generations``) and the video
 backbone's ``POST /v1/videos/generations``; plus a chat-completions responder that plays EntityMem's four agents
-(structured JSON answers), for tests/fake_openai.py's server.
+(structured JSON answers), for tests/support/fake_openai.py's server.
 
 Outputs vary with the input: an image's subject colour and position come from a hash of the prompt and the seed;
 a video's frames from its first frame (when given), its last reference and a hash of the prompt. Every request is
@@ -22,8 +22,8 @@ from PIL import Image
 
 from bench_resources.generation.offline import CHROMA
 from bench_resources.generation.video import encode_mp4, image_from_data_url
-from tests.fake_anthropic import FakeServer, Step
-from tests.fake_openai import chat_answer
+from tests.support.fake_anthropic import FakeServer, Step
+from tests.support.fake_openai import chat_answer
 
 
 def _h(text: str) -> int:

@@ -1,0 +1,66 @@
+"""MBench: the embedded world copied into a temporary data root, one offline evaluation, and board rows."""
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+
+from bench_assets.benchmarks import BENCHMARKS
+from bench_assets.core.generators import discover_generators
+from bench_assets.core.runner import evaluate
+from bench_assets.mbench.metric_specs import (
+    IDENTITY_FIRST_APPEARANCE,
+)
+from bench_resources.config import build_resources
+from bench_resources.paths import BenchPaths
+from tests.support import DATA, QUIET, ROOT  # noqa: F401
+
+MB = BENCHMARKS["mbench"]
+
+
+GENERATORS = ("mbench_consistent", "mbench_changing", "mbench_lighting", "mbench_ignoring")
+
+
+def _world(tmp_path, generators=GENERATORS):
+    data = tmp_path / "data"
+    shutil.copytree(DATA / "mbench", data / "mbench")
+    for g in generators:
+        shutil.copytree(DATA / "generators" / g, data / "generators" / g)
+    return data
+
+
+def _run(instance, data, store_root, judge=None):
+    paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
+    resources = build_resources(paths=paths, store_root=str(store_root), **({"judge": judge} if judge else {}))
+    gens, errors = discover_generators(paths.generators_dir, "mbench")
+    stats = evaluate(instance, assets=MB.assets, resources=resources, partitions=MB.partitions,
+                     items=MB.item_ids(paths), generators=gens, item_assets=MB.item_assets,
+                     generator_assets=MB.generator_assets, aggregate_assets=MB.aggregate_assets,
+                     progress=lambda s: None)
+    return stats, resources, errors
+
+
+CASES = pd.DataFrame({"case_id": ["h1", "h2", "h3", "h4", "o1", "t1", "t2"],
+                      "subset": ["human"] * 4 + ["object", "human", "human"],
+                      "mode": ["A"] * 5 + ["T", "T"]})
+
+
+def _row(g, case, metric, value, triggered=True, n_failed_evaluator=0, n_failed=0, reason=None, substitute=None):
+    return {"generator": g, "case_id": case, "metric_id": metric, "value": value, "triggered": triggered,
+            "reason": reason if value is None else None, "trigger_reason": None, "protocol": "p1",
+            "n_failed": n_failed, "n_failed_evaluator": n_failed_evaluator, "substitute": substitute}
+
+
+def _scores(identity: dict, extra=()) -> pd.DataFrame:
+    rows = []
+    for g, vals in identity.items():
+        for case, v in zip(("h1", "h2", "h3", "h4"), vals):
+            rows.append(_row(g, case, "identity", v, reason="no face track with >= 2 detections"))
+            rows.append(_row(g, case, IDENTITY_FIRST_APPEARANCE, None if v is None else v / 2,
+                             reason="no face track with >= 2 detections"))
+            rows.append(_row(g, case, "appearance", 0.9))
+        for m in ("geometry", "texture", "action_instruction"):
+            rows.append(_row(g, "o1", m, 0.8))
+        for case in ("h1", "h2", "h3", "h4"):
+            rows.append(_row(g, case, "action_instruction", 0.7))
+    return pd.DataFrame(rows + list(extra))
