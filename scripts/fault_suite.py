@@ -246,7 +246,7 @@ def section_concurrent(work: Path, n: int, figs: Figures, timeout_s: float) -> N
 def judge_fault_kinds() -> dict[str, Callable[[], dict]]:
     """name -> a step for tests/support/fake_anthropic.py (every reply shape the issue lists, and the usual outages)."""
     sys.path.insert(0, str(ROOT))
-    from tests import fake_anthropic as F
+    from tests.support import fake_anthropic as F
 
     def raw(status: int, body: str, ctype_json: bool = True) -> dict:
         return {"status": status, "body": body, "headers": {} if ctype_json else {"content-type": "text/html"}}

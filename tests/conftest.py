@@ -15,6 +15,7 @@ from tests.support.plugin import (  # noqa: F401
 from tests.support.worlds import (  # noqa: F401
     locot2v_offline,
     mbench_offline,
+    narrativetrack_items,
     probe_world,
     vistorybench_offline,
 )
@@ -23,6 +24,18 @@ from tests.support.worlds import (  # noqa: F401
 # real endpoint; tests that want a judge set their own with monkeypatch. Session scope, so module-scoped
 # fixtures (which run before function-scoped ones) see the cleared environment too.
 _JUDGE_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+
+
+@pytest.fixture(autouse=True)
+def _dagster_state_storage_restored():
+    """Each DagsterInstance sets Dagster's current defs-state storage (a ContextVar) until it is disposed; a test that
+    drops an instance without disposing it leaves the variable pointing at a dead weakref, and a later
+    ``materialize()`` without an instance in the same worker fails ("Attempted to resolve undefined DagsterInstance
+    weakref"), an order-dependent failure seen once the worlds moved. Restore the variable after every test."""
+    from dagster._core.storage.defs_state.base import _current_storage
+    before = _current_storage.get()
+    yield
+    _current_storage.set(before)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -21,7 +21,7 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def run(tmp_path_factory, narrativetrack_items):
     import torch
 
     from bench_assets.benchmarks import BENCHMARKS
@@ -32,7 +32,10 @@ def run(tmp_path_factory):
     from bench_resources.config import build_resources
     from bench_resources.judge import Judge
     from bench_resources.paths import BenchPaths
+    from tests.support.narrativetrack import fork_items
     tmp = tmp_path_factory.mktemp("explain_nt")
+    # the video's item tables from the session world (its pipeline ran there with the judge off), not recomputed
+    fork_items(narrativetrack_items[4], tmp / "store", A.ITEM_ASSETS, [VIDEO])
     paths = BenchPaths(data_root=str(DATA), generators_root=str(DATA / "generators"))
     resources = build_resources(store_root=str(tmp / "store"), paths=paths,
                                 judge=Judge(mode="off", cache_dir=str(tmp / "jc")))
@@ -47,8 +50,6 @@ def run(tmp_path_factory):
         with instance_for_test() as instance:
             instance.add_dynamic_partitions(A.P.items.name, [VIDEO])
             instance.add_dynamic_partitions(A.P.generators.name, [ANSWERER])
-            assert materialize(A.ASSETS, selection=A.ITEM_ASSETS, partition_key=VIDEO, instance=instance,
-                               resources=resources, run_config=QUIET).success
             qa = store.query(f"SELECT * FROM narrativetrack_qa WHERE kept AND video_id = '{VIDEO}'")
             favourite = sorted(qa["entity_id"].dropna().unique())[0]
             by_text = {}

@@ -1,10 +1,7 @@
 """NarrativeTrack: pure parts by hand, the pipeline's validity on the embedded videos (identity purity / recall and
 track types against the sidecars), QA coverage and determinism, the scorer, the answerer path through a real HTTP
 server, QA over generated EntityBench episodes, and the released-QA loader."""
-import ast
-import hashlib
 import json
-import re
 import subprocess
 import sys
 from collections import Counter
@@ -15,6 +12,7 @@ import pandas as pd
 import pytest
 from dagster import instance_for_test, materialize
 
+from bench_assets.bridges import narrativetrack_episodes as E
 from bench_assets.core.metric_spec import check_board
 from bench_assets.entitybench.wiring import P as ENTITYBENCH
 from bench_assets.narrativetrack import answering as AN
@@ -22,7 +20,6 @@ from bench_assets.narrativetrack import assets as A
 from bench_assets.narrativetrack import board as NB
 from bench_assets.narrativetrack import constants as K
 from bench_assets.narrativetrack import dataset as D
-from bench_assets.bridges import narrativetrack_episodes as E
 from bench_assets.narrativetrack import pipeline as PL
 from bench_assets.narrativetrack import qa as Q
 from bench_assets.narrativetrack import scoring as SC
@@ -35,8 +32,8 @@ from tests.support.fake_anthropic import FakeAnthropic, tool_answer
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
-VIDEOS = ["nt001", "nt002", "nt003"]
-ANSWERERS = ["narrativetrack_claude_haiku", "narrativetrack_claude_sonnet"]
+from tests.support.narrativetrack import ANSWERERS, JUDGE_VIDEO, VIDEOS  # noqa: E402
+
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 # Floors per embedded video (measured 1.0 / 1.0 on each of the three at 1 fps: 24, 29 and 26 matched boxes). A
@@ -229,78 +226,12 @@ def test_embedded_data_regenerates_byte_for_byte():
 
 # ------------------------------------------------------------------------------------------------ the pipeline
 
-JUDGE_VIDEO = "nt003"  # its pipeline runs with a live judge (the fake server): verification, context, flags, filters
-
-
-class PipelineJudge:
-    """Recorded judge answers by prompt (told apart by the answer schema): every face crop the same person except the
-    last one per request ("unsure"); context per segment in free text; flags; grammar fine; options not similar."""
-
-    def __init__(self):
-        self.kinds = Counter()
-
-    def __call__(self, body):
-        props = body["tools"][0]["input_schema"]["properties"]
-        n_img = sum(b["type"] == "image" for b in body["messages"][0]["content"])
-        if "verdicts" in props:
-            self.kinds["verify"] += 1
-            return tool_answer({"verdicts": [{"same_identity": True, "justification": "same face"}] * (n_img - 2)
-                                + [{"same_identity": "unsure", "justification": "blurred"}]})
-        if "scene" in props and "action" in props:
-            # deterministic per segment (requests arrive concurrently): chosen by the segment's first frame
-            self.kinds["context"] += 1
-            h = int(hashlib.sha256(body["messages"][0]["content"][0]["source"]["data"].encode()).hexdigest(), 16)
-            return tool_answer({"action": ["talking on a phone", "waving", "reading a map"][h % 3],
-                                "outfit": ["a grey suit", "a black coat", "a red scarf"][(h // 3) % 3],
-                                "scene": ["a launch pad", "a temple courtyard"][(h // 9) % 2]})
-        if "similar_looking_existence" in props:
-            # read the change lists the prompt gives and answer the flags they imply (vetoing nothing)
-            self.kinds["flags"] += 1
-            text = body["messages"][0]["content"][-1]["text"]
-            lists = {a: ast.literal_eval(re.search(rf"{a} changes (\[.*?\])[;.]", text).group(1))
-                     for a in ("action", "outfit", "scene")}
-            return tool_answer({f"significant_{a}_transition": len(v) >= 2 for a, v in lists.items()}
-                               | {f"over_three_{a}_changes": len(set(v)) >= 3 for a, v in lists.items()}
-                               | {"similar_looking_existence": True, "other_entities": []})
-        if "grammar" in props:
-            self.kinds["grammar"] += 1
-            return tool_answer({"grammar": "yes", "understandable": "yes", "justification": "fine"})
-        self.kinds["similar"] += 1
-        return tool_answer({"answer": "no", "justification": "different"})
-
-
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    """Every item asset of the three embedded videos on one instance (shared by the tests below): judge off, except
-    JUDGE_VIDEO whose pipeline asks a live judge behind a real HTTP server with recorded answers."""
-    import os
-
-    import torch
-    store = tmp_path_factory.mktemp("nt_store")
-    paths = BenchPaths(data_root=str(DATA), generators_root=str(DATA / "generators"))
-    resources = build_resources(store_root=str(store), paths=paths, judge=Judge(mode="off", cache_dir=str(store / "jc")))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # on a small shared CPU one intra-op thread is faster (no oversubscription)
-    old_key = os.environ.get("ANTHROPIC_API_KEY")
-    os.environ["ANTHROPIC_API_KEY"] = "test-key-not-real"
-    pj = PipelineJudge()
-    try:
-        with instance_for_test() as instance, FakeAnthropic(responder=pj) as srv:
-            instance.add_dynamic_partitions(A.P.items.name, VIDEOS)
-            instance.add_dynamic_partitions(A.P.generators.name, ANSWERERS)
-            live = {**resources, "judge": Judge(mode="live", base_url=srv.base_url, cache_dir=str(store / "jc_live"),
-                                                max_retries=0)}
-            for v in VIDEOS:
-                res = materialize(A.ASSETS, selection=A.ITEM_ASSETS, partition_key=v, instance=instance,
-                                  resources=live if v == JUDGE_VIDEO else resources, run_config=QUIET)
-                assert res.success, v
-            yield instance, resources, paths, pj
-    finally:
-        torch.set_num_threads(threads)
-        if old_key is None:
-            os.environ.pop("ANTHROPIC_API_KEY", None)
-        else:
-            os.environ["ANTHROPIC_API_KEY"] = old_key
+def world(narrativetrack_items):
+    """The session's NarrativeTrack world (tests/support/worlds.py): every item asset of the three embedded videos,
+    JUDGE_VIDEO's pipeline through the recorded judge."""
+    instance, resources, paths, pj, _ = narrativetrack_items
+    return instance, resources, paths, pj
 
 
 def test_pipeline_recovers_identities_and_track_types(world):

@@ -168,17 +168,17 @@ def test_substitute_marks_from_the_slots_in_use(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def embedded_board(tmp_path_factory):
-    """One embedded video through every item asset (offline models, judge off), an answerer partition and the
-    leaderboard: the board of the embedded data."""
-    store = tmp_path_factory.mktemp("nt_board_store")
+def embedded_board(tmp_path_factory, narrativetrack_items):
+    """One embedded video's item tables (forked from the session world: offline models, judge off), an answerer
+    partition and the leaderboard: the board of the embedded data."""
+    from tests.support.narrativetrack import fork_items
+    world_store = narrativetrack_items[4]
+    store = fork_items(world_store, tmp_path_factory.mktemp("nt_board_store"), assets.ITEM_ASSETS, ["nt002"])
     paths = BenchPaths(data_root=str(DATA), generators_root=str(DATA / "generators"))
     resources = build_resources(store_root=str(store), paths=paths, judge=Judge(mode="off", cache_dir=str(store / "jc")))
     with instance_for_test() as instance:
         instance.add_dynamic_partitions(assets.P.items.name, ["nt002"])
         instance.add_dynamic_partitions(assets.P.generators.name, ["narrativetrack_claude_haiku"])
-        assert materialize(assets.ASSETS, selection=assets.ITEM_ASSETS, partition_key="nt002", instance=instance,
-                           resources=resources, run_config=QUIET).success
         assert materialize(assets.ASSETS, selection=["narrativetrack_answers"],
                            partition_key=str(assets.P.key("narrativetrack_claude_haiku", "nt002")), instance=instance,
                            resources=resources, run_config=QUIET).success

@@ -283,7 +283,12 @@ def guarded_materialize(assets: Sequence, *, instance: DagsterInstance, log: Cal
     this process's runs failed and freeing their slots) when SIGINT/SIGTERM arrived meanwhile."""
     kwargs.setdefault("tags", process_tags())
     quiet_log_tails()
-    with Watchdog(instance, log, tick) as dog:
+    # materialize() resolves the definitions against Dagster's *current* defs-state storage (a ContextVar that an
+    # instance sets while entered), not the instance it is given: bind it to this run's instance, so a storage left
+    # behind by another instance of the process (an ephemeral one gone since) cannot fail the run ("Attempted to
+    # resolve undefined DagsterInstance weakref", seen in the test suite once tests ran in another order)
+    from dagster._core.storage.defs_state.base import set_defs_state_storage
+    with Watchdog(instance, log, tick) as dog, set_defs_state_storage(instance.defs_state_storage):
         try:
             result = materialize(assets, instance=instance, raise_on_error=False, **kwargs)
         except KeyboardInterrupt:

@@ -4,34 +4,19 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_assets.core.generators import discover_generators
-from bench_assets.core.runner import evaluate
 from bench_assets.locot2v import assets, dataset
-from bench_resources.config import build_resources
-from bench_resources.paths import BenchPaths
-from tests.support import DATA, QUIET, ROOT  # noqa: F401
+from tests.support import DATA, QUIET, ROOT, copy_world, run_benchmark  # noqa: F401
 
 GENERATORS = ("locot2v_smooth", "locot2v_jerky", "locot2v_frozen", "locot2v_drift")
 
 
 def _world(tmp_path, generators=GENERATORS):
-    data = tmp_path / "data"
-    shutil.copytree(DATA / "locot2v", data / "locot2v")
-    for g in generators:
-        shutil.copytree(DATA / "generators" / g, data / "generators" / g)
-    return data
+    return copy_world(tmp_path, ["locot2v"], generators)
 
 
 def _run(instance, data, store, judge=None, generator_assets=assets.GENERATOR_ASSETS):
-    paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
-    resources = build_resources(paths=paths, store_root=str(store), **({"judge": judge} if judge else {}))
-    gens, errors = discover_generators(paths.generators_dir, "locot2v")
-    stats = evaluate(instance, assets=assets.ASSETS, resources=resources, partitions=assets.P,
-                     items=dataset.discover_samples(data / "locot2v" / "samples"), generators=gens,
-                     item_assets=assets.ITEM_ASSETS, generator_assets=generator_assets,
-                     aggregate_assets=assets.AGGREGATE_ASSETS, progress=lambda s: None)
-    return stats, resources, errors
-
+    return run_benchmark("locot2v", instance, data, store, judge, generator_assets=generator_assets,
+                         items=dataset.discover_samples(data / "locot2v" / "samples"))
 
 GEN, SAMPLE = "locot2v_smooth", "nature_1"
 

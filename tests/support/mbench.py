@@ -1,43 +1,22 @@
 """MBench: the embedded world copied into a temporary data root, one offline evaluation, and board rows."""
 from __future__ import annotations
 
-import shutil
-
 import pandas as pd
 
 from bench_assets.benchmarks import BENCHMARKS
-from bench_assets.core.generators import discover_generators
-from bench_assets.core.runner import evaluate
-from bench_assets.mbench.metric_specs import (
-    IDENTITY_FIRST_APPEARANCE,
-)
-from bench_resources.config import build_resources
-from bench_resources.paths import BenchPaths
-from tests.support import DATA, QUIET, ROOT  # noqa: F401
+from bench_assets.mbench.metric_specs import IDENTITY_FIRST_APPEARANCE
+from tests.support import DATA, QUIET, ROOT, copy_world, run_benchmark  # noqa: F401
 
 MB = BENCHMARKS["mbench"]
-
-
 GENERATORS = ("mbench_consistent", "mbench_changing", "mbench_lighting", "mbench_ignoring")
 
 
 def _world(tmp_path, generators=GENERATORS):
-    data = tmp_path / "data"
-    shutil.copytree(DATA / "mbench", data / "mbench")
-    for g in generators:
-        shutil.copytree(DATA / "generators" / g, data / "generators" / g)
-    return data
+    return copy_world(tmp_path, ["mbench"], generators)
 
 
 def _run(instance, data, store_root, judge=None):
-    paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
-    resources = build_resources(paths=paths, store_root=str(store_root), **({"judge": judge} if judge else {}))
-    gens, errors = discover_generators(paths.generators_dir, "mbench")
-    stats = evaluate(instance, assets=MB.assets, resources=resources, partitions=MB.partitions,
-                     items=MB.item_ids(paths), generators=gens, item_assets=MB.item_assets,
-                     generator_assets=MB.generator_assets, aggregate_assets=MB.aggregate_assets,
-                     progress=lambda s: None)
-    return stats, resources, errors
+    return run_benchmark("mbench", instance, data, store_root, judge)
 
 
 CASES = pd.DataFrame({"case_id": ["h1", "h2", "h3", "h4", "o1", "t1", "t2"],

@@ -14,7 +14,7 @@ import pytest
 
 BUILDS_FILE = "world_builds.jsonl"
 # the worlds this module builds: conftest groups their users on one xdist worker
-WORLDS = ("mbench_offline", "vistorybench_offline", "locot2v_offline", "probe_world")
+WORLDS = ("mbench_offline", "vistorybench_offline", "locot2v_offline", "narrativetrack_items", "probe_world")
 
 
 # the file every process of this run appends to: set by the controller (tests/conftest.py pytest_configure) before
@@ -83,6 +83,55 @@ def locot2v_offline(tmp_path_factory):
     with instance_for_test() as instance:
         stats, resources, errors = _run(instance, _world(tmp), tmp / "store", Judge(mode="off"))
         yield stats, resources, errors, instance, tmp
+
+
+@pytest.fixture(scope="session")
+def narrativetrack_items(tmp_path_factory):
+    """Every item asset of NarrativeTrack's three embedded videos on one instance: judge off, except JUDGE_VIDEO
+    whose pipeline asks a live judge behind a real HTTP server with recorded answers (PipelineJudge). Yields
+    (instance, resources, paths, judge, store root). Readers that add answers and a leaderboard work on a fork of
+    the store (tests/support/narrativetrack.py fork_items), not on this one."""
+    import torch
+    from dagster import instance_for_test, materialize
+
+    from bench_assets.narrativetrack import assets as A
+    from bench_resources.config import build_resources
+    from bench_resources.judge import Judge
+    from bench_resources.paths import BenchPaths
+    from tests.support import DATA, QUIET
+    from tests.support.fake_anthropic import FakeAnthropic
+    from tests.support.narrativetrack import (
+        ANSWERERS,
+        JUDGE_VIDEO,
+        VIDEOS,
+        PipelineJudge,
+    )
+    record_build(tmp_path_factory, "narrativetrack_items")
+    store = tmp_path_factory.mktemp("nt_store")
+    paths = BenchPaths(data_root=str(DATA), generators_root=str(DATA / "generators"))
+    resources = build_resources(store_root=str(store), paths=paths, judge=Judge(mode="off", cache_dir=str(store / "jc")))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # on a small shared CPU one intra-op thread is faster (no oversubscription)
+    old_key = os.environ.get("ANTHROPIC_API_KEY")
+    os.environ["ANTHROPIC_API_KEY"] = "test-key-not-real"
+    pj = PipelineJudge()
+    try:
+        with instance_for_test() as instance, FakeAnthropic(responder=pj) as srv:
+            instance.add_dynamic_partitions(A.P.items.name, VIDEOS)
+            instance.add_dynamic_partitions(A.P.generators.name, ANSWERERS)
+            live = {**resources, "judge": Judge(mode="live", base_url=srv.base_url, cache_dir=str(store / "jc_live"),
+                                                max_retries=0)}
+            for v in VIDEOS:
+                res = materialize(A.ASSETS, selection=A.ITEM_ASSETS, partition_key=v, instance=instance,
+                                  resources=live if v == JUDGE_VIDEO else resources, run_config=QUIET)
+                assert res.success, v
+            yield instance, resources, paths, pj, store
+    finally:
+        torch.set_num_threads(threads)
+        if old_key is None:
+            os.environ.pop("ANTHROPIC_API_KEY", None)
+        else:
+            os.environ["ANTHROPIC_API_KEY"] = old_key
 
 
 @pytest.fixture(scope="session")
