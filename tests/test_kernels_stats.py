@@ -241,7 +241,8 @@ def test_bootstrap_interval_is_the_former_one_where_bounded_and_none_where_not()
 
 
 def test_validity_verdicts_under_the_policy_match_the_former_ones(monkeypatch):
-    """Same verdicts as the former +-inf rule wherever it could decide with two units a side, zero spread included."""
+    """Same verdicts as the former +-inf rule wherever it could decide with two units a side, zero spread included,
+    except that a stated margin now binds (issue 37: d decides only where no margin is stated)."""
     monkeypatch.setattr(stats, "bootstrap_interval", lambda *a, **k: (None, None))  # the verdict never reads it
     rng = _rng(11)
     cases = []
@@ -264,8 +265,10 @@ def test_validity_verdicts_under_the_policy_match_the_former_ones(monkeypatch):
                     diff = float(np.mean(p) - np.mean(r))
                     if direction == 0:
                         old = abs(diff) <= (margin or 0.0)
+                    elif margin is not None:   # issue 37: a stated margin binds, d no longer passes such a row
+                        old = diff * direction > 0 and abs(diff) >= margin
                     else:
-                        old = diff * direction > 0 and (abs(d) >= 1 or (margin is not None and abs(diff) >= margin))
+                        old = diff * direction > 0 and abs(d) >= 1
                     assert new["passed"] is bool(old), (r, p, paired, direction, margin, new)
                     if new["effect_size_d"] is None and direction != 0:
                         assert "zero spread" in new["reason"]

@@ -15,12 +15,14 @@ expecting a metric without a spec is refused with an error naming the case and t
 the spec's ``paper_id`` and ``addition`` flag (a validity verdict on an addition is not one on the paper's metric).
 A spec that names a case of the suite (``MetricSpec.validity``) which has no expectation on it gets a row saying so.
 
-A metric passes when it moves in its expected direction with |d| >= 1 or |difference| >= the case's stated
-absolute margin; an invariance expectation (direction 0) passes when |difference| <= its margin. The effect sizes
-come from core/stats.py and follow its zero-spread policy: d is None when nothing varies. A direction expectation
-whose units all moved by exactly the same amount (zero spread, non-zero difference) passes when the move is in the
-expected direction: there is no noise for the move to be lost in (as an unbounded d would have read); with fewer
-than two units a side d cannot be estimated and only the margin can pass it (no margin: the row cannot judge).
+A direction expectation with a stated absolute margin passes only when the metric moves in its expected direction
+by at least that margin, whatever d says (issue 37: a margin binds; three units each dropping .002 do not pass a .10
+row however consistent they are); d (|d| >= 1) decides only an expectation that states no margin. An invariance
+expectation (direction 0) passes when |difference| <= its margin. The effect sizes come from core/stats.py and
+follow its zero-spread policy: d is None when nothing varies. Where d is None a stated margin still judges the row;
+without one, units that all moved by exactly the same amount (zero spread, non-zero difference) pass when the move
+is in the expected direction (there is no noise for the move to be lost in), and with fewer than two units a side
+the row cannot judge. d and its interval are reported on every row either way.
 An expectation may document a blind spot of the metric's own definition (``Expect.limitation``, with the evidence):
 the row is computed as any other and a miss reads LIMIT, counted apart from passes and failures (``verdict``), so
 what a paper's metric cannot see stays in the table instead of being dropped from it.
@@ -180,7 +182,7 @@ def write_generator_yaml(folder: Path, name: str, benchmark: str, description: s
 class Expect:
     metric_id: str
     direction: int                 # -1: the perturbation must lower it; +1: raise it; 0: leave it (invariance)
-    margin: Optional[float] = None  # absolute difference that passes on its own (or the invariance tolerance)
+    margin: Optional[float] = None  # absolute difference a pass needs (binding), or the invariance tolerance
     units: Optional[str] = None     # regex on the unit key: the expectation concerns only these units
     # a blind spot of the metric's own definition, shown by evidence (the text says which): the row is still
     # computed and printed, and a miss reads LIMIT, never PASS, counted apart from the failures
@@ -202,15 +204,19 @@ def judge_expectation(exp: Expect, reference: Sequence[float], perturbed: Sequen
         passed = abs(diff) <= tol
     else:
         moved = diff * exp.direction > 0
-        margin_met = exp.margin is not None and abs(diff) >= exp.margin
-        if d is not None:
-            passed = moved and (abs(d) >= D_PASS or margin_met)
+        if exp.margin is not None:
+            # a stated margin binds: a consistent but negligible move (large d) is not the move the case asked for
+            passed = moved and abs(diff) >= exp.margin
+            if d is None:
+                note += "; judged on the margin alone"
+            elif moved and not passed and abs(d) >= D_PASS:
+                note = (f"margin not met: |difference| {abs(diff):.4g} < {exp.margin:g} "
+                        f"(|d| >= {D_PASS:g} does not pass a row that states a margin)")
+        elif d is not None:
+            passed = moved and abs(d) >= D_PASS
         elif stats.zero_spread(p, r, paired):
             passed = moved        # every unit moved by exactly ``diff``: nothing to beat but its sign
             note += "; judged on the difference's direction"
-        elif exp.margin is not None:
-            passed = moved and margin_met
-            note += "; judged on the margin alone"
         else:
             passed = None
             note = f"cannot judge: {note} and the expectation states no margin"
