@@ -79,3 +79,65 @@ def test_the_table_counts_a_negligible_consistent_move_as_a_failure():
     assert {r["metric_id"]: V.verdict(r) for r in rows.to_dict("records")} == \
         {"tiny": "FAIL", "blind": "LIMIT", "big": "PASS"}
     assert "1 pass, 1 fail, 1 known limitation" in V.format_table(rows)
+
+
+# ------------------------------------------------ re-judging what README records (scripts/rejudge_validity.py)
+
+def _rejudge_module():
+    import importlib
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    return importlib.import_module("rejudge_validity")
+
+
+SECTION_TEXT = """# x
+## Validity on real footage
+Held out: EntityBench 5 pass, 0 fail, 1 cannot run (imaging quality: no weights), MBench 1 pass, 0 fail, 1 LIMIT.
+The swap moved small by -.05, big by -.20 and edge by -.10; the blind row moved -.02.
+## Next section
+EntityBench 0 pass, 9 fail
+"""
+
+
+def test_rejudge_reads_the_counts_and_differences_and_applies_the_binding_rule():
+    """A former pass whose recorded difference misses its margin reads PASS -> FAIL; one that meets it keeps PASS; one
+    rounded onto its margin, or with no recorded difference, cannot be re-judged; invariance, cannot-run and LIMIT
+    rows keep theirs without numbers."""
+    R = _rejudge_module()
+    text = R.section(SECTION_TEXT)
+    counts = R.parse_counts(text)
+    assert counts["entitybench"] == R.Counts(5, 0, 1, 0, ("imaging quality",)) and counts["mbench"].limit == 1
+    num = R._NUM
+    recorded = R.parse_recorded(text, {
+        ("entitybench", "c", "small"): rf"moved small by (?P<diff>{num})",
+        ("entitybench", "c", "big"): rf"big by (?P<diff>{num})",
+        ("entitybench", "c", "edge"): rf"edge by (?P<diff>{num})",
+        ("mbench", "d", "blind"): rf"blind row moved (?P<diff>{num})"})
+    assert recorded[("entitybench", "c", "big")].diff == pytest.approx(-0.2)
+    cases = {"entitybench": [V.Case("c", "p", "g", [
+        V.Expect("small", -1, 0.10), V.Expect("big", -1, 0.10), V.Expect("edge", -1, 0.10),
+        V.Expect("unrecorded", -1, 0.10), V.Expect("same", 0, 0.05), V.Expect("imaging_quality", -1, 5.0)])],
+        "mbench": [V.Case("d", "p", "g", [V.Expect("blind", -1, 0.10, limitation="blind spot"),
+                                         V.Expect("moved", +1, 0.10)])]}
+    rows = R.rejudge(cases, counts, recorded, {"entitybench/c": {"version": 2}})
+    got = {r["metric"]: (r["former"], r["binding"]) for r in rows}
+    assert got == {"small": ("PASS", "FAIL"), "big": ("PASS", "PASS"), "edge": ("PASS", None),
+                   "unrecorded": ("PASS", None), "same": ("PASS", "PASS"), "imaging_quality": ("n/a", "n/a"),
+                   "blind": ("LIMIT", "LIMIT"), "moved": ("PASS", None)}
+    assert rows[0]["case"] == "c@v2" and "cannot re-judge" in rows[2]["why"] and "rounds" in rows[2]["why"]
+    s = R.summary(rows)
+    assert (s["changed"], s["re_judged_from_differences"], s["unconfirmed_passes"]) == (1, 3, 2)
+    assert R.summary_line(s).endswith("(EntityBench 1, MBench 1)")
+    assert "PASS -> FAIL" in R.format_rows(rows)
+
+
+def test_rejudge_leaves_rows_unattributed_where_the_counts_include_failures():
+    """With failures in the count, no row gets a former verdict of its own: invariance rows are unchanged whatever
+    they were, a direction row with a margin cannot be re-judged unless its difference is recorded."""
+    R = _rejudge_module()
+    counts = R.parse_counts(R.section(R.SECTION + "\nNarrativeTrack 1 pass, 1 fail: words.\n"))
+    cases = {"narrativetrack": [V.Case("c", "p", "g", [V.Expect("a", 0, 0.05), V.Expect("b", -1, 0.1)])]}
+    rows = R.rejudge(cases, counts, {})
+    assert [(r["former"], r["binding"]) for r in rows] == [("?", "?"), ("?", None)]
+    assert "one of 1 pass, 1 fail" in rows[0]["why"] and R.summary(rows)["changed"] == 0
