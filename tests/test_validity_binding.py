@@ -141,3 +141,15 @@ def test_rejudge_leaves_rows_unattributed_where_the_counts_include_failures():
     rows = R.rejudge(cases, counts, {})
     assert [(r["former"], r["binding"]) for r in rows] == [("?", "?"), ("?", None)]
     assert "one of 1 pass, 1 fail" in rows[0]["why"] and R.summary(rows)["changed"] == 0
+
+
+def test_readme_quotes_the_rejudgement_of_what_it_records():
+    """README's sentence on the binding rule is the script's summary of README's own recorded results (one source),
+    and every difference the script reads is still stated there."""
+    from pathlib import Path
+    R = _rejudge_module()
+    text = R.section((Path(__file__).resolve().parents[1] / "README.md").read_text())
+    recorded = R.parse_recorded(text)
+    assert sorted(recorded) == sorted(R.RECORDED)
+    rows = R.rejudge(R.current_cases(), R.parse_counts(text), recorded, V.load_lock())
+    assert R.summary_line(R.summary(rows)) in text
