@@ -1,4 +1,4 @@
-"""`bench`: demo, ui, evaluate, leaderboard, metrics, report, validate, human-alignment, weights.
+"""`bench`: demo, ui, evaluate, import, leaderboard, metrics, report, validate, human-alignment, weights.
 
 User-facing problems (unknown benchmark, missing data root, a generator matching no item, a bad generator.yaml)
 are one `error:` line and exit status 2; a step failure is one line naming the step, the item and the message.
@@ -388,6 +388,22 @@ def cmd_human_alignment(args) -> int:
     return 0
 
 
+# `bench import <benchmark> PATH`: each benchmark's importer of its official release, (module, function) imported
+# when called; the function takes (path, out) and returns the exit status, raising ValueError for a user's mistake
+IMPORTERS = {
+    "entitybench": ("bench_assets.entitybench.official", "cli_import"),
+}
+
+
+def cmd_import(args) -> int:
+    import importlib
+    module, name = IMPORTERS[args.benchmark]
+    try:
+        return getattr(importlib.import_module(module), name)(args.path, args.out)
+    except (ValueError, OSError) as e:
+        raise CLIError(f"import {args.benchmark} {args.path}: {e}") from None
+
+
 def cmd_leaderboard(args) -> int:
     from bench_resources.config import build_resources
     board = _board(build_resources(), args.benchmark)
@@ -636,6 +652,12 @@ def _parser() -> argparse.ArgumentParser:
     ha.add_argument("--split", choices=("lite", "full"), default=None, help="ViStoryBench split (default: full)")
     ha.add_argument("--json", action="store_true")
     ha.set_defaults(fn=cmd_human_alignment)
+    im = sub.add_parser("import", help="convert a benchmark's official release into DATA_ROOT (canonical files, "
+                                       "tiers, an import report of every quirk met)")
+    im.add_argument("benchmark", choices=sorted(IMPORTERS))
+    im.add_argument("path", help="the release's folder (a checkout of the official repository)")
+    im.add_argument("--out", default=None, metavar="DATA_ROOT", help="default: BENCH_DATA_ROOT")
+    im.set_defaults(fn=cmd_import)
     sub.add_parser("locot2v-rrub", help="LoCoT2V: RR-UB (aesthetic upper bound) from an image folder "
                                         "-> data/locot2v/rrub.json")  # listed in --help; handled in main
     w = sub.add_parser("weights", help="list model slots or import a checkpoint")

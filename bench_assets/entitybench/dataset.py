@@ -39,6 +39,22 @@ class Shot:
     cut: bool
     entities: tuple[str, ...]
     action: str
+    # the text a generator was given for this shot, where the source says it (the official release's
+    # `video_prompts`, which does not always follow the schedule's first appearances); None: derived (shot_prompt)
+    prompt: str | None = None
+    # the official release's (scene_num, shot in scene): its output files are `<scene:03d>_<shot:03d>.mp4`;
+    # None: derived from the cuts (official_keys)
+    scene: int | None = None
+    scene_shot: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"index": self.index, "cut": self.cut, "entities": list(self.entities), "action": self.action}
+        # optional fields only when set, so an episode without them serialises (and hashes) as before
+        if self.prompt is not None:
+            out["prompt"] = self.prompt
+        if self.scene is not None:
+            out.update(scene=self.scene, shot_in_scene=self.scene_shot)
+        return out
 
 
 @dataclass(frozen=True)
@@ -62,8 +78,7 @@ class Episode:
         return {
             "episode_id": self.episode_id, "tier": self.tier, "title": self.title, "summary": self.summary,
             "entities": [e.__dict__ for e in self.entities],
-            "shots": [{"index": s.index, "cut": s.cut, "entities": list(s.entities), "action": s.action}
-                      for s in self.shots],
+            "shots": [s.to_json() for s in self.shots],
         }
 
 
@@ -116,7 +131,22 @@ def parse_episode(raw: Any, source: str = "<memory>") -> Episode:
         cut = bool(s.get("cut", pos == 1))
         if pos == 1 and not cut:
             raise EpisodeError(f"{where}: the first shot must be a cut")
-        shots.append(Shot(pos, cut, tuple(sched), str(s.get("action", ""))))
+        prompt = s.get("prompt")
+        if prompt is not None and not (isinstance(prompt, str) and prompt.strip()):
+            raise EpisodeError(f"{where}: shot {pos} 'prompt' must be non-empty text when given, got {prompt!r}")
+        scene, scene_shot = s.get("scene"), s.get("shot_in_scene")
+        if (scene is None) != (scene_shot is None) or not all(
+                v is None or (type(v) is int and v >= 1) for v in (scene, scene_shot)):
+            raise EpisodeError(f"{where}: shot {pos} needs both 'scene' and 'shot_in_scene' as positive integers "
+                               f"or neither, got scene={scene!r}, shot_in_scene={scene_shot!r}")
+        shots.append(Shot(pos, cut, tuple(sched), str(s.get("action", "")), prompt, scene, scene_shot))
+    keyed = [(s.scene, s.scene_shot) for s in shots if s.scene is not None]
+    if keyed and len(keyed) != len(shots):
+        raise EpisodeError(f"{where}: 'scene' / 'shot_in_scene' are given for {len(keyed)} of {len(shots)} shots; "
+                           f"give them for every shot or none")
+    if len(set(keyed)) != len(keyed):
+        dup = sorted({k for k in keyed if keyed.count(k) > 1})
+        raise EpisodeError(f"{where}: (scene, shot_in_scene) repeated: {dup}")
     tier = raw.get("tier") or tier_for(len(shots))
     if tier not in TIERS:
         raise EpisodeError(f"{where}: unknown tier {tier!r}")
@@ -260,10 +290,13 @@ def episode_statistics(episode: Episode) -> dict[str, Any]:
 
 
 def shot_prompt(episode: Episode, shot_index: int) -> str:
-    """Prompt for shot k: first appearances carry their description; re-appearances the name only."""
+    """Prompt for shot k: the shot's own ``prompt`` where the episode gives one (the official release's text);
+    otherwise first appearances carry their description, re-appearances the name only."""
+    shot = episode.shots[shot_index - 1]
+    if shot.prompt is not None:
+        return shot.prompt
     reg = episode.registry
     seen = {e for s in episode.shots if s.index < shot_index for e in s.entities}
-    shot = episode.shots[shot_index - 1]
     header = [f"[{reg[e].name}] {reg[e].description}" for e in shot.entities if e not in seen]
     body = shot.action
     return ("\n".join(header) + "\n" + body).strip() if header else body
@@ -275,12 +308,17 @@ def shot_prompt(episode: Episode, shot_index: int) -> str:
 VIDEO_EXTENSIONS = ("mp4", "mov", "mkv", "webm", "avi", "gif", "m4v", "mpg", "mpeg", "ts")
 SHOT_FILE = re.compile(rf"^shot_(\d+)\.({'|'.join(VIDEO_EXTENSIONS)})$", re.IGNORECASE)
 _ANY_SHOT = re.compile(r"^shot_(\d+)\.(\w+)$")
+# the official release's layout (eval/evaluate_benchmark.py globs `{scene:03d}_{shot:03d}*.mp4`): scene number and
+# 1-based shot within the scene
+OFFICIAL_FILE = re.compile(rf"^(\d+)_(\d+)\.({'|'.join(VIDEO_EXTENSIONS)})$", re.IGNORECASE)
+_ANY_OFFICIAL = re.compile(r"^(\d+)_(\d+)\.(\w+)$")
 
 
 # Per-item cost bound: an episode may declare at most this many shots that its generator folder has no file for.
 # Each declared shot costs rows in every metric table (Pillar 1 writes ~18 per shot); an episode that declares
 # 10,000 shots with 2 files would write 180,000 rows and starve every other item of the run. The largest
-# EntityBench episode has 34 shots, so a bound of 100 undelivered shots never touches a real one.
+# EntityBench episode (the official release, 3776439) has 50 shots, so a bound of 100 undelivered shots never
+# touches a real one.
 MAX_UNDELIVERED_SHOTS = 100
 
 
@@ -291,10 +329,52 @@ class ShotFile:
     error: str | None
 
 
-def index_shot_files(episode: Episode, folder: str | Path, generator: str) -> list[ShotFile]:
-    """Map the episode's shots to ``shot_<NN>.<ext>`` files; each problem is recorded for its shot.
+def official_keys(episode: Episode) -> dict[int, tuple[int, int]]:
+    """Shot index -> (scene, shot in scene) of the official output name ``<scene:03d>_<shot:03d>.mp4``: the episode's
+    own scene numbering where it keeps one (imported from the release), else scenes counted from the cuts."""
+    if all(s.scene is not None for s in episode.shots):
+        return {s.index: (s.scene, s.scene_shot) for s in episode.shots}
+    out, scene, k = {}, 0, 0
+    for s in episode.shots:
+        scene, k = (scene + 1, 1) if s.cut or not scene else (scene, k + 1)
+        out[s.index] = (scene, k)
+    return out
 
-    0-based numbering (a ``shot_00`` file) is an error for the whole set: it would silently misalign.
+
+def _official_name(key: tuple[int, int]) -> str:
+    return f"{key[0]:03d}_{key[1]:03d}.mp4"
+
+
+def _official_index(episode: Episode, official: dict[tuple[int, int], list[Path]],
+                    other: dict[tuple[int, int], list[str]], where: str):
+    """The official layout's files re-keyed by shot index, or one error for the whole set when its names do not fit
+    the episode's scene/shot order (a 0 or a key the episode does not have would shift every shot after it)."""
+    keys = official_keys(episode)
+    index_of = {v: k for k, v in keys.items()}
+    stray = sorted(k for k in {*official, *other} if k not in index_of)
+    if stray:
+        names = [(official.get(k) or [Path(n) for n in other.get(k, [])])[0].name for k in stray]
+        zero = any(0 in k for k in stray)
+        scenes = defaultdict(int)
+        for sc, _ in keys.values():
+            scenes[sc] += 1
+        order = ", ".join(f"{sc}:{n}" for sc, n in sorted(scenes.items()))
+        return None, None, (f"{where}: {len(stray)} file(s) in the official <scene>_<shot> layout match no shot of "
+                            f"the episode: {', '.join(names[:8])}{' ...' if len(names) > 8 else ''}"
+                            f"{' (scenes and shots are 1-based: 001_001 is the first shot)' if zero else ''}; "
+                            f"the episode's scenes:shots are {order}, so every shot of this set is rejected "
+                            f"rather than misaligned")
+    return ({index_of[k]: v for k, v in official.items()}, {index_of[k]: v for k, v in other.items()}, None)
+
+
+def index_shot_files(episode: Episode, folder: str | Path, generator: str) -> list[ShotFile]:
+    """Map the episode's shots to ``shot_<NN>.<ext>`` files, or to the official release's ``<SSS>_<KKK>.<ext>``
+    (scene, shot in scene; read as they are, through the episode's scene/shot order); each problem is recorded for
+    its shot.
+
+    0-based numbering (a ``shot_00`` or ``000_001`` file), official names the episode has no shot for, or both layouts
+    in one folder are an error for the whole set: it would silently misalign. Missing official files are listed, all
+    of them, in each missing shot's error.
     """
     folder = Path(folder)
     where = f"generator {generator!r}, episode {episode.episode_id!r}"
@@ -302,12 +382,37 @@ def index_shot_files(episode: Episode, folder: str | Path, generator: str) -> li
         return [ShotFile(s.index, None, f"{where}: output folder {folder} is missing") for s in episode.shots]
     found: dict[int, list[Path]] = defaultdict(list)
     other: dict[int, list[str]] = defaultdict(list)
+    official: dict[tuple[int, int], list[Path]] = defaultdict(list)
+    official_other: dict[tuple[int, int], list[str]] = defaultdict(list)
     for p in sorted(folder.iterdir()):
-        m = SHOT_FILE.match(p.name)
-        if m:
+        if (m := SHOT_FILE.match(p.name)):
             found[int(m.group(1))].append(p)
         elif (m := _ANY_SHOT.match(p.name)):
             other[int(m.group(1))].append(p.name)
+        elif (m := OFFICIAL_FILE.match(p.name)):
+            official[(int(m.group(1)), int(m.group(2)))].append(p)
+        elif (m := _ANY_OFFICIAL.match(p.name)):
+            official_other[(int(m.group(1)), int(m.group(2)))].append(p.name)
+    keys: dict[int, tuple[int, int]] | None = None
+
+    def name_of(k: int) -> str:
+        return _official_name(keys[k]) if keys is not None else f"shot_{k:02d}.*"
+
+    missing_note = ""
+    if official or official_other:
+        if found or other:
+            msg = (f"{where}: the folder mixes shot_NN files ({sorted(p.name for v in found.values() for p in v)[:3]}"
+                   f") and official <scene>_<shot> files ({sorted(p.name for v in official.values() for p in v)[:3]}"
+                   f"); keep one layout, so every shot of this set is rejected rather than guessed")
+            return [ShotFile(s.index, None, msg) for s in episode.shots]
+        found, other, problem = _official_index(episode, official, official_other, where)
+        if problem:
+            return [ShotFile(s.index, None, problem) for s in episode.shots]
+        keys = official_keys(episode)
+        gaps = [name_of(s.index) for s in episode.shots if not found.get(s.index) and not other.get(s.index)]
+        if gaps:  # one sentence naming the whole gap, so any one missing shot's error tells it all
+            missing_note = (f"; the official-layout set has {len(gaps)} of {len(episode.shots)} files missing: "
+                            f"{', '.join(gaps[:12])}{' ...' if len(gaps) > 12 else ''}")
     delivered = sum(1 for s in episode.shots if found.get(s.index))
     if len(episode.shots) - delivered > MAX_UNDELIVERED_SHOTS:
         raise EpisodeError(f"{where}: the episode declares {len(episode.shots)} shots but the output folder holds "
@@ -325,7 +430,7 @@ def index_shot_files(episode: Episode, folder: str | Path, generator: str) -> li
             out.append(ShotFile(s.index, None, f"{where}, shot {s.index}: {other[s.index][0]} is not a video "
                                                f"container we read (.{', .'.join(VIDEO_EXTENSIONS)})"))
         elif not files:
-            out.append(ShotFile(s.index, None, f"{where}, shot {s.index}: no shot_{s.index:02d}.* file"))
+            out.append(ShotFile(s.index, None, f"{where}, shot {s.index}: no {name_of(s.index)} file{missing_note}"))
         elif len(files) > 1:
             out.append(ShotFile(s.index, None, f"{where}, shot {s.index}: several files {[f.name for f in files]}"))
         else:
