@@ -88,11 +88,11 @@ def validate_environment(env: Optional[dict] = None) -> None:
     if "BENCH_JUDGE_MODEL" in env and env["BENCH_JUDGE_MODEL"] != "" and not env["BENCH_JUDGE_MODEL"].strip():
         raise ConfigError("BENCH_JUDGE_MODEL is blank")
     url = env.get("BENCH_JUDGE_BASE_URL")
-    if url:
-        from urllib.parse import urlparse
-        u = urlparse(url)
-        if u.scheme not in ("http", "https") or not u.netloc:
-            raise ConfigError(f"BENCH_JUDGE_BASE_URL={url!r}: use an http(s) URL such as http://127.0.0.1:8000/v1")
+    if url:  # a URL urllib cannot parse (http://[::1, port 99999) is this one line too, not a traceback
+        from bench_resources.urls import base_url_problem
+        problem = base_url_problem(url)
+        if problem:
+            raise ConfigError(f"BENCH_JUDGE_BASE_URL={url!r}: {problem}")
     key_env = env.get("BENCH_JUDGE_KEY_ENV")
     if key_env and not _VAR_NAME.match(key_env):
         raise ConfigError("BENCH_JUDGE_KEY_ENV must name an environment variable (never the key itself), "

@@ -104,7 +104,8 @@ def test_weights_and_judge_changes_rerun_only_what_uses_them(tmp_path):
         assert plan(Models({**a.fps, "image_embedder": "bbb"})) == {"t_embeds": "weights changed: slot image_embedder"}
         assert plan(Models({**a.fps, "pose": "ppp"})) == {"t_poses": "weights changed: slot pose"}
         other = Judge(mode="replay", cache_dir=str(tmp_path / "c"))
-        assert plan(a, other) == {"t_asks": "evaluator failures and the judge's state changed"}
+        # off -> replay is another judge identity (issue 39): the asset that asks the judge, nothing else
+        assert plan(a, other) == {"t_asks": "judge changed: judge switched on (anthropic-messages claude-sonnet-4-6)"}
         st = Staleness(instance, assets, models=Models({"image_embedder": "bbb", "pose": "ppp"}))
         assert st.weights_changed(AssetKey("t_asks"), None) == [] and st.weights_changed(AssetKey("t_plain"), None) == []
         assert st.status(AssetKey("t_embeds"), None) == Staleness.WEIGHTS_CHANGED

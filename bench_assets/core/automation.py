@@ -5,8 +5,9 @@ upstream data versions), when a file it read changed since (each input asset reg
 here with ``@input_version``, records it as ``input_sha256`` and gives its output a content ``DataVersion``), or
 when the checkpoint of a model slot it uses changed (``Staleness.weights_changed``: the slots each asset declares,
 core/slots.py, against the fingerprints recorded on the run that materialised it), or when an evaluator failure it
-holds could now pass (``evaluator_rerun``: scoped to what the asset uses). Whatever re-runs in a partition takes the
-assets downstream of it in that partition along (``rerun_plan``)."""
+holds could now pass (``evaluator_rerun``: scoped to what the asset uses), or when the judge it asks is another one
+(``Staleness.judge_changed``: the judge's identity, recorded on every run like the slots' fingerprints). Whatever
+re-runs in a partition takes the assets downstream of it in that partition along (``rerun_plan``)."""
 from __future__ import annotations
 
 import hashlib
@@ -154,9 +155,15 @@ class Staleness:
 
     INPUT_CHANGED = "INPUT_CHANGED"
     WEIGHTS_CHANGED = "WEIGHTS_CHANGED"
+    JUDGE_CHANGED = "JUDGE_CHANGED"
 
-    def __init__(self, instance, assets: Sequence, bulk: bool = False, paths=None, models=None):
-        self.instance, self.bulk, self.paths, self.models = instance, bulk, paths, models
+    def __init__(self, instance, assets: Sequence, bulk: bool = False, paths=None, models=None, judge=None):
+        self.instance, self.bulk, self.paths, self.models, self.judge = instance, bulk, paths, models, judge
+        self._judge_now = judge_identity(judge)
+        self._prompts_now = prompt_sets() if judge is not None else {}
+        self._run_prompts: dict[str, dict] = {}
+        self._package = {k: asset_package(a) for a in assets for k in getattr(a, "keys", ())}
+        self.judge_changes: dict[tuple, str] = {}  # (key, pk) -> how the judge it asked differs from today's
         self._materialized: dict[AssetKey, set] = {}
         self._required = {k: set(getattr(a, "required_resource_keys", None) or ())
                           for a in assets for k in getattr(a, "keys", ())}
@@ -192,6 +199,8 @@ class Staleness:
             return self.INPUT_CHANGED
         if self.models is not None and self.weights_changed(key, pk):
             return self.WEIGHTS_CHANGED
+        if self.judge is not None and self.judge_changed(key, pk):
+            return self.JUDGE_CHANGED
         if pk is None and not self.graph.get(key).is_partitioned:
             def stored(k: AssetKey) -> int:   # the latest materialisation's storage id, any partition (0: none)
                 rec = self.latest(k, None)
@@ -258,6 +267,54 @@ class Staleness:
             self.changed_slots[(key, pk)] = changed
         return changed
 
+    def judge_changed(self, key: AssetKey, pk: str | None) -> str | None:
+        """How the judge that answered ``key``'s partition ``pk`` differs from today's (``judge_change_words``), or
+        None: when it is the same, when the asset does not ask the judge (does not require the ``judge``
+        resource), or when nothing was recorded (a run made outside `bench evaluate` / the sensors whose
+        materialization holds no ``judge`` fingerprint either: unknown is not changed, as for weights). A run
+        from before identities were recorded is compared through its judge-state digest."""
+        if self.judge is None or "judge" not in (self._required.get(key) or ()):
+            return None
+        rec = self.latest(key, pk)
+        if rec is None:
+            return None
+        run = self.run(rec.run_id)
+        tags = run.tags if run is not None else {}
+        recorded = tags.get(JUDGE_ID_TAG)
+        if recorded is not None:
+            words = judge_change_words(recorded, self._judge_now) if recorded != self._judge_now else None
+            if words is None and '"mode":"off"' not in recorded:   # with the judge off no prompt was sent
+                words = self._prompts_changed(key, rec.run_id, tags)
+        elif JUDGE_STATE_TAG in tags:
+            words = ("judge changed (its state since a run that recorded no judge identity)"
+                     if tags[JUDGE_STATE_TAG] != judge_state({"judge": self.judge}) else None)
+        else:  # Materialize in the UI: the judge fingerprint an asset records in its metadata, where it does
+            mv = (rec.asset_materialization.metadata or {}).get("judge")
+            fp = getattr(mv, "value", mv)
+            words = (judge_change_words(json.dumps(fp), json.dumps(self.judge.fingerprint()))
+                     if isinstance(fp, dict) and hasattr(self.judge, "fingerprint")
+                     and fp != self.judge.fingerprint() else None)
+        if words:
+            self.judge_changes[(key, pk)] = words
+        return words
+
+    def _prompts_changed(self, key: AssetKey, run_id: str, tags) -> str | None:
+        """``judge prompts changed: <package>.judging`` when the prompt set of ``key``'s benchmark (its judging.py)
+        differs from the one its run recorded; None when equal or unknown (no record, no judging module)."""
+        pkg = self._package.get(key)
+        if pkg is None or pkg not in self._prompts_now:
+            return None
+        if run_id not in self._run_prompts:
+            try:
+                value = json.loads(tags.get(JUDGE_PROMPTS_TAG) or "{}")
+            except ValueError:
+                value = {}
+            self._run_prompts[run_id] = value if isinstance(value, dict) else {}
+        was = self._run_prompts[run_id].get(pkg)
+        if was is None or was == self._prompts_now[pkg]:
+            return None
+        return f"judge prompts changed: {pkg}.judging"
+
     def todo(self, keys: Sequence[AssetKey], pk: str | None) -> list[AssetKey]:
         """The assets among ``keys`` whose partition ``pk`` is missing, stale or whose input files changed, with
         their descendants among ``keys`` (they read what re-runs), sorted."""
@@ -272,10 +329,11 @@ class Staleness:
 
 def stale_or_missing(instance, assets: Sequence, keys: Sequence[AssetKey],
                      partition_keys: Callable[[AssetKey], Sequence[str | None]],
-                     paths=None, models=None) -> list[tuple[AssetKey, str | None, str]]:
+                     paths=None, models=None, judge=None) -> list[tuple[AssetKey, str | None, str]]:
     """(asset, partition, status) for every partition whose data is missing or stale (``Staleness``; with
-    ``paths``, also whose input files changed; with ``models``, also whose slots' checkpoints changed)."""
-    st = Staleness(instance, assets, paths=paths, models=models)
+    ``paths``, also whose input files changed; with ``models``, also whose slots' checkpoints changed; with
+    ``judge``, also whose judge was another one)."""
+    st = Staleness(instance, assets, paths=paths, models=models, judge=judge)
     out = []
     for key in keys:
         for pk in partition_keys(key):
@@ -324,6 +382,62 @@ def uses_judge(assets: Sequence, key: AssetKey) -> bool:
 
 SLOT_FP_TAG = "bench/slot_fingerprints"  # run tag: {slot: fingerprint of its checkpoint, None when unavailable}
 JUDGE_STATE_TAG = "bench/judge_state"     # run tag: the judge's state alone (judge-using assets compare it)
+# run tag: who answered (Judge.identity(): backend, model, endpoint, answer-shaping settings; or off), canonical JSON.
+# The judge's counterpart of SLOT_FP_TAG: a judge-using asset whose run recorded another identity is stale.
+JUDGE_ID_TAG = "bench/judge_identity"
+
+
+def judge_identity(judge) -> str | None:
+    """The ``JUDGE_ID_TAG`` value of ``judge`` (None without one); a judge without ``identity()`` is its mode."""
+    if judge is None:
+        return None
+    ident = judge.identity() if hasattr(judge, "identity") else {"mode": getattr(judge, "mode", None)}
+    return json.dumps(ident, sort_keys=True, separators=(",", ":"), default=str)
+
+
+JUDGE_PROMPTS_TAG = "bench/judge_prompts"  # run tag: {benchmark package: digest of its judging.py}, canonical JSON
+
+
+def prompt_sets() -> dict[str, str]:
+    """The prompt set of every benchmark whose judge prompts are loaded: ``{"bench_assets.<benchmark>": sha256[:12]
+    of its judging.py}`` (a benchmark's prompts, schemas and versions live there). Read from the loaded modules,
+    so core names no benchmark."""
+    import sys
+    out = {}
+    for name, mod in sorted(sys.modules.items()):
+        if not (name.startswith("bench_assets.") and name.endswith(".judging")) or name.count(".") != 2:
+            continue
+        try:
+            out[name.rsplit(".", 1)[0]] = file_digest(mod.__file__)[:12]
+        except (OSError, TypeError, AttributeError):  # no source file: no prompt set to compare (unknown)
+            continue
+    return out
+
+
+def asset_package(asset_def) -> str | None:
+    """``bench_assets.<benchmark>`` of the module that defines an asset (None when it cannot be told)."""
+    fn = getattr(getattr(getattr(asset_def, "op", None), "compute_fn", None), "decorated_fn", None)
+    module = getattr(fn, "__module__", "") or ""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) >= 2 and parts[0] == "bench_assets" else None
+
+
+def judge_change_words(recorded: str, now: str | None) -> str:
+    """``judge changed: model a -> b`` from two ``judge_identity`` values: the fields that differ, in the words a
+    rerun line shows (``judge switched off`` / ``judge switched on`` when one of them is off)."""
+    def load(text):
+        try:
+            value = json.loads(text) if text else {}
+        except ValueError:
+            value = {}
+        return value if isinstance(value, dict) else {}
+    old, new = load(recorded), load(now)
+    if new.get("mode") == "off" and old.get("mode") != "off":
+        return "judge changed: judge switched off"
+    if old.get("mode") == "off" and new.get("mode") != "off":
+        return f"judge changed: judge switched on ({new.get('backend')} {new.get('model')})"
+    diff = [f"{k} {old.get(k)} -> {new.get(k)}" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    return "judge changed: " + (", ".join(diff) if diff else "identity differs")
 
 
 def slot_fingerprint(models, slot: str) -> str | None:
@@ -417,6 +531,9 @@ def evaluator_tags(resources: dict) -> dict[str, str]:
             SCOPED_STATE_TAG_JUDGE: scoped_evaluator_state(resources, True),
             SCOPED_STATE_TAG_SLOTS: scoped_evaluator_state(resources, False),
             JUDGE_STATE_TAG: judge_state(resources)}
+    if resources.get("judge") is not None:
+        tags[JUDGE_ID_TAG] = judge_identity(resources["judge"])
+        tags[JUDGE_PROMPTS_TAG] = json.dumps(prompt_sets(), sort_keys=True, separators=(",", ":"))
     if resources.get("models") is not None:
         tags.update(slot_tags(resources["models"]))
     return tags
@@ -481,7 +598,7 @@ def _records_digest(instance, keys) -> tuple:
                         for r in instance.get_asset_records(list(keys))))
 
 
-def _plan_staleness(instance, assets: Sequence, paths, models=None) -> "Staleness":
+def _plan_staleness(instance, assets: Sequence, paths, models=None, judge=None) -> "Staleness":
     """The ``Staleness`` that ``rerun_plan`` asks, shared by its calls while the store has not moved.
 
     An evaluate asks one partition after the other; while nothing was written in between (a no-change rerun),
@@ -495,11 +612,11 @@ def _plan_staleness(instance, assets: Sequence, paths, models=None) -> "Stalenes
         mark = None
     if _PLAN_STALENESS and mark is not None:
         i, a, p, mo, m, digest, st = _PLAN_STALENESS[0]
-        if i is instance and a is assets and p is paths and mo is models and m == mark \
+        if i is instance and a is assets and p is paths and mo is models and st.judge is judge and m == mark \
                 and _records_digest(instance, st.graph.get_all_asset_keys()) == digest:
             return st
     from dagster._core.storage.event_log.base import AssetRecord
-    st = Staleness(instance, assets, paths=paths, models=models)
+    st = Staleness(instance, assets, paths=paths, models=models, judge=judge)
     try:  # one query for every asset's record instead of one per asset partition asked about
         keys = list(st.graph.get_all_asset_keys())
         AssetRecord.blocking_get_many(st.resolver.instance_queryer._loading_context, keys)
@@ -518,7 +635,7 @@ def rerun_plan(instance, assets: Sequence, keys: Sequence[AssetKey], pk: str | N
     takes its descendants among ``keys`` along (their rows rest on it: no row mixes two versions of an input)."""
     if force:
         return {k: "forced (--force)" for k in keys}
-    st = _plan_staleness(instance, assets, resources.get("paths"), resources.get("models"))
+    st = _plan_staleness(instance, assets, resources.get("paths"), resources.get("models"), resources.get("judge"))
     why: dict[AssetKey, str] = {}
     for k in keys:
         status = st.status(k, pk)
@@ -529,6 +646,8 @@ def rerun_plan(instance, assets: Sequence, keys: Sequence[AssetKey], pk: str | N
                     why.setdefault(AssetKey(other), f"reads the changed files of {k.to_user_string()}")
         elif status == Staleness.WEIGHTS_CHANGED:
             why[k] = f"weights changed: slot {', '.join(st.changed_slots.get((k, pk), []))}"
+        elif status == Staleness.JUDGE_CHANGED:
+            why[k] = st.judge_changes.get((k, pk), "judge changed")
         elif status:
             why[k] = status.lower()
         else:
@@ -613,9 +732,12 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
         cur = read_cursor(context.cursor)
         now = time.time()
         paths, models, fps = sensor_staleness_inputs(context.log)   # a check that cannot run: a warning here
+        judge, _ = _sensor_judge()
         # the slots' checkpoints count like code versions: an imported checkpoint makes the next tick check every
-        # partition, and Staleness re-runs exactly the assets declaring that slot
-        weights = hashlib.sha256(fps[SLOT_FP_TAG].encode()).hexdigest()[:8] if SLOT_FP_TAG in fps else ""
+        # partition, and Staleness re-runs exactly the assets declaring that slot; the judge's identity likewise
+        # (a changed BENCH_JUDGE_MODEL re-runs exactly the assets that ask the judge)
+        weights = "".join(hashlib.sha256(fps[t].encode()).hexdigest()[:8]
+                          for t in (SLOT_FP_TAG, JUDGE_ID_TAG, JUDGE_PROMPTS_TAG) if t in fps)
         versions = code_versions(assets) + weights
         # the content digest of every item's input files (small: episode / case / story files): an edited item
         # is checked on the next tick, like a changed generator folder
@@ -648,7 +770,7 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
         if new_gens:
             instance.add_dynamic_partitions(partitions.generators.name, new_gens)
 
-        stale = Staleness(instance, assets, bulk=True, paths=paths, models=models)
+        stale = Staleness(instance, assets, bulk=True, paths=paths, models=models, judge=judge)
         item_keys = [AssetKey(a) for a in item_assets]
         gen_keys = [AssetKey(a) for a in generator_assets]
         requests = []
@@ -727,14 +849,29 @@ def _sensor_models():
                       f"not seen")
 
 
+def _sensor_judge():
+    """(the judge the code location's resources use (the BENCH_JUDGE_* variables), None) or (None, why): then a
+    changed judge is not seen."""
+    try:
+        import os
+        from bench_resources.config import build_judge, store_root
+        return build_judge(os.path.join(store_root(), "judge_cache")), None
+    except Exception as e:  # noqa: BLE001 - no judge: no judge staleness, said below
+        return None, f"judge: the judge could not be built ({_why(e)}), so a changed judge is not seen"
+
+
 def sensor_staleness_inputs(log=None) -> tuple:
     """(paths, models, run tags) for a sensor or schedule tick: what its staleness checks read, and the tags its run
-    requests carry (the slots' fingerprints; ``STALENESS_UNKNOWN_TAG`` when a check cannot run). Each check that
-    cannot run is logged on the tick as a warning, ``staleness unknown: <why>``."""
+    requests carry (the slots' fingerprints, the judge's identity; ``STALENESS_UNKNOWN_TAG`` when a check cannot
+    run). Each check that cannot run is logged on the tick as a warning, ``staleness unknown: <why>``."""
     paths, paths_why = _sensor_paths()
     models, models_why = _sensor_models()
+    judge, judge_why = _sensor_judge()
     tags = dict(slot_tags(models)) if models is not None else {}
-    unknown = join_unknown(paths_why, models_why, tags.pop(STALENESS_UNKNOWN_TAG, None))
+    if judge is not None:  # the judge's identity, recorded like the slots' fingerprints (Staleness.judge_changed)
+        tags[JUDGE_ID_TAG] = judge_identity(judge)
+        tags[JUDGE_PROMPTS_TAG] = json.dumps(prompt_sets(), sort_keys=True, separators=(",", ":"))
+    unknown = join_unknown(paths_why, models_why, judge_why, tags.pop(STALENESS_UNKNOWN_TAG, None))
     if unknown:
         tags[STALENESS_UNKNOWN_TAG] = unknown
         for why in unknown.split("; "):
@@ -804,7 +941,7 @@ def nightly_stale_schedule(*, name: str, assets_fn: Callable[[], Sequence], asse
 
         paths, models, tags = sensor_staleness_inputs(context.log)
         stale = stale_or_missing(instance, assets_fn(), [AssetKey(k) for k in asset_keys], pks,
-                                 paths=paths, models=models)
+                                 paths=paths, models=models, judge=_sensor_judge()[0])
         by_partition: dict[str, set[AssetKey]] = {}
         for key, pk, _ in stale:
             by_partition.setdefault(pk, set()).add(key)

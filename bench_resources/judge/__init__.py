@@ -24,6 +24,7 @@ Using it (the whole API)::
     meta = evaluator_failures(results)                 # {"evaluator_failures": n, "evaluator_failure_reasons": ..}
     judge.fingerprint()   # answer-shaping settings for the manifest (backend, model, sampling; never the key)
     judge.state()         # mode, backend, model, endpoint, key_set: what decides whether failures would now pass
+    judge.identity()      # who answers (fingerprint + endpoint, or off): a change re-runs the judge-using assets
 
 * Modes: ``live`` (cache first, then the API), ``replay`` (cache only, and only when asked for: a cached run is
   reproducible offline), ``off`` (no call and no cache read: every question is ``not evaluated`` by choice).
@@ -39,7 +40,8 @@ Using it (the whole API)::
 * Every reply the server can send is an answer or a counted failure with its reason: HTTP errors, timeouts,
   connection errors, and HTTP 200 bodies that are truncated JSON, HTML, JSON of the wrong shape, ``content: null``,
   a bare string, an error object or empty. Unusable replies and answers that do not validate against the schema
-  are re-asked (``parse_retries``); no exception from a reply reaches the caller.
+  (a NaN or Infinity anywhere in an answer among them) are re-asked (``parse_retries``); no exception from a reply
+  reaches the caller. A ``base_url`` that does not parse fails each question in words, before any connection.
 * Time: ``timeout_s`` bounds one HTTP request as a whole (connect to last byte; a server dripping one byte per
   second cannot hold it open, see transport.py); ``deadline_s`` bounds one question (all requests, backoffs
   and re-asks); ``max_retries`` bounds transport retries (429 honouring ``retry-after``, 5xx, timeouts, connection

@@ -6,7 +6,7 @@ import base64
 import json
 from typing import TYPE_CHECKING, Any, Optional
 
-from bench_resources.judge.common import TOOL_NAME, JudgeRequest, bounded
+from bench_resources.judge.common import TOOL_NAME, JudgeRequest, bounded, json_safe
 from bench_resources.judge.schema import structured_json
 from bench_resources.judge.session import (_BadReply, _decode_body, _error_in_body, _Fatal, _Reply, _Retry, _Session,
                                            _shape)
@@ -105,8 +105,9 @@ def _read_anthropic(body: Any) -> _Reply:
             answer = value if isinstance(value, dict) else None
             if isinstance(block.get("id"), str):
                 tool_id = block["id"]
+                # json_safe: a NaN in the answer is shown back as "NaN" (the SDK's encoder refuses NaN)
                 echo.append({"type": "tool_use", "id": tool_id, "name": TOOL_NAME,
-                             "input": answer if answer is not None else {}})
+                             "input": json_safe(answer) if answer is not None else {}})
         elif kind == "text" and isinstance(block.get("text"), str) and block["text"]:
             texts.append(block["text"])
             echo.append({"type": "text", "text": block["text"]})

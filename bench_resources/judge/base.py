@@ -20,7 +20,8 @@ from dagster import ConfigurableResource
 
 from bench_resources.judge.anthropic import _AnthropicSession
 from bench_resources.judge.common import (CACHE_FORMAT, JUDGE_OFF, MAX_REASON, TOOL_NAME, JudgeRequest, JudgeResult,
-                                          Status, _canonical, _count, _endpoint_id, _scrub, bounded)
+                                          Status, _canonical, _count, _endpoint_id, _scrub, base_url_problem,
+                                          bounded)
 from bench_resources.judge.openai import _OpenAISession
 from bench_resources.judge.retry import _Asking, _Outcome
 from bench_resources.judge.schema import validate_answer
@@ -111,6 +112,16 @@ class Judge(_Asking, ConfigurableResource):
         fp.update({k: v for k, v in (("top_p", self.top_p), ("seed", self.seed)) if v is not None})
         return fp
 
+    def identity(self) -> dict[str, Any]:
+        """Who gives the answers a judge-using asset stores: backend, model, endpoint (host only) and the answer-
+        shaping settings of ``fingerprint()``. core/automation.py records it on every run and re-runs exactly the
+        judge-using assets whose recorded identity differs from this one. The judge switched off is an identity of
+        its own (its rows say "not evaluated"); live and replay are one (a replayed answer is the live answer); the
+        key never counts (a missing key is an evaluator failure, retried by ``state()``'s rule)."""
+        if self.mode == "off":
+            return {"mode": "off"}
+        return {**self.fingerprint(), "endpoint": _endpoint_id(self.base_url) or "default"}
+
     def state(self) -> dict[str, Any]:
         """What decides whether a question that failed or was skipped would now be answered: mode, backend,
         model, endpoint (host only) and whether a key is set (never the key). The runner re-evaluates partitions
@@ -164,7 +175,8 @@ class Judge(_Asking, ConfigurableResource):
             first.setdefault(k, i)
         unique = [reqs[i] for i in first.values()]
         api_key = self._api_key() if self.mode == "live" else None
-        with (self._open_session(api_key) if api_key is not None else nullcontext()) as session:
+        usable = api_key is not None and base_url_problem(self.base_url) is None  # else each ask says why
+        with (self._open_session(api_key) if usable else nullcontext()) as session:
             workers = min(max(1, self.max_concurrency), len(unique))
             if workers == 1:
                 answered = [self._ask(r, session) for r in unique]
@@ -209,6 +221,10 @@ class Judge(_Asking, ConfigurableResource):
         if api_key is None:
             st.add("skipped")
             return result("skipped", reason=self._no_key_reason())
+        bad_url = base_url_problem(self.base_url)
+        if bad_url is not None:  # one sentence per question, never a urllib / httpx traceback (no request made)
+            st.add("failures")
+            return result("failed", reason=f"judge base_url unusable: {bad_url}")
         open_reason = self._breaker_open(st)
         if open_reason:
             st.add("failures")

@@ -10,6 +10,8 @@ from typing import Any, Iterable, Literal, Optional, Sequence
 
 import numpy as np
 
+from bench_resources.urls import base_url_problem  # light: settings.py checks the variable with it
+
 TOOL_NAME = "record_answer"
 CACHE_FORMAT = 1  # bump when the cache entry layout changes incompatibly
 Status = Literal["ok", "skipped", "failed"]
@@ -135,13 +137,31 @@ def _scrub(text: str, secret: str) -> str:
 
 
 def _endpoint_id(url: Optional[str]) -> Optional[str]:
-    """scheme://host:port/path of a base URL, without credentials or query (state digests never hold secrets)."""
+    """scheme://host:port/path of a base URL, without credentials or query (state digests never hold secrets). A URL
+    that does not parse (``http://[::1``, port 99999) is named by a digest: the state and identity stay computable
+    (and differ per URL) while ``base_url_problem`` says what is wrong."""
     if not url:
         return None
+    if base_url_problem(url) is not None:
+        import hashlib
+        return f"unparseable-url:{hashlib.sha256(url.encode('utf-8', 'replace')).hexdigest()[:12]}"
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
     host = parts.hostname or ""
     port = f":{parts.port}" if parts.port else ""
     return f"{parts.scheme}://{host}{port}{parts.path}".rstrip("/")
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, Infinity) written as its name: what a reply held, in a form a
+    strict JSON encoder (httpx's request body) accepts, for showing the model its own bad answer on a re-ask."""
+    import math
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_safe(v) for v in value]
+    return value
 

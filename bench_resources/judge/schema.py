@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Optional
 
@@ -30,9 +31,26 @@ def _json_equal(a: Any, b: Any) -> bool:
     return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
+def _non_finite(value: Any, path: str) -> Optional[str]:
+    """The first NaN / Infinity in ``value`` (Python's json reads them; JSON has no such numbers), as a problem."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{path} is {value!r} ({'NaN' if math.isnan(value) else 'Infinity'} is not a JSON number)"
+    if isinstance(value, dict):
+        return next((p for k, v in value.items() if (p := _non_finite(v, f"{path}.{k}"))), None)
+    if isinstance(value, list):
+        return next((p for i, v in enumerate(value) if (p := _non_finite(v, f"{path}[{i}]"))), None)
+    return None
+
+
 def validate_answer(value: Any, schema: dict, path: str = "answer") -> Optional[str]:
     """None when ``value`` satisfies the schema's basic constraints (type, required, properties, items, enum,
-    minimum/maximum, exclusive bounds, minItems/maxItems), else a short description of the first problem."""
+    minimum/maximum, exclusive bounds, minItems/maxItems), else a short description of the first problem. A NaN or
+    Infinity anywhere is a problem of its own: it passes every bound (NaN < 0 and NaN > 1 are both false) and would
+    reach a score."""
+    return _non_finite(value, path) or _validate(value, schema, path)
+
+
+def _validate(value: Any, schema: dict, path: str) -> Optional[str]:
     t = schema.get("type")
     if t is not None:
         types = [x for x in (t if isinstance(t, list) else [t]) if x in _JSON_TYPES]
@@ -53,7 +71,7 @@ def validate_answer(value: Any, schema: dict, path: str = "answer") -> Optional[
                 return f"missing required field {path}.{key}"
         for key, sub in schema.get("properties", {}).items():
             if key in value and isinstance(sub, dict):
-                problem = validate_answer(value[key], sub, f"{path}.{key}")
+                problem = _validate(value[key], sub, f"{path}.{key}")
                 if problem:
                     return problem
     if isinstance(value, list):
@@ -63,7 +81,7 @@ def validate_answer(value: Any, schema: dict, path: str = "answer") -> Optional[
             return f"{path} has {len(value)} items, more than {schema['maxItems']}"
         if isinstance(schema.get("items"), dict):
             for i, item in enumerate(value):
-                problem = validate_answer(item, schema["items"], f"{path}[{i}]")
+                problem = _validate(item, schema["items"], f"{path}[{i}]")
                 if problem:
                     return problem
     return None
