@@ -269,3 +269,57 @@ def test_an_edited_prompt_set_reruns_that_benchmarks_judge_using_assets(tmp_path
         assert _plan(instance, a.model_copy()) == {"t_asks": "judge prompts changed: bench_assets.tbench.judging",
                                       "t_board": "upstream t_asks re-runs"}
         assert _plan(instance, Judge(mode="off", cache_dir=c))["t_asks"] == "judge changed: judge switched off"
+
+
+# ------------------------------------------------------------------------------------------------ the sensors
+
+def test_the_generator_sensor_requests_exactly_the_judged_assets_after_a_judge_change(tmp_path, monkeypatch):
+    """The UI's path: the sensor's runs record the environment's judge; after BENCH_JUDGE_MODEL changes, its next
+    tick requests the judge-using asset of each partition and nothing else."""
+    from dagster import RunRequest, build_sensor_context
+    from bench_assets.core.partitions import BenchmarkPartitions
+
+    pj = BenchmarkPartitions("tinyjudge", "thing")
+
+    @asset(partitions_def=pj.items)
+    def tj_item():
+        return Output(1)
+
+    @asset(partitions_def=pj.generator_x_item, deps=[tj_item], required_resource_keys={"judge"})
+    def tj_judged():
+        return Output(1)
+
+    @asset(partitions_def=pj.generator_x_item, deps=[tj_item])
+    def tj_plain():
+        return Output(1)
+
+    assets = [tj_item, tj_judged, tj_plain]
+    root = tmp_path / "generators"
+    for g in ("g1", "g2"):
+        (root / g).mkdir(parents=True)
+        (root / g / "generator.yaml").write_text(f"name: {g}\nbenchmark: mbench\n")
+    monkeypatch.setenv("BENCH_STORE_ROOT", str(tmp_path / "store"))
+    monkeypatch.setenv("BENCH_JUDGE_MODE", "replay")
+    sensor = automation.generator_sensor_factory(
+        benchmark="mbench", partitions=pj, item_ids=lambda: ["a"], generators_root=lambda: str(root),
+        item_assets=["tj_item"], generator_assets=["tj_judged", "tj_plain"], assets_fn=lambda: assets,
+        full_check_seconds=0)
+
+    def tick(instance, model):
+        """The tick's run requests, each run as the daemon would (its tags, the environment's judge)."""
+        monkeypatch.setenv("BENCH_JUDGE_MODEL", model)
+        res = sensor(build_sensor_context(instance=instance))
+        requests = [r for r in (res.run_requests or []) if isinstance(r, RunRequest)]
+        for r in requests:
+            assert materialize(assets, instance=instance, selection=r.asset_selection, partition_key=r.partition_key,
+                               tags=r.tags, resources={"judge": Judge(mode="replay", model=model,
+                                                                      cache_dir=str(tmp_path / "c"))}).success
+        return sorted((str(r.partition_key), k.to_user_string()) for r in requests for k in r.asset_selection)
+
+    with instance_for_test() as instance:
+        assert tick(instance, "judge-a") == [("a", "tj_item")]
+        assert {k for _, k in tick(instance, "judge-a")} == {"tj_judged", "tj_plain"}
+        assert tick(instance, "judge-a") == []
+        changed = tick(instance, "judge-b")
+        assert [k for _, k in changed] == ["tj_judged", "tj_judged"] and len({p for p, _ in changed}) == 2, changed
+        assert tick(instance, "judge-b") == []
