@@ -29,6 +29,8 @@ class Benchmark:
     page: BenchmarkPage = None            # its page on the report site (<benchmark>/page.py; core/site.py renders it)
     unit: str = ""                        # what progress counts, in the user's words: "shot", "video" (issue 26)
     units_of: Callable[[BenchPaths, str], int] = None   # how many of them one item holds (its dataset file says)
+    delivered: Callable = None            # (generator_dir, items) -> the items it has outputs for, where the
+                                          # benchmark reads layouts of its own (ViStoryBench's official tree)
 
     @property
     def item_dim(self) -> str:
@@ -41,6 +43,8 @@ class Benchmark:
         from pathlib import Path
         if not self.outputs_per_item:
             return list(items)
+        if self.delivered is not None:
+            return self.delivered(generator_dir, items)
         names = set()
         for p in Path(generator_dir).iterdir():
             names.add(p.name)
@@ -70,6 +74,7 @@ def _entitybench() -> Benchmark:
 def _vistorybench() -> Benchmark:
     from bench_assets.vistorybench import assets as vistorybench
     from bench_assets.vistorybench.dataset import discover_stories, load_story
+    from bench_assets.vistorybench.layout import delivered
     from bench_assets.vistorybench.metric_specs import METRICS as VISTORYBENCH_METRICS
     from bench_assets.vistorybench.page import PAGE as VISTORYBENCH_PAGE
     return Benchmark(
@@ -78,7 +83,8 @@ def _vistorybench() -> Benchmark:
         vistorybench.ITEM_ASSETS, vistorybench.GENERATOR_ASSETS,
         ["vistorybench_inception_score", "vistorybench_leaderboard", "vistorybench_human_alignment"],
         "vistorybench_leaderboard", {"slice": "full"}, metrics=VISTORYBENCH_METRICS, page=VISTORYBENCH_PAGE,
-        unit="shot", units_of=lambda p, s: len(load_story(p.benchmark_dir("vistorybench") / s).shots))
+        unit="shot", units_of=lambda p, s: len(load_story(p.benchmark_dir("vistorybench") / s).shots),
+        delivered=delivered)
 
 
 def _mbench() -> Benchmark:

@@ -146,8 +146,9 @@ def test_output_alignment_errors(tmp_path):
     src = sorted((DATA / "generators" / "vistory_faithful" / "01").iterdir())
     for i, p in enumerate(src):                       # 0-based naming: shot_00 .. shot_05
         shutil.copy(p, out / f"shot_{i:02d}.png")
-    with pytest.raises(dataset.OutputError, match=r"start at index 0 .*1-based"):
-        dataset.index_outputs(story, out, "g")
+    idx = dataset.index_outputs(story, out, "g")      # read as 1..6, as ViStoryBench's normalizer renames it
+    assert sorted(idx.files) == [1, 2, 3, 4, 5, 6] and "numbered from 0" in idx.renumbered
+    assert Path(idx.files[1]).name == "shot_00.png"
     (out / "shot_00.png").unlink()                    # mixed: now 1..5 present, 6 missing -> scored, listed
     idx = dataset.index_outputs(story, out, "g")
     assert idx.missing == (6,) and sorted(idx.files) == [1, 2, 3, 4, 5]
@@ -220,31 +221,34 @@ def test_incremental_second_run_does_nothing(vistorybench_offline, tmp_path):
     assert again.materialized == [] and again.forwards == 0
 
 
-def test_bad_story_fails_alone_and_zero_based_outputs_are_counted(tmp_path):
+def test_bad_story_and_refused_outputs_fail_alone(tmp_path):
     data = _world(tmp_path, generators=("vistory_faithful",), stories=("01", "02"))
     raw = json.loads((data / "vistorybench" / "02" / "story.json").read_text(encoding="utf-8-sig"))
     raw["Shots"][0]["Characters Appearing"]["en"] = ["Ghost"]
     (data / "vistorybench" / "02" / "story.json").write_text(json.dumps(raw))
     gdir = data / "generators" / "vistory_faithful" / "01"
-    for p in sorted(gdir.iterdir()):                     # shift story 01's outputs to 0-based
-        p.rename(gdir / f"shot_{int(p.stem.split('_')[1]) - 1:02d}.png")
+    shutil.copy(gdir / "shot_01.png", gdir / "01.png")    # two files for shot 1: story 01's outputs are refused
     shutil.copytree(DATA / "vistorybench" / "08", data / "vistorybench" / "08")
     with instance_for_test() as instance:
         stats, resources, _ = _run(instance, data, tmp_path / "store")
-        failed = {(pk, msg) for _, pk, msg in stats.failed}
-        assert any(pk == "02" and "shot 1 lists 'Ghost' (en)" in msg for pk, msg in failed), failed
+        failed = {(step, pk, msg) for step, pk, msg in stats.failed}
+        assert any(pk == "02" and "shot 1 lists 'Ghost' (en)" in msg for _, pk, msg in failed), failed
+        # a refused set fails its partition with one error naming the story (issue 35), never a 0 story score
+        assert any(step == "vistorybench_outputs" and pk == "vistory_faithful|01"
+                   and "story 01: shot 1 has two outputs (01.png, shot_01.png)" in msg
+                   for step, pk, msg in failed), failed
         scores = resources["store"].query("SELECT item, metric_id, value, n_eval, n_failed, reason FROM vistorybench_scores "
                                           "WHERE level = 'item' AND metric_id = 'cids_self'").set_index("item")
-        assert pd.isna(scores.loc["01", "value"]) and "1-based" in scores.loc["01", "reason"]
+        assert "01" not in scores.index
         assert pd.notna(scores.loc["08", "value"])
         board = resources["store"].query("SELECT * FROM vistorybench_leaderboard WHERE slice = 'full' "
                                          "AND metric_id = 'cids_self'")
         assert detail_of(board)["stories_scored"].iloc[0] == 1
         assert board["n_eval"].iloc[0] == scores.loc["08", "n_eval"] > 0     # counts are instances (characters)
-        assert "stories not evaluated: ['02']" in board["reason"].iloc[0]
-        # 01's misaligned outputs are the generator's failure (each of its 3 characters, and a 0 story in value);
-        # 02's story.json failed validation (nobody's: one skip)
-        assert detail_of(board)["stories_misaligned"].iloc[0] == ["01"]
+        assert "stories not evaluated: ['01', '02']" in board["reason"].iloc[0]
+        # 01 has no outputs index: the generator's failure (each of its 3 characters, and a 0 story in the ranking
+        # value); 02's story.json failed validation (nobody's: one skip)
+        assert detail_of(board)["stories_not_delivered"].iloc[0] == ["01"]
         assert (board["n_failed"].iloc[0], board["n_skipped"].iloc[0], board["n_items"].iloc[0]) == (3, 1, 3)
         n = board["n_eval"].iloc[0]
         assert board["coverage"].iloc[0] == pytest.approx(n / (n + 3 + 1))

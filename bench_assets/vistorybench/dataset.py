@@ -1,6 +1,8 @@
 """ViStoryBench's official release format -> typed stories; generated outputs -> shot images.
 
-Release layout: ``<root>/<NN>/story.json`` (utf-8-sig) and ``<root>/<NN>/image/<CharacterKey>/*.jpg``.
+Release layout: ``<root>/<NN>/story.json`` (utf-8-sig) and ``<root>/<NN>/image/<CharacterKey>/*.jpg``. Where a
+generator's outputs are (its own ``<NN>/`` folders or the official ``<method>/<mode>/<language>/<timestamp>/<NN>/``
+tree) and how their file numbers become story shots is layout.py.
 Everything that can be wrong with one story raises ``StoryError`` naming the story; other stories are unaffected.
 """
 from __future__ import annotations
@@ -15,6 +17,8 @@ import cv2
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from bench_assets.vistorybench import layout
+from bench_assets.vistorybench.layout import OutputError  # noqa: F401 - dataset.OutputError, as before
 from bench_resources.paths import OutsideRoot, inside_root
 
 LANGUAGES = ("en", "ch")
@@ -27,10 +31,6 @@ SHOT_FIELDS = ("Plot Correspondence", "Setting Description", "Shot Perspective D
 
 class StoryError(ValueError):
     """One story cannot be read; the message names the story and what is wrong."""
-
-
-class OutputError(ValueError):
-    """One generator's outputs for one story cannot be aligned with the story's shots."""
 
 
 @dataclass(frozen=True)
@@ -258,9 +258,11 @@ class OutputIndex:
     files: dict[int, str]     # shot index -> path
     missing: tuple[int, ...]  # story shots without an output
     warning: Optional[str] = None  # an ambiguity worth showing (see index_outputs)
+    renumbered: Optional[str] = None  # a 0-based set read as 1-based: the warning saying so (layout.align)
 
 
 def _indices(folder: Path) -> set[int]:
+    folder = layout.shots_folder(folder)
     return {i for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES + VIDEO_SUFFIXES
             for i in [shot_index_from_name(p.name)] if i is not None}
 
@@ -283,51 +285,37 @@ def zero_based_evidence(generator_dir: Path, exclude: str) -> Optional[str]:
 
 
 def index_outputs(story: Story, folder: str | Path, generator: str) -> OutputIndex:
-    """Validate a generator's output folder against the story's 1-based shot indices.
+    """Validate a generator's output folder for one story (its shots in ``shots/`` when it has one, as the official
+    reader takes them) against the story's 1-based shot indices (``layout.align``).
 
-    A 0-based set, indices beyond the story, or two files for one shot are errors for the whole story (never a
-    silent shift); an incomplete set is scored on the shots present with the missing ones listed. A 0-based set
-    whose shot_00 is missing is caught by the generator's other stories (one of them has a shot 0); with no
-    sibling to tell, a set missing only its last shots carries a warning naming the ambiguity.
+    A 0-based set is read as 1-based (+1, the official normalizer's rename) with a warning; indices beyond the
+    story or two files for one shot are errors for the whole story (never a silent shift); an incomplete set is
+    scored on the shots present with the missing ones listed. A 0-based set whose shot_00 is missing is caught by
+    the generator's other stories (one of them has a shot 0); with no sibling to tell, a set missing only its last
+    shots carries a warning naming the ambiguity.
     """
     folder = Path(folder)
     where = f"generator {generator!r}, story {story.story_id}"
     if not folder.is_dir():
         raise OutputError(f"{where}: no output folder {folder}")
-    files: dict[int, str] = {}
-    for p in sorted(folder.iterdir()):
+    shots_dir = layout.shots_folder(folder)
+    found: dict[int, str] = {}
+    for p in sorted(shots_dir.iterdir()):
         if p.suffix.lower() not in IMAGE_SUFFIXES + VIDEO_SUFFIXES:
             continue
         idx = shot_index_from_name(p.name)
         if idx is None:
             raise OutputError(f"{where}: cannot read a shot index from {p.name!r} (expected shot_NN, NN or x_N)")
-        if idx in files:
-            raise OutputError(f"{where}: shot {idx} has two outputs ({Path(files[idx]).name}, {p.name})")
+        if idx in found:
+            raise OutputError(f"{where}: shot {idx} has two outputs ({Path(found[idx]).name}, {p.name})")
         try:  # the generator folder is the root: a shot (or the story folder) linked out of it is refused
             inside_root(p, folder.parent, f"{where}, shot {idx}")
         except OutsideRoot as e:
             raise OutputError(str(e)) from None
-        files[idx] = str(p)
-    if not files:
-        raise OutputError(f"{where}: the output folder holds no shot image or video")
-    n = len(story.shots)
-    if 0 in files:
-        raise OutputError(f"{where}: outputs start at index 0 ({Path(files[0]).name}); ViStoryBench shot indices are "
-                          f"1-based, so this set would be misaligned by one shot. Rename the outputs to 1..{n}")
-    beyond = sorted(i for i in files if i > n)
-    if beyond:
-        raise OutputError(f"{where}: outputs for shots {beyond} but the story has {n} shots")
-    missing = tuple(i for i in range(1, n + 1) if i not in files)
-    warning = None
-    if missing and missing == tuple(range(n - len(missing) + 1, n + 1)):  # only the last shots are missing
-        sibling = zero_based_evidence(folder.parent, folder.name)
-        if sibling is not None:
-            raise OutputError(f"{where}: outputs are numbered from 0 (story {sibling} of this generator has a shot "
-                              f"0) and shot_00 is missing here, so shots 1..{max(files)} would be misaligned by one. "
-                              f"Rename the generator's outputs to 1-based indices")
-        warning = (f"{where}: shots {list(missing)} are missing at the end; if these outputs are numbered from 0 "
-                   f"with shot_00 missing, every shot is misaligned by one (no other story of the generator tells)")
-    return OutputIndex(files, missing, warning)
+        found[idx] = str(p)
+    got = layout.align(found, len(story.shots), where,
+                       zero_sibling=lambda: zero_based_evidence(folder.parent, folder.name))
+    return OutputIndex(got.files, got.missing, got.warning, got.renumbered)
 
 
 class ShotReadError(ValueError):

@@ -97,14 +97,19 @@ def vistorybench_references(context: AssetExecutionContext, vistorybench_story: 
 
 # ----------------------------------------------------------------------------------------- outputs
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2")
+# code version 3: the official output tree and shots/ folders are read (layout.py); a 0-based set is read as
+# 1-based with a warning; a refused set (misaligned, beyond the story, duplicates) fails the partition (issue 35)
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="3")
 def vistorybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
                          vistorybench_story: pd.DataFrame) -> Output[pd.DataFrame]:
-    """Index of one generator's shot images for one story, validated against the story's 1-based indices.
-    A misaligned set (0-based, beyond the story, duplicates) is one error row for the story; missing shots are
-    listed; nothing is shifted."""
+    """Index of one generator's shot images for one story (its own ``<NN>/`` folder or the official
+    ``<method>/<mode>/<language>/<timestamp>/<NN>/[shots/]`` tree), validated against the story's 1-based indices.
+    A 0-based set is read as 1-based, as the official normalizer renames it, with a warning in the metadata; a set
+    that cannot be aligned (0-based with shot_00 missing, indices beyond the story, two files for one shot) fails
+    this partition with one error naming the story and the shots, never scored as zero; missing shots are listed."""
     generator, sid = P.split(context.partition_key)
     story = story_of(vistorybench_story)
+    found = W.generator_layout(paths, generator)
     language = generator_language(paths, generator)
     sha = W.shots_version(paths, context.partition_key)
     # content, not code alone: the shot images, the story they were indexed against and this asset's code version
@@ -113,14 +118,15 @@ def vistorybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
     base = {"generator": generator, "story_id": sid, "language": language}
     rows = []
     try:
-        index = dataset.index_outputs(story, paths.generator_dir(generator) / sid, generator)
+        index = dataset.index_outputs(story, found.story_dir(sid), generator)
     except dataset.OutputError as e:
-        context.log.error(str(e))
-        df = pd.DataFrame([{**base, "shot": None, "path": None, "sha256": None, "status": "story_error",
-                            "error": str(e)}])
-        return Output(df, data_version=version, metadata={"error": MetadataValue.text(str(e)), INPUT_SHA_KEY: sha})
+        raise Failure(description=str(e)) from None
     if index.warning:
         context.log.warning(index.warning)
+    if index.renumbered:
+        context.log.warning(index.renumbered)
+    for note in found.notes:
+        context.log.info(f"generator {generator!r}: {note}")
     for s in story.shots:
         path = index.files.get(s.index)
         row = {**base, "shot": s.index, "path": path, "sha256": None, "status": "ok", "error": None}
@@ -142,6 +148,8 @@ def vistorybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
                                                       INPUT_SHA_KEY: sha,
                                 "missing": MetadataValue.json([int(x) for x in bad["shot"]]),
                                 "warning": MetadataValue.text(index.warning or "none"),
+                                "renumbered": MetadataValue.text(index.renumbered or "no"),
+                                "layout": MetadataValue.text(found.describe()),
                                 "language": language})
 
 

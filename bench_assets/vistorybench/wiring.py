@@ -1,6 +1,9 @@
 """ViStoryBench wiring shared by the asset modules (input_assets.py, metric_assets.py, aggregate_assets.py;
-assets.py only assembles them): the partitions (generator x story), the group, a generator's declared language
-and the identity encoders loaded from their slots."""
+assets.py only assembles them): the partitions (generator x story), the group, a generator's declared language,
+where its story folders are (its own layout or the official tree, layout.py) and the identity encoders loaded from
+their slots."""
+
+from pathlib import Path
 
 from dagster import Failure
 
@@ -8,7 +11,7 @@ from bench_assets.core.automation import folder_digest, input_version
 from bench_assets.core.generators import GeneratorError, read_generator
 from bench_assets.core.partitions import BenchmarkPartitions
 from bench_assets.core.slots import declare_slots, load_slot
-from bench_assets.vistorybench import characters, dataset
+from bench_assets.vistorybench import characters, dataset, layout
 from bench_assets.vistorybench.constants import BENCH
 from bench_resources.device import Device
 from bench_resources.models import ModelRegistry
@@ -18,12 +21,27 @@ P = BenchmarkPartitions(BENCH, "story", "stories")
 GROUP = "vistorybench"
 
 
+def generator_layout(paths: BenchPaths, generator: str) -> layout.Layout:
+    """Where the generator's story folders are: its own ``<NN>/`` or the official tree the card narrows."""
+    gdir = paths.generator_dir(generator)
+    try:
+        return layout.resolve(gdir, read_generator(gdir).card)
+    except (GeneratorError, FileNotFoundError) as e:      # LayoutError is a GeneratorError
+        raise Failure(f"generator {generator!r}: {e}") from None
+
+
+def story_outputs(paths: BenchPaths, generator: str, story_id: str) -> Path:
+    return generator_layout(paths, generator).story_dir(story_id)
+
+
 def generator_language(paths: BenchPaths, generator: str) -> str:
+    """The official layout's path names the language; otherwise the card's ``language`` (default en)."""
     try:
         card = read_generator(paths.generator_dir(generator)).card
     except (GeneratorError, FileNotFoundError) as e:
         raise Failure(f"generator {generator!r}: {e}") from None
-    lang = card.get("language", "en")
+    found = generator_layout(paths, generator)
+    lang = found.language if found.official else card.get("language", "en")
     if lang not in dataset.LANGUAGES:
         raise Failure(f"generator {generator!r}: language {lang!r} is not one of {list(dataset.LANGUAGES)}")
     return lang
@@ -45,7 +63,11 @@ def story_version(paths: BenchPaths, story_id: str) -> str:
 @input_version("vistorybench_outputs")
 def shots_version(paths: BenchPaths, partition_key: str) -> str:
     generator, sid = P.split(partition_key)
-    return folder_digest(paths.generator_dir(generator) / sid)
+    try:
+        folder = story_outputs(paths, generator, sid)
+    except Failure:   # an unreadable layout: the outputs asset names it; the digest is of what would be read
+        folder = paths.generator_dir(generator) / sid
+    return folder_digest(folder)
 
 
 # Issue 25: the model slots each asset loads (core/slots.py): a weights change re-runs exactly the assets that load
