@@ -392,6 +392,7 @@ def cmd_human_alignment(args) -> int:
 # when called; the function takes (path, out) and returns the exit status, raising ValueError for a user's mistake
 IMPORTERS = {
     "entitybench": ("bench_assets.entitybench.official", "cli_import"),
+    "locot2v": ("bench_assets.locot2v.official", "cli_import"),
 }
 
 
