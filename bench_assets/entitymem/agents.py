@@ -20,7 +20,7 @@ from bench_resources.judge import Judge, JudgeRequest
 
 PROMPTS = {  # prompt id -> version: recorded in the manifest; bump when a prompt's text changes
     "entitymem_classify": "1", "entitymem_portrait_character": "1", "entitymem_portrait_object": "1",
-    "entitymem_portrait_location": "1", "entitymem_select": "1", "entitymem_verify": "1", "entitymem_layout": "1"}
+    "entitymem_portrait_location": "1", "entitymem_select": "1", "entitymem_verify": "2", "entitymem_layout": "1"}
 RULES_VERSION = "1"
 
 SYSTEM = ("You are one agent of EntityMem, a pipeline that builds a memory bank of per-entity visual references "
@@ -107,12 +107,26 @@ def select_request(etype: str, name: str, description: str, n: int, grid_png: by
                         images=[grid_png], params={"name": name, "n": n})
 
 
-def verify_request(etype: str, name: str, description: str, chroma: str, png: bytes) -> JudgeRequest:
+def measured(stats: dict) -> str:
+    """The mask measurements the Verification Agent is told (the checkered picture hides a key-coloured rim)."""
+    bk = stats["border_key"]
+    return (f"Measured on the mask: {stats['foreground']:.0%} of the image is foreground, in {stats['components']} "
+            f"piece(s), the largest holding {stats['largest_component']:.0%} of it; "
+            + (f"{bk:.0%} of the cut-out's outline still has the key colour; " if bk is not None else "")
+            + f"{stats['frame_opaque']:.0%} of the image frame is opaque"
+            + ("" if stats["key_found"] else f"; no {stats['key']['requested']} key was found in the "
+               "image's border") + ".")
+
+
+def verify_request(etype: str, name: str, description: str, chroma: str, png: bytes,
+                   stats: Optional[dict] = None) -> JudgeRequest:
     text = (f"This is the segmented {etype} reference of {name} ({description}), cut out from a {chroma} "
             "chroma-key background and shown on a checkered background. Check it before it enters the memory "
             "bank: are the described characteristics present and correct; is any body region missing; is clothing "
             "see-through where the key colour was removed; is background left around it? pass is false for any of "
             "these, with the failure kind.")
+    if stats is not None:
+        text += "\n" + measured(stats)
     return JudgeRequest("entitymem_verify", PROMPTS["entitymem_verify"], SYSTEM, text, VERIFY_SCHEMA,
                         images=[png], params={"name": name, "chroma": chroma})
 
@@ -173,11 +187,28 @@ def rule_select(stats: list[dict]) -> dict:
                                         f"{stats[best]['foreground']:.2f})"}
 
 
+# the border check: a clean cut-out's outline is the subject's colours and its frame is transparent (a portrait
+# cropped at the feet leaves a sliver); a cut-out that kept half its background has about half of both
+BORDER_KEY_MAX = 0.25
+FRAME_OPAQUE_MAX = 0.3
+
+
 def rule_verify(stats: dict) -> dict:
+    """The offline Verification Agent on ``segmentation.cutout_stats`` (the picture's measurements)."""
+    if not stats["key_found"]:
+        return {"pass": False, "failure": "background_left",
+                "reason": f"no {stats['key']['requested']} key in the image's border "
+                          f"({stats['key']['ring_share']:.0%} of it): nothing was keyed"}
     if stats["foreground"] < 0.03:
         return {"pass": False, "failure": "missing_body_region", "reason": "almost nothing left after keying"}
     if stats["foreground"] > 0.9:
         return {"pass": False, "failure": "background_left", "reason": "the key did not remove the background"}
+    if stats["border_key"] is not None and stats["border_key"] > BORDER_KEY_MAX:
+        return {"pass": False, "failure": "background_left",
+                "reason": f"{stats['border_key']:.0%} of the cut-out's outline has the key colour: background kept"}
+    if stats["frame_opaque"] > FRAME_OPAQUE_MAX:
+        return {"pass": False, "failure": "background_left",
+                "reason": f"{stats['frame_opaque']:.0%} of the image frame is opaque: background kept"}
     if stats["largest_component"] < 0.9:
         return {"pass": False, "failure": "missing_body_region",
                 "reason": f"the cut-out falls apart ({stats['components']} pieces; largest "
@@ -243,7 +274,8 @@ class Agents:
         return ans
 
     def verify(self, etype: str, name: str, description: str, chroma: str, png: bytes, stats: dict) -> dict:
-        return self._ask(verify_request(etype, name, description, chroma, png), lambda: rule_verify(stats), name)
+        return self._ask(verify_request(etype, name, description, chroma, png, stats), lambda: rule_verify(stats),
+                         name)
 
     def layout(self, shot: int, action: str, characters: list[str], objects: list[str], location: Optional[str],
                prev: Optional[dict]) -> tuple[dict, list[str]]:

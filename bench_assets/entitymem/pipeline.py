@@ -28,7 +28,7 @@ from bench_assets.entitymem.agents import PROMPTS, Agents
 from bench_assets.entitymem.configs import EntityMemConfig
 from bench_assets.entitymem.layout import prev_state
 from bench_resources.generation import ImageGenerator, Segmenter, VideoBackbone
-from bench_resources.generation.segmentation import mask_stats
+from bench_resources.generation.segmentation import cutout_stats
 from bench_resources.generation.video import encode_mp4
 from bench_resources.store import Store
 
@@ -173,7 +173,7 @@ def build_reference(run: Run, row: dict, extras: list[str]) -> dict:
             prompt = B.rekey(p["prompt"], chroma)
             imgs = bk.image.generate(prompt, w, h, n=cfg.candidates, seed=cfg.seed + 1000 * attempt)
             cut = [bk.segmenter.segment(im, chroma) for im in imgs]
-            stats = [mask_stats(c[..., 3] > 0) for c in cut]
+            stats = [cutout_stats(c, chroma) for c in cut]
             grid = B.candidate_grid(cut)
             grid_png = png(grid)
             sel = bk.agents.select(row["type"], row["name"], row["description"], grid_png, stats)
