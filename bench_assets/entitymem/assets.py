@@ -100,7 +100,10 @@ def entitymem_keyframes(context: AssetExecutionContext, paths: BenchPaths, store
     df = pd.DataFrame(pipeline.compose_keyframes(run, cls_rows, refs, rows.layouts_from_rows(entitymem_layouts)))
     df["entities"] = df["entities"].map(json.dumps)
     df["drawn"] = df["drawn"].map(json.dumps)
-    return _out(df, run, {"keyframes": len(df), "audit": MetadataValue.md(rows.images_markdown(df, store, "image"))})
+    marked = int(df["unverified"].map(bool).sum())
+    df["unverified"] = df["unverified"].map(json.dumps)
+    return _out(df, run, {"keyframes": len(df), "keyframes_with_unverified_references": marked,
+                          "audit": MetadataValue.md(rows.images_markdown(df, store, "image"))})
 
 
 @asset(partitions_def=PARTITIONS, group_name=GROUP, code_version=pipeline.PIPELINE_VERSION)
@@ -110,12 +113,14 @@ def entitymem_shots(context: AssetExecutionContext, paths: BenchPaths, store: St
     previous last frame as first frame for continuations), written to ``<generators>/entitymem_<config>/``."""
     run = make_run(context, paths, store, judge)
     cls_rows, refs = rows.bank_from_rows(entitymem_bank)
-    kf = entitymem_keyframes.assign(entities=entitymem_keyframes["entities"].map(json.loads)).to_dict("records")
+    kf = entitymem_keyframes.assign(entities=entitymem_keyframes["entities"].map(json.loads),
+                                    unverified=entitymem_keyframes["unverified"].map(json.loads)).to_dict("records")
     shots = pipeline.generate_entitymem(run, cls_rows, refs, kf)
     written = pipeline.write_outputs(store, paths.generators_dir, run.cfg, "entitymem", run.ep.episode_id, shots,
                                      run.backends)
     df = rows.shot_rows(shots, run.cfg.generator_names()["entitymem"])
     return _out(df, run, {"shots": len(df), "files_written": len(written),
+                          "shots_with_unverified_references": len(pipeline.unverified_summary(shots).get("shots", [])),
                           "folder": MetadataValue.path(str(paths.generators_dir / run.cfg.generator_names()[
                               "entitymem"])),
                           "audit": MetadataValue.md(rows.images_markdown(df, store, "first_frame"))})

@@ -49,7 +49,9 @@ def page(config: str, episode: str, bank: pd.DataFrame, layouts: pd.DataFrame, k
                        + "".join(img(c, "", f"candidate {i + 1}") for i, c in enumerate(a["candidates"]))
                        + img(a["grid"], "", "selection grid") + "</p>")
         if ref.get("cutout"):
-            out.append("<p>in the bank: " + img(ref["cutout"], "big", "cut-out")
+            mark = ("" if ref.get("verified") is not False else
+                    f' <span class="fail">UNVERIFIED, used anyway: {_e(ref.get("unverified_reason"))}</span>')
+            out.append("<p>in the bank" + mark + ": " + img(ref["cutout"], "big", "cut-out")
                        + img(ref.get("labelled"), "big", "labelled") + "</p>")
     out.append("<h2>Shots</h2><table><tr><th>shot</th><th>layout</th><th>keyframes</th><th>EntityMem: references, "
                "first frame, video</th><th>control: memory, video</th></tr>")
@@ -61,11 +63,17 @@ def page(config: str, episode: str, bank: pd.DataFrame, layouts: pd.DataFrame, k
             f"{i + 1}: " + ", ".join(f"{_e(e['name'])} @ {_e(e['position'])}" for e in k["entities"])
             for i, k in enumerate(plan["keyframes"]))
         kimgs = "".join(img(r["image"], "big", f"keyframe {r['keyframe']}")
+                        + (f'<br><span class="fail">unverified: {_e(", ".join(json.loads(r["unverified"])))}</span>'
+                           if json.loads(r["unverified"]) else "")
                         for r in kf.get_group(lay["shot"]).to_dict("records")) if lay["shot"] in kf.groups else ""
         refs = "".join(img(x, "", f"{role}: {label}") for x, role, label in zip(
             json.loads(s["references"]), json.loads(s["reference_roles"]), json.loads(s["reference_labels"])))
         first = (" first frame: " + img(s["first_frame_input"], "", "previous shot's last frame")
                  if isinstance(s["first_frame_input"], str) else "")
+        direct, inherited = json.loads(s["unverified_references"]), json.loads(s["unverified_via_first_frame"])
+        if direct or inherited:
+            first += (f'<br><span class="fail">uses unverified references: {_e(", ".join(direct) or "-")}'
+                      + (f"; through its first frame: {_e(', '.join(inherited))}" if inherited else "") + "</span>")
         c = ctl.get(int(s["shot"]))
         cref = "".join(img(x, "", "memory") for x in json.loads(c["references"])) if c is not None else ""
         cvid = f'<video controls src="{href(c["video"], "mp4")}"></video>' if c is not None else ""

@@ -47,9 +47,54 @@ def owners(ep: Episode, entity_id: str, kind: str) -> Optional[str]:
     return max(sorted(counts), key=lambda e: counts[e]) if counts else None
 
 
+# A background clause of a portrait prompt, however the agent worded it: an optional preposition and article,
+# adjectives, a colour (word, hex or RGB triple) and a key noun ("green screen", "solid lime backdrop", "chroma-key
+# green background", "bluescreen", "chroma key background"), or the noun first ("background: solid green"). The
+# colours are those an agent may ask a backdrop in.
+_PREP = r"(?:\b(?:on|against|over|before|in\s+front\s+of|with|in)\s+)?(?:\b(?:an?|the)\s+)?"
+_ADJ = (r"(?:(?:plain|solid|pure|flat|bright|uniform|vivid|saturated|even|clean|seamless|studio|neon|evenly|lit|"
+        r"single[- ]colou?r(?:ed)?|monochrome|simple)[\s,-]+)*")
+_COL = (r"(?:green|magenta|blue|orange|lime|fuchsia|pink|purple|cyan|teal|yellow|red|white|grey|gray|black|"
+        r"#[0-9a-f]{6}\b|\(\s*\d{1,3}\s*,\s*\d{1,3}\s*,\s*\d{1,3}\s*\)|rgb\s*\(\s*\d{1,3}\s*,\s*\d{1,3}\s*,\s*\d{1,3}\s*\))")
+_BG = r"(?:background|backdrop|screen|backcloth)(?:[\s-]+(?:background|backdrop))?"
+_KEY = r"chroma[\s-]?key(?:ed|ing)?"
+KEY_CLAUSE = re.compile(
+    _PREP + r"(?:" + _ADJ + r"(?:" + _COL + r"[\s-]+)+(?:" + _KEY + r"(?:[\s-]+" + _BG + r")?|" + _BG + r")"  # colour first
+    + r"|(?:" + _KEY + r"[\s-]+)?(?:background|backdrop)(?:\s+colou?r)?(?:\s*:\s*|\s+(?:in|of|is)\s+)"  # noun first
+    + _ADJ + _COL
+    + r"|" + _ADJ + _KEY + r"(?:[\s-]+(?:" + _COL + r"[\s-]+)*" + _BG + r"|[\s-]+" + _COL + r"\b)?"          # key first
+    + r"|" + _ADJ + r"(?:green|blue)screen"                                                            # one word
+    + r")\b", re.I)
+
+
+def key_clauses(prompt: str) -> list[str]:
+    """The background clauses of a prompt (see KEY_CLAUSE), in order."""
+    return [m.group(0) for m in KEY_CLAUSE.finditer(prompt)]
+
+
 def rekey(prompt: str, chroma: str) -> str:
-    """The agent's prompt with its chroma-key colour rewritten (the retry keeps everything else)."""
-    return re.sub(r"\b(green|magenta|blue|orange)(\s+chroma[- ]key)", rf"{chroma}\2", prompt, flags=re.I)
+    """The prompt drawn for one attempt: the platform writes the requested key itself. Every background clause the
+    agent wrote (any phrasing, any colour) is removed; the first becomes "<chroma> chroma-key background" (keeping
+    its preposition), or, when the agent wrote none, ", on a plain solid <chroma> chroma-key background" is
+    appended. So a retry always draws on the key it will be segmented with."""
+    ours = f"{chroma} chroma-key background"
+    found = list(KEY_CLAUSE.finditer(prompt))
+    if not found:
+        return prompt.rstrip(" \t\n.,;") + f", on a plain solid {ours}"
+    out, pos = [], 0
+    for i, m in enumerate(found):
+        out.append(prompt[pos:m.start()])
+        if i == 0:
+            prep = re.match(_PREP, m.group(0), re.I).group(0)
+            out.append(f"{prep}{ours}")
+        pos = m.end()
+    out.append(prompt[pos:])
+    text = "".join(out)
+    # what removing a later clause leaves: doubled separators, a dangling "and" / comma before the end
+    text = re.sub(r"\s*,\s*(?:,\s*)+", ", ", text)
+    text = re.sub(r"\s+(?:and|,)\s*([.;]|$)", r"\1", text)
+    text = re.sub(r"\(\s*\)", "", text)
+    return re.sub(r"[ \t]{2,}", " ", text).strip()
 
 
 def checkered(h: int, w: int, cell: int = 16) -> np.ndarray:

@@ -32,7 +32,7 @@ from bench_resources.generation.segmentation import cutout_stats
 from bench_resources.generation.video import encode_mp4
 from bench_resources.store import Store
 
-PIPELINE_VERSION = "1"
+PIPELINE_VERSION = "2"   # 2: the platform writes the key into every attempt's prompt; unverified references marked
 
 
 def png(img: np.ndarray) -> bytes:
@@ -189,8 +189,13 @@ def build_reference(run: Run, row: dict, extras: list[str]) -> dict:
                              "failure": ver["failure"], "verdict_reason": ver["reason"]})
             if ver["pass"]:
                 break
+        # the paper's pipeline goes on after the last retry: the last selected cut-out is used, and everything
+        # that uses it says so (``unverified`` on keyframes, shots, the audit page and the generator card)
         out = {"style": p["style"], "prompt": p["prompt"], "attempts": attempts,
                "verified": attempts[-1]["verdict"], "cutout": run.store.put_bytes(png(chosen), "png")}
+        if not out["verified"]:
+            out["unverified_reason"] = (f"failed verification on every key ({', '.join(a['chroma'] for a in attempts)}"
+                                        f"); last: {attempts[-1]['failure']}: {attempts[-1]['verdict_reason']}")
         if row["type"] == "character":
             out["labelled"] = run.put(B.labelled(chosen, row["name"]))
         return out
@@ -232,6 +237,11 @@ def plan_layouts(run: Run) -> list[dict]:
     return out
 
 
+def unverified_names(refs: dict[str, dict], by_name: dict[str, str], names) -> list[str]:
+    """The names among ``names`` whose reference failed its last verification (sorted)."""
+    return sorted(n for n in names if refs.get(by_name.get(n), {}).get("verified") is False)
+
+
 def compose_keyframes(run: Run, rows: list[dict], refs: dict[str, dict], layouts: list[dict]) -> list[dict]:
     """Per shot and keyframe: the composited image (location crop for the camera angle + cut-outs)."""
     by_name = {r["name"]: r["entity_id"] for r in rows}
@@ -253,7 +263,7 @@ def compose_keyframes(run: Run, rows: list[dict], refs: dict[str, dict], layouts
             res = run.memo.get_or_compute("keyframe", f"shot {lay['shot']} keyframe {k}", inputs, compute)
             out.append({"shot": lay["shot"], "keyframe": k, "camera_angle": angle, "background": bg,
                         "entities": [e["name"] for e in kf["entities"]], "drawn": sorted(cut),
-                        "image": res["image"]})
+                        "unverified": unverified_names(refs, by_name, cut), "image": res["image"]})
     return out
 
 
@@ -283,16 +293,33 @@ def _shot(run: Run, arm: str, index: int, prompt: str, references: list[dict], f
 def generate_entitymem(run: Run, rows: list[dict], refs: dict[str, dict], keyframes: list[dict]) -> list[dict]:
     """The EntityMem arm: labelled portraits of the shot's characters, then its keyframes; the injected prompt;
     the previous shot's last frame as first frame for a continuation (never among the references)."""
-    ep, out, last = run.ep, [], None
+    ep, out, last, tainted = run.ep, [], None, []
+    by_name = {ep.registry[e].name: e for e in refs}
     for s in ep.shots:
         refs_in = [{"role": "portrait", "label": ep.registry[e].name, "id": refs[e]["labelled"]}
                    for e in s.entities if e in refs and "labelled" in refs[e]]
-        refs_in += [{"role": "keyframe", "label": f"keyframe {k['keyframe']}", "id": k["image"]}
-                    for k in keyframes if k["shot"] == s.index]
+        kfs = [k for k in keyframes if k["shot"] == s.index]
+        refs_in += [{"role": "keyframe", "label": f"keyframe {k['keyframe']}", "id": k["image"]} for k in kfs]
         res = _shot(run, "entitymem", s.index, B.injected_prompt(ep, s.index), refs_in, None if s.cut else last)
+        direct = set(unverified_names(refs, by_name, [r["label"] for r in refs_in if r["role"] == "portrait"]))
+        direct |= {n for k in kfs for n in k["unverified"]}
+        # a continuation opens on the previous shot's last frame: what that shot drew unverified comes along
+        inherited = [] if s.cut else tainted
+        res = {**res, "unverified_references": sorted(direct), "unverified_via_first_frame": sorted(inherited)}
         out.append(res)
-        last = res["last_frame"]
+        last, tainted = res["last_frame"], sorted(direct | set(inherited))
     return out
+
+
+def unverified_summary(shots: list[dict]) -> dict:
+    """An episode's marks for the generator card: the unverified references and the shots that used them (directly
+    or through a continuation's first frame); empty when every reference passed."""
+    used = {s["shot"]: sorted(set(s.get("unverified_references", [])) | set(s.get("unverified_via_first_frame", [])))
+            for s in shots}
+    used = {k: v for k, v in used.items() if v}
+    if not used:
+        return {}
+    return {"references": sorted({n for v in used.values() for n in v}), "shots": sorted(used)}
 
 
 def generate_control(run: Run) -> list[dict]:
@@ -312,7 +339,8 @@ def generate_control(run: Run) -> list[dict]:
 
 # ------------------------------------------------------------------------------------------------ output
 
-def generator_card(cfg: EntityMemConfig, arm: str, backends: Backends) -> dict:
+def generator_card(cfg: EntityMemConfig, arm: str, backends: Backends,
+                   unverified: Optional[dict] = None) -> dict:
     """generator.yaml of an arm's folder: names the configuration, and says 'offline stand-in' when it is one."""
     names = cfg.generator_names()
     what = ("EntityMem (per-entity memory bank)" if arm == "entitymem"
@@ -322,7 +350,10 @@ def generator_card(cfg: EntityMemConfig, arm: str, backends: Backends) -> dict:
             "description": f"{what}; {kind}: {cfg.description}".strip().rstrip(":"),
             "entitymem": {"arm": arm, "configuration": cfg.to_dict(), "offline_stand_in": cfg.offline,
                           "pair": names["control" if arm == "entitymem" else "entitymem"],
-                          "backends": backends.fingerprint(), "pipeline_version": PIPELINE_VERSION}}
+                          "backends": backends.fingerprint(), "pipeline_version": PIPELINE_VERSION,
+                          # episode -> {references, shots}: every shot that used a reference that failed its last
+                          # verification (the paper's pipeline goes on with it)
+                          "unverified_references": dict(sorted((unverified or {}).items()))}}
 
 
 def write_outputs(store: Store, root, cfg: EntityMemConfig, arm: str, episode_id: str, shots: list[dict],
@@ -330,19 +361,31 @@ def write_outputs(store: Store, root, cfg: EntityMemConfig, arm: str, episode_id
     """Copy an arm's shots into ``<root>/<generator>/<episode>/shot_NN.mp4`` (EntityBench's layout) and write the
     folder's generator.yaml; a file already holding the same bytes is left alone (its mtime is the sensor's
     cursor). Returns the paths written."""
+    import fcntl
     import os
     from pathlib import Path
 
     import yaml
     folder = Path(root) / cfg.generator_names()[arm]
     folder.mkdir(parents=True, exist_ok=True)
-    card = yaml.safe_dump(generator_card(cfg, arm, backends), sort_keys=False)
     written = []
     y = folder / "generator.yaml"
-    if not y.exists() or y.read_text() != card:
-        tmp = folder / f".generator.yaml.tmp-{os.getpid()}"
-        tmp.write_text(card)
-        os.replace(tmp, y)
+    # the card lists every episode's unverified references: read, merge this episode's, write, under a lock
+    # (episodes of one configuration may run in parallel step processes); the lock file sits beside the folder,
+    # so the sensor's fingerprint of the folder sees only the card
+    with open(folder.parent / f".{folder.name}.card-lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        old = yaml.safe_load(y.read_text()) if y.exists() else None
+        marks = dict(((old or {}).get("entitymem") or {}).get("unverified_references") or {})
+        marks.pop(episode_id, None)
+        mine = unverified_summary(shots)
+        if mine:
+            marks[episode_id] = mine
+        card = yaml.safe_dump(generator_card(cfg, arm, backends, marks), sort_keys=False)
+        if not y.exists() or y.read_text() != card:
+            tmp = folder / f".generator.yaml.tmp-{os.getpid()}"
+            tmp.write_text(card)
+            os.replace(tmp, y)
     for s in shots:
         data = store.get_bytes(s["video"], "mp4")
         p = folder / episode_id / f"shot_{s['shot']:02d}.mp4"

@@ -76,7 +76,10 @@ def shot_rows(shots: list[dict], generator: str) -> pd.DataFrame:
                           "references": json.dumps(s["references"]), "reference_roles": json.dumps(s["reference_roles"]),
                           "reference_labels": json.dumps(s["reference_labels"]),
                           "first_frame_input": s["first_frame_input"], "video": s["video"],
-                          "first_frame": s["first_frame"], "last_frame": s["last_frame"], "n_frames": s["n_frames"]}
+                          "first_frame": s["first_frame"], "last_frame": s["last_frame"], "n_frames": s["n_frames"],
+                          # the control arm has no bank: nothing of it is unverified
+                          "unverified_references": json.dumps(s.get("unverified_references", [])),
+                          "unverified_via_first_frame": json.dumps(s.get("unverified_via_first_frame", []))}
                          for s in shots])
 
 
@@ -93,6 +96,8 @@ def bank_markdown(df: pd.DataFrame, store) -> str:
                             for a in json.loads(r["reference_json"])["attempts"])
         owner = f" of {r['owner']}" if isinstance(r.get("owner"), str) else ""
         shown = r["labelled"] if isinstance(r.get("labelled"), str) else r.get("panorama")
+        if r.get("verified") is False:   # used anyway (the paper goes on): say so where it is shown
+            att += " (**unverified, used anyway**)"
         lines.append(f"| {r['name']} ({r['type']}) | {r['reference']}{owner} | {att or '-'} | "
                      f"{_img(store, r['cutout'])} | {_img(store, shown)} |")
     return "\n".join(lines)
