@@ -1,6 +1,6 @@
 """Files as they come (issue 23 item 6, issue 26 item 6): a file cut short is evaluated on what it holds, frame times
 come from the timestamps, concealed decode errors are reported, a display rotation is applied, 4K frames are streamed downscaled
-with the scale recorded, and every finding reaches the Dagster step's log."""
+with the scale recorded, a second video stream is named (issue 39), and every finding reaches the Dagster step's log."""
 from __future__ import annotations
 
 import logging
@@ -198,6 +198,52 @@ def test_rotated_shot_through_the_legacy_clip_and_a_benchmark_reader(tmp_path):
     assert sampled and all(f.shape == (64, 48, 3) and _bright_box(f)[::2] == (0, 0) for f in sampled)
     first = read_shot_image(path)
     assert first.shape == (64, 48, 3) and np.abs(first.astype(int) - clip.frames[0].astype(int)).mean() < 2
+
+
+# ------------------------------------------------------------------------------------------ several video streams
+
+def write_two_streams(path: Path, n: int = 12, levels=(220, 30), sizes=((64, 48), (32, 32))) -> Path:
+    """One container, two video streams of ``n`` frames: the first a flat grey of ``levels[0]`` at ``sizes[0]``,
+    the second of ``levels[1]`` at ``sizes[1]`` (a shot muxed with a second angle or a leftover draft)."""
+    out = av.open(str(path), "w", format="mp4")
+    streams = []
+    for w, h in sizes:
+        s = out.add_stream("libx264", rate=24)
+        s.width, s.height, s.pix_fmt = w, h, "yuv420p"
+        streams.append(s)
+    for _ in range(n):
+        for s, level, (w, h) in zip(streams, levels, sizes):
+            for pkt in s.encode(av.VideoFrame.from_ndarray(np.full((h, w, 3), level, np.uint8), format="rgb24")):
+                out.mux(pkt)
+    for s in streams:
+        for pkt in s.encode():
+            out.mux(pkt)
+    out.close()
+    return path
+
+
+@pytest.mark.parametrize("levels, sizes", [((220, 30), ((64, 48), (32, 32))), ((40, 200), ((48, 48), (80, 64)))])
+def test_second_video_stream_is_a_decode_finding_naming_the_file(tmp_path, caplog, levels, sizes):
+    """Was: scored on the first stream in silence. The first is still the one scored (its frames, its size), and the
+    file carries a decode warning naming it and each ignored stream, in the health record and the step's log."""
+    path = write_two_streams(tmp_path / "two.mp4", levels=levels, sizes=sizes)
+    with caplog.at_level(logging.WARNING, logger="bench.media"):
+        src = media.VideoSource(path)
+        grid = src.even(4)
+        src.run()
+    found = [x for x in src.warnings if "video streams" in x]
+    assert len(found) == 1, src.warnings
+    w = found[0]
+    assert src.size == sizes[0] and src.n_frames == 12 and src.video_streams == 2
+    assert abs(float(grid.frames.mean()) - levels[0]) < 3              # the first stream's pictures
+    assert w.startswith(f"{path}: holds 2 video streams; only the first is scored (stream #0: h264 "
+                        f"{sizes[0][0]}x{sizes[0][1]}"), w
+    assert f"ignored (stream #1: h264 {sizes[1][0]}x{sizes[1][1]}" in w, w
+    assert w in src.decode_warnings and w in src.decode_record()["decode_warnings"]
+    assert src.health()["video_streams"] == 2 and w in src.health()["warnings"]
+    assert any("holds 2 video streams" in r.getMessage() for r in caplog.records)
+    one = media.VideoSource(write(tmp_path / "one.mp4", 12, "mp4"))
+    assert one.video_streams == 1 and one.warnings == []
 
 
 # ------------------------------------------------------------------------------------------ size bound

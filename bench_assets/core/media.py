@@ -46,6 +46,8 @@ records on the step, and counted in ``src.health()``):
   and a note names it (``src.notes``, logged at INFO: a portrait phone clip is not a decode problem, so it is no
   warning and no decode-warnings count on the board). Frame indices, times and fps are those of the stream,
   untouched. Another angle is a warning and the frames are analysed as stored.
+- several video streams: only the first is decoded and scored; the others (cover art aside) are a decode warning
+  naming each (``video_streams`` in ``health()``), so the board counts the file instead of scoring it in silence.
 - size: chunked requests (the per-frame walks that flow runs on) of frames whose longer side exceeds
   ``max_stream_side()`` (``BENCH_MAX_STREAM_SIDE``, default 2048) are downscaled to it while converting, the
   scale recorded (``stats.stream_scale``), so memory stays bounded on a 4096x2160 shot.
@@ -271,6 +273,7 @@ class VideoSource:
         self._quarter_turns = self.rotation // 90 if self.rotation % 90 == 0 else 0
         self.rotation_applied = self._quarter_turns != 0
         self.stored_size: tuple[int, int] = info["size"]   # (W, H) as coded
+        self.video_streams: int = info["video_streams"]   # >1: only the first is scored, a warning names the others
         w, h = info["size"]
         self.size: tuple[int, int] = (h, w) if self._quarter_turns % 2 else (w, h)   # (W, H) upright
         self.warnings: list[str] = []
@@ -310,7 +313,7 @@ class VideoSource:
                 "decoded_frames": self.stats.frames_decoded if self.done else None,
                 "corrupt_frames": self.stats.corrupt_frames, "lost_frames": self.stats.lost_frames,
                 "fps_header": self.fps_header, "fps": self.fps, "rotation": self.rotation,
-                "rotation_applied": self.rotation_applied,
+                "rotation_applied": self.rotation_applied, "video_streams": self.video_streams,
                 "stream_scale": self.stats.stream_scale, "warnings": list(self.warnings), "notes": list(self.notes)}
 
     def decode_record(self) -> dict:
@@ -548,6 +551,21 @@ class _FirstFrame:
 _IMAGE_FORMATS = {"image2", "image2pipe", "apng"}
 
 
+def _cover_art(stream) -> bool:
+    """A still picture attached to the file (an MP4's cover art is a one-frame video stream), not a second video."""
+    try:
+        import av
+        return bool(stream.disposition & av.stream.Disposition.attached_pic)
+    except Exception:  # noqa: BLE001 - an older PyAV without dispositions: count the stream as a video
+        return False
+
+
+def _describe(stream) -> str:
+    cc = stream.codec_context
+    frames = f", {int(stream.frames)} frames" if stream.frames else ""
+    return f"stream #{stream.index}: {cc.name} {cc.width or 0}x{cc.height or 0}{frames}"
+
+
 def _probe(p: Path, min_side: int) -> dict:
     """What the file holds, without decoding: n_frames (frame packets present), declared_frames, fps (from the
     timestamps), fps_header, times, size (W, H), codec, format, warnings. DecodeError when unusable.
@@ -578,6 +596,10 @@ def _probe(p: Path, min_side: int) -> dict:
         w, h = int(s.codec_context.width or 0), int(s.codec_context.height or 0)
         if w < min_side or h < min_side:
             raise DecodeError(f"{p}: frame size {w}x{h} is below the minimum {min_side}x{min_side}")
+        others = [v for v in container.streams.video[1:] if not _cover_art(v)]
+        if others:  # the pass decodes only the first: a shot stored twice (or a second angle) is not silently dropped
+            warnings.append(f"{p}: holds {1 + len(others)} video streams; only the first is scored ({_describe(s)}), "
+                            f"the other{'s' if len(others) > 1 else ''} ignored ({'; '.join(map(_describe, others))})")
         rate = s.average_rate or s.guessed_rate or s.base_rate
         fps_header = float(rate) if rate else 0.0
         declared = int(s.frames or 0) or None
@@ -619,7 +641,7 @@ def _probe(p: Path, min_side: int) -> dict:
                     fps = fps_ts
         return {"n_frames": n, "declared_frames": declared, "fps": fps, "fps_header": fps_header, "times": times,
                 "size": (w, h), "codec": s.codec_context.name, "format": fmt, "warnings": warnings,
-                "rotation": rotation}
+                "rotation": rotation, "video_streams": 1 + len(others)}
     except DecodeError:
         raise
     except Exception as e:
