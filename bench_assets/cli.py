@@ -21,6 +21,18 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 BENCHMARK_NAMES = ("entitybench", "locot2v", "mbench", "narrativetrack", "vistorybench")
 
 
+# The generator-card keys each benchmark's code reads, beside the common name / benchmark / description / model_card
+# (core/generators.py COMMON_CARD_KEYS): a misspelt one is refused, any other unknown key is a warning (the reasons:
+# core/generators.card_key_findings). tests/test_cli_inputs.py checks the table against the benchmarks' sources.
+CARD_KEYS: dict[str, tuple[str, ...]] = {
+    "entitybench": ("entitymem",),                          # EntityMem's arms name their configuration
+    "locot2v": (),
+    "mbench": (),
+    "narrativetrack": ("kind", "model", "frames", "backend", "base_url", "api_key_env", "image_size"),
+    "vistorybench": ("language", "rank", "reference_mode", "mode", "timestamp"),  # the last two: layout.py
+}
+
+
 class CLIError(Exception):
     """A user-facing problem: printed as one line, exit status 2."""
 
@@ -45,7 +57,7 @@ def _plan(benchmark: str, generators_root: str | None = None, generator_path: st
     b = _benchmark(benchmark)
     paths = BenchPaths(generators_root=generators_root)
     if generator_path:  # the card first: a generator for another benchmark is the more specific error
-        info = read_generator(generator_path)
+        info = read_generator(generator_path, CARD_KEYS)
         if info.benchmark != benchmark:
             raise GeneratorError(f"generator {info.name!r} is for benchmark {info.benchmark!r}, not {benchmark!r}")
     bdir = paths.benchmark_dir(benchmark)
@@ -58,7 +70,10 @@ def _plan(benchmark: str, generators_root: str | None = None, generator_path: st
         paths = BenchPaths(generators_root=str(Path(generator_path).resolve().parent))
         gens, errors = [info], []
     else:
-        gens, errors = discover_generators(paths.generators_dir, benchmark)
+        gens, errors = discover_generators(paths.generators_dir, benchmark, CARD_KEYS)
+    for g in gens:  # card keys nothing reads: said once, the evaluation goes on
+        for w in g.warnings:
+            print(f"warning: {w}", file=sys.stderr)
     try:
         items = b.item_ids(paths)
     except (ValueError, OSError) as e:  # the dataset's own reader names the file and the problem
@@ -232,8 +247,9 @@ def cmd_demo(args) -> int:
         print()
         try:
             _print_board(_board(resources, name), name)
-        except CLIError as e:
-            print(f"error: {e}", file=sys.stderr)
+        except CLIError as e:  # after failed steps, what failed and what scored; not 'run bench demo first'
+            why = failed_run_message(name, _benchmarks()[name].partitions.item_dim, stats) if stats.failed else e
+            print(f"error: {why}", file=sys.stderr)
             failed += 1
         print(f"\n{_summary(name, stats)}\n")
         failed += len(stats.failed)
@@ -252,21 +268,47 @@ def cmd_evaluate(args) -> int:
                                   force=getattr(args, "force", False), only_items=only, limit=args.limit,
                                   metric=args.metric)
     name = gens[0].name
-    if args.metric:  # a quick check of one metric: its per-item values, no board (the other metrics did not run)
-        rows = metric_rows(resources, b, args.metric, name, stats.items)
-        print(format_metric_rows(rows, args.metric, name))
-        board = None
-    else:
-        board = _board(resources, args.benchmark)
-        _print_board(board[board.generator == name] if "generator" in board.columns else board, args.benchmark)
+    board = rows = None
+    try:
+        if args.metric:  # a quick check of one metric: its per-item values, no board (the other metrics did not run)
+            rows = metric_rows(resources, b, args.metric, name, stats.items)
+            print(format_metric_rows(rows, args.metric, name))
+        else:
+            board = _board(resources, args.benchmark)
+            _print_board(board[board.generator == name] if "generator" in board.columns else board, args.benchmark)
+    except Exception:  # noqa: BLE001 - a missing table after failed steps: name those steps, never the advice to
+        if not stats.failed:  # run `bench evaluate` the user just ran; the summary and the results still follow
+            raise
+        print(f"error: {failed_run_message(args.benchmark, b.partitions.item_dim, stats)}", file=sys.stderr)
     print(_summary(args.benchmark, stats))
-    results = write_results(args, resources, b, name, stats, board, rows if args.metric else None)
+    results = write_results(args, resources, b, name, stats, board, rows)
     print(f"results: {results}")
     if not args.metric:
         site = _write_site(resources, only_if_changed=True)
         if site is not None:
             print(f"report: {site}")
     return 0 if not stats.failed else 1
+
+
+def failed_run_message(benchmark: str, dim: str, stats) -> str:
+    """Why a run left no board to show: which items failed (the first failure's step and message; each was
+    printed as it happened) and how many of the run's items scored, and the leaderboard step's own failure."""
+    items = list(getattr(stats, "items", None) or [])
+    per_item = [(step, pk, msg) for step, pk, msg in stats.failed if pk]
+    bad = [i for i in items if any(i in str(pk).split("|") for _, pk, _ in per_item)]
+    board_fail = next((f"{step}: {msg}" for step, pk, msg in stats.failed if not pk), None)
+    parts = []
+    if per_item:
+        step, pk, msg = per_item[0]
+        more = f"; +{len(per_item) - 1} more failed step(s)" if len(per_item) > 1 else ""
+        parts.append(f"{len(bad)} of {len(items)} {dim}s failed in this run (first: {step} for {pk}: {msg}{more})")
+        scored = len(items) - len(bad)
+        parts.append(f"the other {scored} {dim}{'s' if scored != 1 else ''} scored and are stored" if scored
+                     else f"no {dim} scored, so the leaderboard has no row to build from")
+    if board_fail:
+        parts.append(f"the leaderboard step failed ({board_fail})")
+    return (f"no {benchmark} leaderboard to show: {'; '.join(parts)}; fix what is named above and run the same "
+            f"command again (what scored is not recomputed)")
 
 
 def format_metric_rows(rows, metric: str, generator: str) -> str:
@@ -340,9 +382,22 @@ def cmd_export(args) -> int:
 
 def cmd_report(args) -> int:
     from bench_resources.config import build_resources
-    site = _write_site(build_resources(), args.out)
-    if site is None:
-        return 1
+    if args.out:  # the report is a folder of pages: a file (or a path through one) is refused before any work
+        out = Path(args.out)
+        blocker = next((q for q in (out, *out.parents) if q.exists() and not q.is_dir()), None)
+        if blocker is not None:
+            raise CLIError(f"report --out {args.out}: {blocker} is a file, not a folder (the report is a folder of "
+                           f"HTML pages; give a folder path)")
+    resources = build_resources()
+    try:
+        from bench_assets.core.site import build_site
+        site = build_site(resources["store"], _benchmarks(), out_dir=Path(args.out) if args.out else None)
+    except OSError as e:  # here the report is the whole command: its failure is the error line, not a side note
+        raise CLIError(f"report not written to {e.filename or args.out or 'the store'}: "
+                       f"{e.strerror or type(e).__name__}") from None
+    except Exception as e:  # noqa: BLE001 - one line naming what failed, never a traceback
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise CLIError(f"report not written: {type(e).__name__}: {first}") from None
     print(f"report: {site}")
     return 0
 
@@ -576,11 +631,17 @@ def cmd_weights(args) -> int:
     base = build_resources()["models"]
     reg = ModelRegistry(profile=args.profile or base.profile, weights_dir=base.weights_dir, allow_hub=base.allow_hub)
     if args.action == "import":
+        empty = _empty_checkpoint(Path(args.path))
+        if empty:  # nothing would be copied and the slot would stay as it was: refused, never 'imported'
+            raise CLIError(f"weights import {args.slot} {args.path}: {empty}; give the checkpoint file or the "
+                           f"folder holding it")
         try:
             st = reg.import_weights(args.slot, args.path)
         except (OSError, ValueError, KeyError) as e:
             raise CLIError(f"weights import {args.slot} {args.path}: {str(e).strip().splitlines()[0]}") from None
         print(f"imported {args.path} -> slot {st.slot}: available={st.available} fingerprint={st.fingerprint}")
+        if not st.available:  # copied, but the slot still lacks files (a slot of several files takes several imports)
+            print(f"note: slot {st.slot} is still unavailable: {st.reason}", file=sys.stderr)
         return 0
     rows = [{"slot": s.slot, "available": s.available, "checkpoint": s.checkpoint, "source": s.source,
              "fingerprint": (s.fingerprint or "")[:16], "reason": s.reason or ""} for s in reg.statuses()]
@@ -590,6 +651,23 @@ def cmd_weights(args) -> int:
         print(f"profile {reg.profile}, weights dir {reg.weights_dir}")
         print(pd.DataFrame(rows).to_string(index=False))
     return 0
+
+
+def _empty_checkpoint(path: Path) -> str | None:
+    """Why ``path`` holds no checkpoint ('' / None when it may): an empty file, or a folder with no non-empty
+    file in it (an empty folder copied would leave the slot as it was and say 'imported')."""
+    if path.is_file():
+        return "the file is empty (0 bytes)" if path.stat().st_size == 0 else None
+    if path.is_dir():
+        try:
+            files = [f for f in path.rglob("*") if f.is_file()]
+        except OSError as e:
+            return f"the folder cannot be listed ({e.strerror or e})"
+        if not files:
+            return "the folder holds no file"
+        if all(f.stat().st_size == 0 for f in files):
+            return f"every file in the folder is empty ({len(files)} of 0 bytes)"
+    return None
 
 
 def _parser() -> argparse.ArgumentParser:
