@@ -106,7 +106,7 @@ def _marked_world(tmp_path):
 
 
 def test_an_unverified_reference_is_marked_on_every_keyframe_and_shot_that_used_it(tmp_path):
-    run, cfg, cls, refs, lays, kfs, shots = _marked_world(tmp_path)
+    run, _, cls, refs, lays, kfs, shots = _marked_world(tmp_path)
     assert refs["c1"]["verified"] is False and "missing_body_region" in refs["c1"]["unverified_reason"]
     assert all(refs[e]["verified"] is True for e in ("c2", "c3", "o1"))
     assert [k["unverified"] for k in kfs] == [["Verdant Knight"] if "Verdant Knight" in k["drawn"] else []

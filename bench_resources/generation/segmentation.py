@@ -143,11 +143,11 @@ def foreground_mask(img: np.ndarray, est: KeyEstimate) -> np.ndarray:
     bg = cv2.morphologyEx(bg, cv2.MORPH_CLOSE, k)   # noise specks inside the backdrop
     bg = cv2.morphologyEx(bg, cv2.MORPH_OPEN, k)    # one-pixel bridges into the subject
     # 4-connectivity: the backdrop does not leak through a diagonal pixel gap into an enclosed region
-    n, labels = cv2.connectedComponents(bg, connectivity=4)
+    _, labels = cv2.connectedComponents(bg, connectivity=4)
     frame = ring_mask(h, w, 1)
     outer = np.unique(labels[frame & (bg > 0)])
     fg = ~np.isin(labels, outer[outer > 0])
-    n, labels, st, _ = cv2.connectedComponentsWithStats(fg.astype(np.uint8), connectivity=8)
+    _, labels, st, _ = cv2.connectedComponentsWithStats(fg.astype(np.uint8), connectivity=8)
     small = np.nonzero(st[1:, cv2.CC_STAT_AREA] < max(4, 2e-4 * h * w))[0] + 1
     if len(small):
         fg &= ~np.isin(labels, small)

@@ -138,6 +138,8 @@ def make(case: Case, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     img = np.clip(np.round(img), 0, 255).astype(np.uint8)
     if case.jpeg:
         ok, buf = cv2.imencode(".jpg", img[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, 75])
+        if not ok:
+            raise RuntimeError(f"backdrop {case.name!r}: OpenCV could not encode the JPEG")
         img = cv2.imdecode(buf, cv2.IMREAD_COLOR)[..., ::-1].copy()
     garment = (parts["shirt"] >= 0.99) if case.garment else np.zeros((H, W), bool)
     return img, cover >= 0.5, garment
