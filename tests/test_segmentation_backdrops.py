@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
-from bench_assets.entitymem.agents import rule_verify, verify_request
+from bench_assets.entitymem.agents import rule_select, rule_verify, verify_request
 from bench_resources.generation import Segmenter
 from bench_resources.generation.offline import CHROMA
 from bench_resources.generation.segmentation import cutout_stats, estimate_key, mask_stats
@@ -107,3 +107,12 @@ def test_a_frame_left_opaque_fails_even_when_its_colour_is_not_the_key():
     st = cutout_stats(cut, "green")
     v = rule_verify(st)
     assert st["frame_opaque"] > 0.3 and v["pass"] is False and "frame" in v["reason"]
+
+
+def test_selection_prefers_the_candidate_without_backdrop_left():
+    # both are one piece of a plausible size; only the border tells them apart
+    good, bad = _half_kept(seed=1)
+    stats = [cutout_stats(bad, "green"), cutout_stats(good, "green")]
+    assert stats[0]["largest_component"] > 0.9 and 0.05 <= stats[0]["foreground"] <= 0.8
+    assert rule_select(stats)["best"] == 2
+    assert rule_select(stats[::-1])["best"] == 1

@@ -177,10 +177,14 @@ def rule_portrait(etype: str, name: str, description: str, style: str, extras: l
 
 
 def rule_select(stats: list[dict]) -> dict:
-    """The candidate whose mask is one piece and neither tiny nor the whole image (1-based)."""
+    """The candidate whose mask is one piece and neither tiny nor the whole image, with the least backdrop left on
+    its outline and frame (1-based)."""
     def score(s: dict) -> float:
         fg = s["foreground"]
-        return s["largest_component"] * (1.0 if 0.05 <= fg <= 0.8 else 0.5) - 0.01 * max(0, s["components"] - 1)
+        # border_key is None only without an outline (an empty mask), which largest_component 0 already sinks
+        kept = max(s["border_key"] if s["border_key"] is not None else 0.0, s["frame_opaque"])
+        return (s["largest_component"] * (1.0 if 0.05 <= fg <= 0.8 else 0.5) * (1.0 - kept)
+                - 0.01 * max(0, s["components"] - 1))
     best = max(range(len(stats)), key=lambda i: (score(stats[i]), -i))
     return {"best": best + 1, "reason": f"mask score {score(stats[best]):.3f} (largest piece "
                                         f"{stats[best]['largest_component']:.2f}, foreground "
