@@ -8,7 +8,7 @@ from typing import Optional
 
 import pandas as pd
 
-from bench_assets.core.stats import cohens_d, paired_dz, undefined_reason
+from bench_assets.core.stats import bootstrap_interval, cohens_d, paired_dz, undefined_reason
 from bench_assets.entitybench import metric_specs as MS
 
 # ------------------------------------------------------------------------------------------------ stage rows
@@ -149,9 +149,23 @@ def pairs_of(generators) -> dict[str, tuple[str, str]]:
             if g.startswith(ARMS[0]) and ARMS[1] + g[len(ARMS[0]):] in gens}
 
 
-def metric_effects(records: pd.DataFrame) -> pd.DataFrame:
-    """Per configuration and metric: pooled Cohen's d of EntityMem minus control over the episodes both scored
-    (and the paired d_z beside it), or None with the reason; refused when the arms' protocols differ."""
+# Below this many episodes both arms scored, d and d_z are None with the reason: with 2 pairs a d_z of 21.9 and an
+# average d of +1.17 were printed, numbers set by chance (the paper's Table 5 pairs about 140 episodes).
+MIN_PAIRED = 10
+EFFECT_COLUMNS = ["configuration", "category", "metric_id", "cohens_d", "d_lo", "d_hi", "d_z", "dz_lo", "dz_hi",
+                  "delta", "n_paired", "mean_entitymem", "mean_control", "reason"]
+
+
+def too_few_reason(n_paired: int) -> Optional[str]:
+    """Why an effect is None for lack of paired episodes, or None when there are enough."""
+    return (f"{n_paired} paired episode(s), below the minimum of {MIN_PAIRED} for an effect size"
+            if n_paired < MIN_PAIRED else None)
+
+
+def metric_effects(records: pd.DataFrame, resamples: int = 2000) -> pd.DataFrame:
+    """Per configuration and metric: pooled Cohen's d and paired d_z of EntityMem minus control over the episodes
+    both scored (paper F.3 gives both), each with its bootstrap interval (core/stats.py), and the raw mean
+    difference; None with the reason when the arms' protocols differ or fewer than MIN_PAIRED episodes pair."""
     rows = []
     vals = records.dropna(subset=["value"])
     for cfg, (a, b) in pairs_of(records["generator"].unique()).items():
@@ -165,34 +179,56 @@ def metric_effects(records: pd.DataFrame) -> pd.DataFrame:
             shared = sorted(set(ea) & set(eb))
             xa, xb = [ea[k] for k in shared], [eb[k] for k in shared]
             protocols = set(pa["protocol"].dropna()) | set(pb["protocol"].dropna())
-            d = cohens_d(xa, xb) if len(protocols) <= 1 else None
-            reason = ("not comparable: the arms' protocols differ" if len(protocols) > 1
-                      else (undefined_reason(xa, xb, paired=False) if d is None else None))
+            row = {"configuration": cfg, "category": cat, "metric_id": mid, "n_paired": len(shared),
+                   "cohens_d": None, "d_lo": None, "d_hi": None, "d_z": None, "dz_lo": None, "dz_hi": None,
+                   "delta": (sum(xa) - sum(xb)) / len(xa) if xa else None,
+                   "mean_entitymem": sum(xa) / len(xa) if xa else None,
+                   "mean_control": sum(xb) / len(xb) if xb else None}
             if not shared:
-                reason = f"no episode scored by both arms (episodes with a value: EntityMem {len(ea)}, control {len(eb)})"
-            rows.append({"configuration": cfg, "category": cat, "metric_id": mid, "cohens_d": d,
-                         "d_z": paired_dz(xa, xb) if len(protocols) <= 1 else None, "n_paired": len(shared),
-                         "mean_entitymem": sum(xa) / len(xa) if xa else None,
-                         "mean_control": sum(xb) / len(xb) if xb else None, "reason": reason})
-    return pd.DataFrame(rows, columns=["configuration", "category", "metric_id", "cohens_d", "d_z", "n_paired",
-                                       "mean_entitymem", "mean_control", "reason"])
+                reason = (f"no episode scored by both arms (episodes with a value: EntityMem {len(ea)}, "
+                          f"control {len(eb)})")
+            elif len(protocols) > 1:
+                reason = "not comparable: the arms' protocols differ"
+            else:
+                reason = too_few_reason(len(shared))
+            if reason is None:
+                row["cohens_d"], row["d_z"] = cohens_d(xa, xb), paired_dz(xa, xb)
+                row["d_lo"], row["d_hi"] = bootstrap_interval(xa, xb, paired=False, resamples=resamples)
+                row["dz_lo"], row["dz_hi"] = bootstrap_interval(xa, xb, paired=True, resamples=resamples)
+                reason = undefined_reason(xa, xb, paired=False) if row["cohens_d"] is None else None
+            rows.append({**row, "reason": reason})
+    return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
 
 
-def table5(records: pd.DataFrame) -> pd.DataFrame:
-    """Paper Table 5 per configuration: category, # metrics (with a defined d), average d, average n_paired;
-    a category with no defined d keeps its row with d None and the reasons."""
-    per = metric_effects(records)
+def _mean(col: pd.Series) -> Optional[float]:
+    v = col.dropna()
+    return float(v.mean()) if len(v) else None
+
+
+def table5(records: pd.DataFrame, resamples: int = 2000) -> pd.DataFrame:
+    """Paper Table 5 per configuration and category: # metrics (with a defined d), average d and average d_z, the
+    averages of the metrics' bootstrap bounds (a band, not a joint interval: None when any metric's bound is None),
+    average n_paired; a category with no defined d keeps its row with d None and the reasons."""
+    per = metric_effects(records, resamples=resamples)
     order = {name: i for i, (name, _) in enumerate(CATEGORIES)}
     rows = []
     for (cfg, cat), part in per.groupby(["configuration", "category"]):
         ok = part.dropna(subset=["cohens_d"])
+        okz = part.dropna(subset=["d_z"])
+
+        def band(frame, col):
+            # an unbounded metric bound leaves the category's bound unbounded too, never averaged away
+            return None if not len(frame) or frame[col].isna().any() else float(frame[col].mean())
+
         rows.append({"configuration": cfg, "category": cat, "n_metrics": len(ok), "n_declared": len(part),
-                     "avg_d": float(ok["cohens_d"].mean()) if len(ok) else None,
+                     "avg_d": _mean(ok["cohens_d"]), "d_lo": band(ok, "d_lo"), "d_hi": band(ok, "d_hi"),
+                     "avg_d_z": _mean(okz["d_z"]), "dz_lo": band(okz, "dz_lo"), "dz_hi": band(okz, "dz_hi"),
                      "avg_n_paired": float(ok["n_paired"].mean()) if len(ok) else float(part["n_paired"].mean()),
                      "reason": None if len(ok) else "; ".join(sorted({r for r in part["reason"].dropna()}))[:300],
                      "_o": order[cat]})
-    out = pd.DataFrame(rows, columns=["configuration", "category", "n_metrics", "n_declared", "avg_d",
-                                      "avg_n_paired", "reason", "_o"])
+    cols = ["configuration", "category", "n_metrics", "n_declared", "avg_d", "d_lo", "d_hi", "avg_d_z", "dz_lo",
+            "dz_hi", "avg_n_paired", "reason"]
+    out = pd.DataFrame(rows, columns=cols + ["_o"])
     return out.sort_values(["configuration", "_o"]).drop(columns="_o").reset_index(drop=True)
 
 
@@ -219,15 +255,25 @@ def _fmt(v, digits: int = 2, sign: bool = True) -> str:
     return f"{v:+.{digits}f}" if sign else f"{v:.{digits}f}"
 
 
+def _ci(v, lo, hi) -> str:
+    if _fmt(v) == "None":
+        return "None"
+    return f"{_fmt(v)} [{_fmt(lo)}, {_fmt(hi)}]"
+
+
 def table5_markdown(t5: pd.DataFrame) -> str:
     if t5.empty:
         return "no configuration has both arms scored yet"
     out = []
     for cfg, part in t5.groupby("configuration", sort=False):
-        out += [f"**{cfg}**: EntityMem vs its storymem-style control (Cohen's d, pooled; + favours EntityMem)", "",
-                "| category | # metrics | avg d | n paired | why none |", "|---|---|---|---|---|"]
+        out += [f"**{cfg}**: EntityMem vs its storymem-style control (Cohen's d pooled and paired d_z, averaged "
+                f"over the category's metrics, with the average of their 95% bootstrap bounds; + favours EntityMem; "
+                f"None below {MIN_PAIRED} paired episodes)", "",
+                "| category | # metrics | avg d [95%] | avg d_z [95%] | n paired | why none |",
+                "|---|---|---|---|---|---|"]
         for r in part.to_dict("records"):
-            out.append(f"| {r['category']} | {r['n_metrics']}/{r['n_declared']} | {_fmt(r['avg_d'])} | "
+            out.append(f"| {r['category']} | {r['n_metrics']}/{r['n_declared']} | "
+                       f"{_ci(r['avg_d'], r['d_lo'], r['d_hi'])} | {_ci(r['avg_d_z'], r['dz_lo'], r['dz_hi'])} | "
                        f"{_fmt(r['avg_n_paired'], 0, False)} | {r['reason'] if isinstance(r['reason'], str) else ''} |")
         out.append("")
     return "\n".join(out)
