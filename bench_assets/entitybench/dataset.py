@@ -5,9 +5,10 @@ Pure code: no Dagster. Every problem raises ``EpisodeError`` naming the episode 
 from __future__ import annotations
 
 import json
+import os
 import re
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,49 @@ def tier_for(n_shots: int) -> str:
     return "easy" if n_shots <= 14 else ("medium" if n_shots <= 30 else "hard")
 
 
+# Cost bounds checked before any work (issue 39): every registry entity is looked for in every shot, so an episode
+# declaring 10,000 entities it never schedules held presence_consistency for 20 minutes. The registry may exceed
+# what its shots schedule by this allowance (the official release: at most 7 in an episode, 194 in 140 episodes);
+# one shot may schedule this many entities (the release: at most 12). Environment variables override both.
+UNSCHEDULED_ENTITY_ALLOWANCE = 32
+MAX_ENTITIES_PER_SHOT = 64
+UNSCHEDULED_ENV, PER_SHOT_ENV = "BENCH_MAX_UNSCHEDULED_ENTITIES", "BENCH_MAX_ENTITIES_PER_SHOT"
+
+
+def _limit(env: str, default: int) -> int:
+    raw = os.environ.get(env, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise EpisodeError(f"{env}={raw!r} is not a whole number") from None
+    if value < 0:
+        raise EpisodeError(f"{env}={raw!r} must be >= 0")
+    return value
+
+
+def check_counts(ents_raw: list, shots_raw: list, where: str) -> None:
+    """EpisodeError naming the episode, the count and the limit when the registry holds more entities than its
+    shots schedule plus the allowance, or one shot schedules more than the per-shot limit. Linear in the file's
+    size, so a hostile episode is refused at once (the validation after it compares ids pairwise)."""
+    per_shot = _limit(PER_SHOT_ENV, MAX_ENTITIES_PER_SHOT)
+    scheduled: set = set()
+    for pos, s in enumerate(shots_raw, start=1):
+        sched = s.get("entities") if isinstance(s, dict) else None
+        if not isinstance(sched, list):
+            continue  # the shot's own check names this
+        if len(sched) > per_shot:
+            raise EpisodeError(f"{where}: shot {pos} schedules {len(sched)} entities; the limit is {per_shot} "
+                               f"per shot ({PER_SHOT_ENV})")
+        scheduled.update(x for x in sched if isinstance(x, str))
+    allowance = _limit(UNSCHEDULED_ENV, UNSCHEDULED_ENTITY_ALLOWANCE)
+    if len(ents_raw) > len(scheduled) + allowance:
+        raise EpisodeError(f"{where}: the registry declares {len(ents_raw)} entities but the shots schedule "
+                           f"{len(scheduled)}; the limit is {len(scheduled) + allowance} (scheduled + "
+                           f"{allowance} unscheduled, {UNSCHEDULED_ENV})")
+
+
 def parse_episode(raw: Any, source: str = "<memory>") -> Episode:
     """Validate one episode's JSON object; the error names the episode (or file) and the problem."""
     if not isinstance(raw, dict):
@@ -102,6 +146,7 @@ def parse_episode(raw: Any, source: str = "<memory>") -> Episode:
         raise EpisodeError(f"{where}: 'entities' must be a non-empty list")
     if not isinstance(shots_raw, list) or not shots_raw:
         raise EpisodeError(f"{where}: 'shots' must be a non-empty list")
+    check_counts(ents_raw, shots_raw, where)
     entities = []
     for i, e in enumerate(ents_raw):
         if not isinstance(e, dict) or not all(isinstance(e.get(k), str) and e.get(k) for k in
@@ -111,7 +156,8 @@ def parse_episode(raw: Any, source: str = "<memory>") -> Episode:
             raise EpisodeError(f"{where}: entity {e['id']!r} has unknown type {e['type']!r}")
         entities.append(Entity(e["id"], e["type"], e["name"], e["description"]))
     ids = [e.id for e in entities]
-    dup = sorted({i for i in ids if ids.count(i) > 1})
+    counts = Counter(ids)  # not ids.count per id: quadratic in the registry
+    dup = sorted(i for i, n in counts.items() if n > 1)
     if dup:
         raise EpisodeError(f"{where}: duplicate entity ids {dup}")
     shots = []
@@ -125,7 +171,7 @@ def parse_episode(raw: Any, source: str = "<memory>") -> Episode:
         sched = s.get("entities", [])
         if not isinstance(sched, list):
             raise EpisodeError(f"{where}: shot {pos} 'entities' must be a list")
-        unknown = [x for x in sched if x not in ids]
+        unknown = [x for x in sched if not isinstance(x, str) or x not in counts]  # ids are text
         if unknown:
             raise EpisodeError(f"{where}: shot {pos} schedules unknown entity ids {unknown}")
         cut = bool(s.get("cut", pos == 1))

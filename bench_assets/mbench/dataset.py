@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -49,6 +50,46 @@ def discover_cases(root: str | Path) -> list[str]:
     return sorted(p.stem for p in root.glob("*.json")) if root.is_dir() else []
 
 
+# Cost bound checked when the case is read (issue 39): the schedule is expanded to one action per frame, so one
+# action of 10^9 frames took the run to 16 GB and the OOM killer. The paper's A cases run a few hundred frames; this
+# allows minutes of video (the output's real frame count is checked against the schedule when it is scored).
+MAX_SCHEDULE_FRAMES = 10_000
+MAX_SCHEDULE_FRAMES_ENV = "BENCH_MAX_SCHEDULE_FRAMES"
+
+
+def max_schedule_frames() -> int:
+    raw = os.environ.get(MAX_SCHEDULE_FRAMES_ENV, "").strip()
+    if not raw:
+        return MAX_SCHEDULE_FRAMES
+    try:
+        value = int(raw)
+    except ValueError:
+        raise CaseError(f"{MAX_SCHEDULE_FRAMES_ENV}={raw!r} is not a whole number") from None
+    if value < 1:
+        raise CaseError(f"{MAX_SCHEDULE_FRAMES_ENV}={raw!r} must be >= 1")
+    return value
+
+
+def check_schedule_length(cid: str, total: int, video_frames: Optional[int] = None) -> None:
+    """CaseError naming the case, the schedule's frame count and the limit: at most ``max_schedule_frames()``, and
+    (given the case video's real frame count) no more frame transitions than the video has."""
+    limit = max_schedule_frames()
+    if total > limit:
+        raise CaseError(f"case {cid}: the action schedule spans {total:,} frames; the limit is {limit:,} "
+                        f"({MAX_SCHEDULE_FRAMES_ENV})")
+    if video_frames is not None and total > max(0, video_frames - 1):
+        raise CaseError(f"case {cid}: the action schedule spans {total:,} frame transitions but the video has "
+                        f"{max(0, video_frames - 1):,} ({video_frames:,} frames)")
+
+
+def _frames(action: dict) -> int:
+    """An action's frame count; 0 (refused by the caller) when it is not a whole number."""
+    v = action.get("frames", 0)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v):
+        return 0
+    return int(v)
+
+
 def parse_case(raw: Any, where: str) -> Case:
     if not isinstance(raw, dict):
         raise CaseError(f"case {where}: must be a JSON object")
@@ -68,9 +109,11 @@ def parse_case(raw: Any, where: str) -> Case:
         if not actions:
             raise CaseError(f"case {cid}: an A case needs 'actions' (exit / wait / reenter)")
         for a in actions:
-            if a.get("phase") not in PHASES or a.get("action") not in IDEAL_TWIST or int(a.get("frames", 0)) < 1:
+            if not isinstance(a, dict) or a.get("phase") not in PHASES or a.get("action") not in IDEAL_TWIST \
+                    or _frames(a) < 1:
                 raise CaseError(f"case {cid}: bad action {a!r} (phase in {list(PHASES)}, action in "
-                                f"{sorted(IDEAL_TWIST)}, frames >= 1)")
+                                f"{sorted(IDEAL_TWIST)}, frames a whole number >= 1)")
+        check_schedule_length(cid, sum(_frames(a) for a in actions))
     target = raw.get("target") or {}
     if subset in ("object", "human") and not target.get("name"):
         raise CaseError(f"case {cid}: subset {subset!r} needs a 'target' with a name")
