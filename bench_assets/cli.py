@@ -351,6 +351,38 @@ def write_results(args, resources, b, generator: str, stats, board, rows) -> Pat
     return RS.write_json(doc, path)
 
 
+def _export_official(resources, benchmark: str, board: pd.DataFrame, out: Path) -> int:
+    """EntityBench: the authors' per-episode JSON + report per generator (out/<generator>/); MBench: the
+    leaderboard submission. The writers are pure (<bench>/official_export.py); this only queries the store."""
+    import json
+    if benchmark == "mbench":
+        from bench_assets.mbench.official_export import export
+        files = {Path(k): v for k, v in export(board).items()}
+    elif benchmark == "entitybench":
+        from bench_assets.entitybench.official_export import export
+        from bench_assets.entitybench.metric_specs import METRIC_TABLES
+        store = resources["store"]
+        present = set(store.query("SELECT table_name FROM information_schema.tables")["table_name"])
+        cols = {t: set(store.query(f"SELECT column_name FROM information_schema.columns WHERE table_name = '{t}'")
+                       ["column_name"]) for t in METRIC_TABLES.values() if t in present}
+        parts = [f"SELECT generator, item, metric_id, value, n_eval, n_failed, n_skipped, reason, "
+                 f"{'n_failed_evaluator' if 'n_failed_evaluator' in c else 'NULL AS n_failed_evaluator'} "
+                 f"FROM {t} WHERE level = 'item'" for t, c in cols.items()]
+        if not parts:
+            raise CLIError("no EntityBench metric table in the store; run `bench evaluate` first")
+        records = store.query(" UNION ALL ".join(parts))
+        episodes = store.query("SELECT episode_id AS item, tier, n_shots FROM entitybench_episode")
+        files = {Path(g) / k: v for g in sorted(set(board["generator"]))
+                 for k, v in export(records, episodes, g).items()}
+    else:
+        raise CLIError(f"--format official is not written for {benchmark} yet (entitybench, mbench)")
+    for rel, doc in files.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
+    print(f"wrote {len(files)} files under {out}")
+    return 0
+
+
 def cmd_export(args) -> int:
     """The store's board of one benchmark as a Hugging Face dataset folder or a W&B offline run (local only)."""
     from bench_assets.core import results as RS
@@ -365,6 +397,8 @@ def cmd_export(args) -> int:
     info = {"versions": RS.versions(PROJECT_ROOT), "profile": resources["models"].profile,
             "store_root": str(resources["store"].root)}
     out = Path(args.out)
+    if args.format == "official":   # the benchmark authors' own result schema (issue 35 item 3)
+        return _export_official(resources, args.benchmark, board, out)
     if args.format == "hf":
         paths = RS.export_hf(board, metrics_table([args.benchmark]), args.benchmark, out, info)
         for p in paths:
@@ -712,7 +746,7 @@ def _parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("export", help="a benchmark's board as a Hugging Face dataset folder or a W&B offline run "
                                        "(written locally)")
     ex.add_argument("--benchmark", required=True, choices=names)
-    ex.add_argument("--format", required=True, choices=("hf", "wandb"))
+    ex.add_argument("--format", required=True, choices=("hf", "wandb", "official"))
     ex.add_argument("--out", required=True, metavar="DIR")
     ex.add_argument("--generator", default=None, help="only this generator's rows")
     ex.set_defaults(fn=cmd_export)
