@@ -617,11 +617,12 @@ def _pid_alive(pid: int) -> bool:
 
 
 def cmd_ui(args) -> int:
-    """`dagster dev` (webserver + daemon) in its own process group; SIGINT/SIGTERM stop the whole group. The report
-    site is served over HTTP on 127.0.0.1 beside it, so the UI's report and audit links open in a browser."""
+    """`dagster dev` (webserver + daemon) in its own process group; SIGINT/SIGTERM stop the whole group. The
+    webserver also serves the report site (core/ui_webserver), so the root-relative report and audit links the
+    assets wrote open on the UI's own address; the site is served on --report-port too, for a browser alone."""
     import signal
     from bench_assets.core.runner import dagster_home
-    from bench_assets.core.site import REPORT_URL_ENV, serve_site
+    from bench_assets.core.site import serve_site
     from bench_resources.config import build_resources
     home = dagster_home()
     try:
@@ -629,12 +630,11 @@ def cmd_ui(args) -> int:
     except OSError as e:
         raise CLIError(f"cannot serve the report site on 127.0.0.1:{args.report_port} ({e.strerror or e}); "
                        f"pick another with --report-port") from None
-    cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"),
+    cmd = [sys.executable, "-m", "bench_assets.core.ui_webserver", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"),
            "-h", "127.0.0.1", "-p", str(args.port)]
     print(f"DAGSTER_HOME={home}: {' '.join(cmd)}", flush=True)
     print(f"report site: {site_url}/index.html", flush=True)
-    proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True,
-                            env={**os.environ, REPORT_URL_ENV: site_url})
+    proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True)
     stopping = {"sig": None}
 
     def _stop(signum, _frame):

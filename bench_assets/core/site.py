@@ -813,10 +813,12 @@ DEFAULT_REPORT_PORT = 3001
 
 
 def report_base_url() -> str:
-    """Where a browser opens the report site: `bench ui` serves ``<store>/reports/site`` over HTTP on 127.0.0.1
-    (a browser refuses file:// links from the UI's http page) and passes the address to the webserver's runs as
-    BENCH_REPORT_URL; a run outside the UI links the default address `bench ui` uses."""
-    return os.environ.get(REPORT_URL_ENV, f"http://127.0.0.1:{DEFAULT_REPORT_PORT}/{SITE_PREFIX}").rstrip("/")
+    """Where the links the assets write find the report site: root-relative (``/reports/site``) by default, so a
+    link in the Dagster UI opens on the UI's own address, which `bench ui` makes serve the site
+    (``core/ui_webserver``), and on ``serve_site``'s for any ``--report-port``: no port is baked into a stored
+    link. BENCH_REPORT_URL (an absolute base ending in ``/reports/site``) is for a UI that is reached some other
+    way, e.g. behind a proxy that serves the site elsewhere."""
+    return (os.environ.get(REPORT_URL_ENV) or f"/{SITE_PREFIX}").rstrip("/")
 
 
 def audit_url(benchmark: str, metric_id: str, generator: str) -> str:
@@ -875,9 +877,10 @@ def serve_site(store, port: int = DEFAULT_REPORT_PORT):
 
 def report_metadata(store, benchmark: str) -> dict:
     """Materialization metadata linking the store's report site: this benchmark's page and the overview, as
-    path and the URL of the same file on the site `bench ui` serves over HTTP (the pages ``build_site`` writes: ``<store>/reports/site/<benchmark>.html`` and
-    ``index.html``). The site is written by `bench report`, `bench demo` and `bench evaluate`, so a leaderboard
-    materialised from the UI says whether the page is there yet. A remote store has no local site: {}.
+    path and the (root-relative, ``report_base_url``) URL of the same file on the site `bench ui` serves over HTTP
+    (the pages ``build_site`` writes: ``<store>/reports/site/<benchmark>.html`` and ``index.html``). The site is
+    written by `bench report`, `bench demo` and `bench evaluate`, so a leaderboard materialised from the UI says
+    whether the page is there yet. A remote store has no local site: {}.
     Only the page's path is needed, so the registry is not imported: a name without a ``<name>/page.py`` is
     refused."""
     from dagster import MetadataValue
