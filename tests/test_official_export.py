@@ -166,3 +166,27 @@ def test_entitybench_official_export_end_to_end(eb_env, tmp_path, capsys):
     why = json.loads((out / "faithful" / "_additions_faithful.json").read_text())["null_reasons"][eid]
     assert "musiq" in why["imaging_quality"]
     assert _flatten_like_authors(ep)["cs_face"] == ep["metrics"]["cs_face"]["value"]
+
+
+def test_mbench_official_export_end_to_end(tmp_path, monkeypatch, capsys):
+    from bench_assets import cli
+    from tests.support import DATA
+    for k, v in {"BENCH_DATA_ROOT": DATA, "BENCH_GENERATORS_ROOT": DATA / "generators",
+                 "BENCH_STORE_ROOT": tmp_path / "store", "DAGSTER_HOME": tmp_path / "home",
+                 "BENCH_JUDGE_MODE": "off"}.items():
+        monkeypatch.setenv(k, str(v))
+    (tmp_path / "home").mkdir()
+    gen = DATA / "generators" / "mbench_consistent"
+    assert cli.main(["evaluate", "--benchmark", "mbench", "--generator", str(gen), "--limit", "2"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "official"
+    assert cli.main(["export", "--benchmark", "mbench", "--format", "official", "--out", str(out)]) == 0
+    rows = json.loads((out / "leaderboard_submission.json").read_text())
+    counts = json.loads((out / "leaderboard_submission_counts.json").read_text())
+    assert {(r["model_name"], r["mode"]) for r in rows} == {("mbench_consistent", "T"), ("mbench_consistent", "A")}
+    valued = [(r["mode"], k) for r in rows for k in MO.SUB_DIMENSIONS if r[k] is not None]
+    assert valued and all(0.0 <= r[k] <= 100.0 for r in rows for k in MO.SUB_DIMENSIONS if r[k] is not None)
+    for r, c in zip(rows, counts):
+        assert list(r) == ["model_name", "mode", *MO.SUB_DIMENSIONS]
+        for k in MO.SUB_DIMENSIONS:     # every null says why
+            assert r[k] is not None or c[k]["reason"], (r["mode"], k)
