@@ -203,6 +203,42 @@ def join_substitutes(values: Iterable[Any]) -> Optional[str]:
     return "; ".join(sorted(seen)) or None
 
 
+# ----------------------------------------------------------------------------- judges as model slots
+
+# a dated, preview or instruct release of the paper's judge is still the paper's judge; any other suffix is not
+# ('gpt-4.1-mini' is a different model from 'gpt-4.1')
+_SAME_MODEL_SUFFIX = re.compile(r"^(-(instruct|latest|preview[\w.\-]*|exp[\w.\-]*|\d{2,4}(-\d{2}){1,2}))*$")
+
+
+def is_paper_model(model: Optional[str], paper: str) -> bool:
+    """Whether ``model`` names the paper's model: case-insensitive, a vendor prefix ('google/') ignored."""
+    name = str(model or "").strip().lower().rsplit("/", 1)[-1]
+    want = paper.strip().lower().rsplit("/", 1)[-1]
+    return name.startswith(want) and bool(_SAME_MODEL_SUFFIX.match(name[len(want):]))
+
+
+def judge_substitute(model: Optional[str], paper: str, role: str = "judge") -> Optional[str]:
+    """'<role>: <model> (paper: <paper>)' when the judge that answered is not the paper's, None when it is or when
+    no model is named. ';' in a model name becomes ',' ('; ' separates labels, ``join_substitutes``)."""
+    if not model or is_paper_model(model, paper):
+        return None
+    return f"{role}: {str(model).replace(';', ',')} (paper: {paper})"
+
+
+def mark_judged(df: pd.DataFrame, label: Optional[str], metric_ids: Optional[Iterable[str]] = None) -> pd.DataFrame:
+    """Joins a judge's substitute label into the ``substitute`` of every row with a value (of ``metric_ids``, all
+    when None): a row without a value was not judged, so it carries no judge."""
+    if label is None or not len(df):
+        return df
+    if "substitute" not in df:
+        df["substitute"] = pd.array([None] * len(df), dtype="string")
+    ids = None if metric_ids is None else set(metric_ids)
+    hit = df["value"].notna() & (df["metric_id"].isin(ids) if ids is not None else True)
+    df["substitute"] = pd.array([join_substitutes([v, label]) if h else v for h, v in zip(hit, df["substitute"])],
+                                dtype="string")
+    return df
+
+
 # ----------------------------------------------------------------------------- the board
 
 BOARD_COLUMNS: dict[str, str] = {

@@ -15,6 +15,8 @@ from typing import Any, Iterable, Optional
 
 import pandas as pd
 
+from bench_assets.core.board_text import cells
+
 RESULTS_SCHEMA = "bench-results/1"
 VERSIONED = ("entity-bench-platform", "dagster", "torch", "torchvision", "opencv-python", "pandas", "duckdb", "numpy")
 
@@ -125,17 +127,37 @@ def export_hf(board: pd.DataFrame, metrics: pd.DataFrame, benchmark: str, out: P
 
 
 # ---------------------------------------------------------------------- Weights & Biases offline run
-WANDB_COLUMNS = ("generator", "metric_id", "slice", "value", "raw_mean", "coverage", "n_items", "n_eval",
-                 "n_failed", "n_failed_evaluator", "substitute", "addition", "protocol", "reason")
+WANDB_KEY = ("generator", "metric_id", "slice", "value")
 
 
-def wandb_summary(board: pd.DataFrame) -> dict[str, float]:
-    """``{'<generator>/<metric_id>/<slice>': value}`` for every cell with a value (None cells are in the table)."""
-    out = {}
-    for r in board.to_dict("records"):
+def wandb_table(board: pd.DataFrame) -> tuple[list[str], list[list]]:
+    """The columns and rows of the W&B ``leaderboard`` table: the cell's key and value first, then every other board
+    column (a mark dropped from an export makes a substitute's value read as the paper's), then ``marked``: the
+    value as the CLI prints it, with its marks."""
+    board = board.reset_index(drop=True)
+    texts, _ = cells(board)
+    cols = [c for c in WANDB_KEY if c in board.columns] + [c for c in board.columns if c not in WANDB_KEY]
+    rows = [[_clean(r[c]) for c in cols] + [t] for r, t in zip(board.to_dict("records"), texts)]
+    return cols + ["marked"], rows
+
+
+def wandb_summary(board: pd.DataFrame) -> dict[str, Any]:
+    """``{'<generator>/<metric_id>/<slice>': value}`` for every cell with a value (None cells are in the table);
+    beside a cell with any mark, ``marks/<key>``: the value with the CLI's marks ('0.812*!'), and beside a value a
+    substitute produced (an offline slot, a judge that is not the paper's), ``substitute/<key>``: its label."""
+    board = board.reset_index(drop=True)
+    texts, _ = cells(board)
+    out: dict[str, Any] = {}
+    for r, text in zip(board.to_dict("records"), texts):
         v = _clean(r.get("value"))
-        if v is not None:
-            out[f"{r['generator']}/{r['metric_id']}/{r['slice']}"] = float(v)
+        if v is None:
+            continue
+        key = f"{r['generator']}/{r['metric_id']}/{r['slice']}"
+        out[key] = float(v)
+        if text != f"{float(v):.3f}":
+            out[f"marks/{key}"] = text
+        if _clean(r.get("substitute")) is not None:
+            out[f"substitute/{key}"] = str(r["substitute"])
     return out
 
 
@@ -149,8 +171,7 @@ def export_wandb(board: pd.DataFrame, benchmark: str, out: Path, info: dict) -> 
         raise RuntimeError("the W&B export needs the wandb package: pip install -e '.[export]'") from None
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("WANDB_SILENT", "true")
-    cols = [c for c in WANDB_COLUMNS if c in board.columns]
-    rows = [[_clean(r[c]) for c in cols] for r in board[cols].to_dict("records")]
+    cols, rows = wandb_table(board)
     run = wandb.init(mode="offline", dir=str(out), project=f"bench-{benchmark}", job_type="evaluation",
                      name=f"{benchmark}-leaderboard",
                      config={"benchmark": benchmark, "protocol_digests": protocol_digests(board), **info},

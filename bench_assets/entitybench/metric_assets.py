@@ -12,7 +12,9 @@ from bench_assets.core.records import MetricRecord
 from bench_assets.core.slots import load_slot
 from bench_assets.core.tables import record_row
 from bench_assets.entitybench import consistency, counts, dataset, grounding, judged, outputs, pillar1
+from bench_assets.entitybench import metric_specs as MS
 from bench_assets.entitybench import wiring as W
+from bench_assets.core.metric_spec import mark_judged
 from bench_assets.entitybench.wiring import P
 from bench_assets.entitybench.constants import BENCH
 from bench_resources.device import Device
@@ -66,7 +68,7 @@ def entitybench_pillar1(context: AssetExecutionContext, entitybench_outputs: pd.
 
 # ----------------------------------------------------------------------------- Pillar 2 presence, Pillar 3 DINOv2
 
-@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="9", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="10", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_presence_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                                      entitybench_outputs: pd.DataFrame, entitybench_episode: pd.DataFrame,
                                      entitybench_fidelity: pd.DataFrame, models: ModelRegistry, device: Device,
@@ -100,6 +102,7 @@ def entitybench_presence_consistency(context: AssetExecutionContext, entitybench
     W.label_substitutes(df, models)
     # issue 25: a failed fidelity question leaves the gate unknown (the evaluator's failure, retried); judge off: ungated
     judged.withhold_unknown_gate(df, judged.gate_unknown_count(entitybench_grounding, fid), gate)
+    mark_judged(df, MS.gate_judge_label(gate), judged.GATED_INSTANCE_IDS)
     return Output(df, metadata={**_explain(df, generator, store),
                                 "gated_out": gated_out, **W.evaluator_metadata(df),
                                 "models": MetadataValue.json(W.slot_manifest(models, ["image_embedder", "face"]))})
@@ -111,7 +114,7 @@ def _ask(judge: Judge):
     return judge.ask_many
 
 
-@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="3")
+@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="4")
 def entitybench_fidelity(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                          entitybench_episode: pd.DataFrame, judge: Judge, store: Store,
                          models: ModelRegistry) -> Output[pd.DataFrame]:
@@ -121,11 +124,12 @@ def entitybench_fidelity(context: AssetExecutionContext, entitybench_grounding: 
     df = counts.frame(judged.fidelity_rows(generator, ep, entitybench_grounding, store.get_png, judge.ask_many))
     df["protocol"] = W.protocol(models, W.GROUNDING_SLOTS, judge)
     W.label_substitutes(df, models)
+    mark_judged(df, MS.judge_label(judge.model))   # every value here is the judge's answer
     return Output(df, metadata=_explain(df, generator, store) | W.evaluator_metadata(df)
                   | {"judge": MetadataValue.json(judge.fingerprint())})
 
 
-@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="4", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="5", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_action(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                        entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
                        judge: Judge) -> Output[pd.DataFrame]:
@@ -139,10 +143,11 @@ def entitybench_action(context: AssetExecutionContext, entitybench_outputs: pd.D
                                          judge_reason=None if ok else judge_why))
     df["protocol"] = W.protocol(models, ["open_vocab_detector", "text_embedder"], judge)
     W.label_substitutes(df, models)
+    mark_judged(df, MS.judge_label(judge.model))   # every value here is the judge's answer
     return Output(df, metadata=_explain(df, generator) | W.evaluator_metadata(df))
 
 
-@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="5", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="6", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_llm_consistency(context: AssetExecutionContext, entitybench_grounding: pd.DataFrame,
                                 entitybench_fidelity: pd.DataFrame, entitybench_outputs: pd.DataFrame,
                                 entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
@@ -162,5 +167,6 @@ def entitybench_llm_consistency(context: AssetExecutionContext, entitybench_grou
     df = counts.frame(rows)
     df["protocol"] = W.protocol(models, ["image_embedder", *W.GROUNDING_SLOTS], judge)
     W.label_substitutes(df, models)
+    mark_judged(df, MS.judge_label(judge.model))   # every value here is the judge's answer
     return Output(df, metadata=_explain(df, generator) | W.evaluator_metadata(df))
 

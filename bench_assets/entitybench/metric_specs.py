@@ -11,7 +11,27 @@ the others (value = raw mean x coverage, every skip and failure a zero contribut
 """
 from __future__ import annotations
 
-from bench_assets.core.metric_spec import ADDITION, MetricSpec, MetricSpecs
+from typing import Optional
+
+from bench_assets.core.metric_spec import ADDITION, MetricSpec, MetricSpecs, judge_substitute
+
+# the paper's judge for every judged metric (Appendix, "Multimodal LLM: gemini-2.5-pro for all judgment metrics";
+# the authors' BENCHMARK_CONFIG): a value any other model judged carries the substitute mark
+PAPER_JUDGE = "gemini-2.5-pro"
+
+
+def judge_label(model: Optional[str]) -> Optional[str]:
+    """The substitute label of a value this judge model answered, None for the paper's judge."""
+    return judge_substitute(model, PAPER_JUDGE)
+
+
+def gate_judge_label(gate: Optional[str]) -> Optional[str]:
+    """The substitute label of the gated families under a fidelity gate 'gated by A+B' (judged.gate_state): the
+    gate's judge decides which crops they read, so a non-paper gate judge marks them too."""
+    if not gate or not gate.startswith("gated by "):
+        return None
+    labels = [judge_substitute(m, PAPER_JUDGE, role="fidelity-gate judge") for m in gate[len("gated by "):].split("+")]
+    return "; ".join(sorted(x for x in labels if x)) or None
 
 GROUNDING = ("open_vocab_detector", "clip_b32")
 METRIC_TABLES = {"pillar1": "entitybench_pillar1", "presence": "entitybench_presence_consistency",

@@ -13,12 +13,12 @@ from bench_assets.core.board_text import board_markdown
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.manifest import build_manifest, protocol_digest
 from bench_assets.core.media import DecodeError, VideoSource
-from bench_assets.core.metric_spec import decode_warning_counts, label_substitutes
+from bench_assets.core.metric_spec import decode_warning_counts, label_substitutes, mark_judged
 from bench_assets.core.partitions import BenchmarkPartitions
 from bench_assets.core.records import MetricRecord
 from bench_assets.core.tables import metric_frame
 from bench_assets.locot2v import board, constants, dataset, metrics, pipeline
-from bench_assets.locot2v.metric_specs import METRICS
+from bench_assets.locot2v.metric_specs import METRICS, judge_label
 from bench_assets.locot2v.rrub import RRUB_FILE, load_rrub
 from bench_assets.locot2v.stream import DoverClips, TemporalStream
 from bench_resources.device import Device
@@ -253,7 +253,7 @@ def locot2v_visual(context: AssetExecutionContext, paths: BenchPaths, locot2v_sa
                                 "flows": MetadataValue.json(stats.get("flows", {}))})
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="2")
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="3")
 def locot2v_judged(context: AssetExecutionContext, paths: BenchPaths, locot2v_sample: pd.DataFrame,
                    locot2v_derived: pd.DataFrame, models: ModelRegistry, device: Device,
                    judge: Judge) -> Output[pd.DataFrame]:
@@ -276,6 +276,7 @@ def locot2v_judged(context: AssetExecutionContext, paths: BenchPaths, locot2v_sa
     values += pipeline.herd(judge, frames, derived["herd_questions"], derived["herd_questions_reason"])
     df = label_substitutes(_rows(values, generator, sample_id, src.sha256, _protocol(models, judge, paths)), METRICS,
                            models)
+    df = mark_judged(df, judge_label(judge.model))   # every value here is the judge's answer
     meta = _meta(df, generator)
     if extra.get("description"):
         meta["description"] = MetadataValue.text(extra["description"])

@@ -8,11 +8,21 @@ parts have a value, with its coverage). All in %, higher is better (the paper av
 mark of an item row comes from them (``label_substitutes`` in assets.py)."""
 from __future__ import annotations
 
-from bench_assets.core.metric_spec import ADDITION, MetricSpec, MetricSpecs
+from typing import Optional
+
+from bench_assets.core.metric_spec import ADDITION, MetricSpec, MetricSpecs, judge_substitute
 from bench_assets.locot2v import constants
 
 VISUAL = ("locot2v_visual",)
 JUDGED = ("locot2v_judged",)
+# the MLLM the paper names for its judged evaluation (Sec. 3.2.2: "we employ Qwen2.5-VL-7B to generate a detailed
+# description"); a value any other model judged carries the substitute mark
+PAPER_JUDGE = "Qwen2.5-VL-7B"
+
+
+def judge_label(model: Optional[str]) -> Optional[str]:
+    """The substitute label of a value this judge model answered, None for the paper's judge."""
+    return judge_substitute(model, PAPER_JUDGE)
 HEADLINE_FAMILY = "dimensions and overall"   # the five dimensions and overall (the site's headline chart)
 PARTIAL_FAMILY = "partial means (additions)"
 SUB_AGGREGATION = ("mean over the samples with a value (a sample the generator did not deliver counts 0 in value, "

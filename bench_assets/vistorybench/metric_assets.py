@@ -9,7 +9,7 @@ from dagster import AssetExecutionContext, AutomationCondition, MetadataValue, O
 
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.core.generators import read_generator
-from bench_assets.core.metric_spec import label_substitutes
+from bench_assets.core.metric_spec import label_substitutes, mark_judged
 from bench_assets.core.records import MetricRecord
 from bench_assets.core.slots import load_slot
 from bench_assets.core.tables import metric_frame, record_row
@@ -19,7 +19,7 @@ from bench_assets.vistorybench.alignment import (ALIGNMENT_SUBSCORES, alignment_
 from bench_assets.vistorybench.constants import BENCH
 from bench_assets.vistorybench.input_assets import vistorybench_outputs
 from bench_assets.vistorybench.manifest import protocol
-from bench_assets.vistorybench.metric_specs import METRICS, label_rows
+from bench_assets.vistorybench.metric_specs import METRICS, judge_label, label_rows
 from bench_assets.vistorybench.scores import (SCORE_METRICS, aesthetic_rows, character_rows, evaluator_metadata,
                                               occm_rows, story_failed_rows, style_rows, with_evaluator_counts)
 from bench_assets.vistorybench.shots import ok_shots, shot_image, spaces, story_error, story_of
@@ -85,7 +85,7 @@ def vistorybench_scores(context: AssetExecutionContext, paths: BenchPaths, visto
 
 # ----------------------------------------------------------------------------------------- alignment (judge)
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="4")
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="5")
 def vistorybench_alignment(context: AssetExecutionContext, vistorybench_outputs: pd.DataFrame,
                            vistorybench_story: pd.DataFrame, vistorybench_matches: pd.DataFrame, judge: Judge,
                            models: ModelRegistry, store: Store) -> Output[pd.DataFrame]:
@@ -109,6 +109,7 @@ def vistorybench_alignment(context: AssetExecutionContext, vistorybench_outputs:
     df = with_evaluator_counts(df, [], everything=not err)
     df["protocol"] = protocol(models, judge)
     df = label_rows(df, models, spaces(story))
+    df = mark_judged(df, judge_label(judge.model))   # every value here is the judge's answer
     rec = df[(df.level == "item") & (df.metric_id == "alignment")].iloc[0]
     subs = df[(df.level == "item") & df.metric_id.isin(ALIGNMENT_SUBSCORES)]
     return Output(df, metadata={"alignment": float(rec.value) if pd.notna(rec.value) else "None",

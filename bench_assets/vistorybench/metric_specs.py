@@ -18,8 +18,8 @@ from typing import Mapping, Optional
 
 import pandas as pd
 
-from bench_assets.core.metric_spec import ADDITION, MetricSpec, MetricSpecs, join_substitutes, label_substitutes, \
-    substitute_label
+from bench_assets.core.metric_spec import ADDITION, MetricSpec, MetricSpecs, join_substitutes, judge_substitute, \
+    label_substitutes, substitute_label
 
 STARRED = (0.0, 100.0)
 PER_STORY = "mean over stories of the story value"
@@ -28,6 +28,16 @@ ALIGNMENT = ("vistorybench_alignment",)
 # the identity encoder of a character's space (characters.space_of): which slot a row's value depends on
 SPACE_SLOT = {"face": "face", "features": "character_embedder"}
 IDENTITY_SLOTS = ("character_detector", "face", "character_embedder")
+
+# the paper's judge of prompt alignment (Sec. 4, "We primarily use GPT-4.1 for automated evaluation"): a value any
+# other model judged carries the substitute mark
+PAPER_JUDGE = "gpt-4.1"
+
+
+def judge_label(model: Optional[str]) -> Optional[str]:
+    """The substitute label of a value this judge model answered, None for the paper's judge."""
+    return judge_substitute(model, PAPER_JUDGE)
+
 
 METRICS = MetricSpecs("vistorybench", [
     MetricSpec("csd_cross", "style", "higher",
