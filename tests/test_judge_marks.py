@@ -126,3 +126,49 @@ def test_wandb_export_keeps_every_board_column_and_the_marks(tmp_path):
     assert summary[f"substitute/{key}"] == f"judge: {CLAUDE} (paper: gemini-2.5-pro)"
     assert summary[f"marks/{key}"].startswith(f"{v:.3f}*")
     assert "substitute/by_gemini/intra_face_fidelity/all" not in summary
+
+
+def test_entitybench_assets_mark_the_judge_that_answered(tmp_path, monkeypatch):
+    """End to end on an embedded episode: the assets judged by Claude (the fake Messages server) put the judge's
+    mark on every judged cell with a value; Pillar 1 (no judge) has none."""
+    import shutil
+
+    from dagster import instance_for_test
+
+    from bench_assets import definitions as d
+    from bench_assets.core.generators import discover_generators
+    from bench_assets.core.runner import evaluate
+    from bench_resources.config import build_resources
+    from bench_resources.judge import Judge
+    from bench_resources.paths import BenchPaths
+    from tests.support.entitybench import varied
+    from tests.support.fake_anthropic import FakeAnthropic
+
+    src = Path(__file__).resolve().parents[1] / "data"
+    data = tmp_path / "data"
+    (data / "entitybench" / "episodes").mkdir(parents=True)
+    shutil.copy(src / "entitybench" / "episodes" / "e0002.json", data / "entitybench" / "episodes")
+    shutil.copytree(src / "generators" / "faithful" / "e0002", data / "generators" / "faithful" / "e0002")
+    (data / "generators" / "faithful" / "generator.yaml").write_text(
+        "name: faithful\nbenchmark: entitybench\ndescription: judged by a non-paper judge\n")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeAnthropic(responder=varied) as srv, instance_for_test() as instance:
+        judge = Judge(mode="live", model=CLAUDE, base_url=srv.base_url, cache_dir=str(tmp_path / "cache"),
+                      backoff_s=0.01)
+        paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
+        resources = build_resources(paths=paths, store_root=str(tmp_path / "store"), judge=judge)
+        gens, errors = discover_generators(paths.generators_dir, "entitybench")
+        stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=d.ENTITYBENCH,
+                         items=["e0002"], generators=gens, item_assets=d.ENTITYBENCH_ITEM_ASSETS,
+                         generator_assets=d.ENTITYBENCH_GENERATOR_ASSETS,
+                         aggregate_assets=["entitybench_leaderboard"], progress=lambda s: None)
+        assert not errors and not stats.failed, (errors, stats.failed)
+        board = resources["store"].query("SELECT * FROM entitybench_leaderboard WHERE slice = 'all'")
+    label = f"judge: {CLAUDE} (paper: gemini-2.5-pro)"
+    valued = board[board["value"].notna()].set_index("metric_id")["substitute"].fillna("")
+    judged = [m for m in valued.index if m.startswith(("intra_face_", "intra_action_", "llm_"))
+              and m != "intra_face_within_shot"]
+    assert len(judged) >= 10, list(valued.index)
+    assert all(label in valued[m] for m in judged), {m: valued[m] for m in judged if label not in valued[m]}
+    assert f"fidelity-gate judge: {CLAUDE}" in valued["cs_face"]
+    assert "judge:" not in valued["temporal_flickering"] and "judge:" not in valued["subject_consistency"]
