@@ -78,3 +78,21 @@ def test_table19_on_gap_decay_rows_from_entitybench():
     assert t19.loc[("EntityMem", "llm_sim", "1-2"), "pairs"] == 2
     md = rows.table19_markdown(rows.table19(gap))
     assert "0.805 (2)" in md and "0.540 (1)" in md and "other" not in md
+
+
+def test_a_category_from_substitute_values_is_marked():
+    """Values a non-paper judge produced: the category's effect carries the label and a '*' in the markdown; the
+    category scored by the paper's models has none (HEAD's Table 5 dropped the substitute column)."""
+    rec = _records(12, 0.04, seed=5)
+    label = "judge: claude-sonnet-4-6 (paper: gemini-2.5-pro)"
+    rec["substitute"] = [label if m == "intra_face_hair" else None for m in rec["metric_id"]]
+    other = _records(12, -0.02, seed=6)
+    other = other[other["metric_id"] == "intra_face_fidelity"].assign(metric_id="intra_object_presence",
+                                                                      substitute=None)
+    t5 = rows.table5(pd.concat([rec, other], ignore_index=True)).set_index("category")
+    assert t5.loc[FACE, "substitute"] == label and pd.isna(t5.loc["Object presence", "substitute"])
+    md = rows.table5_markdown(t5.reset_index())
+    face_line = next(line for line in md.splitlines() if line.startswith(f"| {FACE}"))
+    obj_line = next(line for line in md.splitlines() if line.startswith("| Object presence"))
+    assert f"{t5.loc[FACE, 'avg_d']:+.2f} [" in face_line and "]* |" in face_line and label in face_line
+    assert "*" not in obj_line
