@@ -297,6 +297,22 @@ class Store(ConfigurableResource):
             return "no columns"
         return None
 
+    def table_problem(self, asset_name: str, partition: dict[str, str] | str | None) -> Optional[str]:
+        """Why an asset partition's table cannot be read back, or None when its Parquet footer reads.
+
+        ``table missing: <the asset's table folder>`` (the folder, not the file: a new store or a deleted folder is
+        one reason per asset for all its partitions, which the caller lists, not one line per file) or ``table
+        unreadable: <file> (<why>)``. The instance can say "materialised" of a table deleted or damaged since (or
+        written under another store root): staleness asks this, so such a partition re-runs."""
+        path = self.table_path(asset_name, partition)
+        if not self.exists(path):
+            return f"table missing: {self.table_dir(asset_name)}"
+        why = self._file_problem(path)
+        return f"table unreadable: {path} ({why})" if why else None
+
+    def has_table(self, asset_name: str, partition: dict[str, str] | str | None) -> bool:
+        return self.table_problem(asset_name, partition) is None
+
     def _view_sql(self, name: str, source: str) -> str:
         return (f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM read_parquet({source}, '
                 f"hive_partitioning=true, union_by_name=true)")
@@ -406,6 +422,12 @@ class ParquetIOManager(ConfigurableIOManager):
         if partitions_def is None or partition_key is None:
             return self.store.table_path(_asset_name(key), None)
         return self.store.table_path(_asset_name(key), partition_dims(partitions_def, partition_key))
+
+    def table_problem(self, key, partitions_def, partition_key: Optional[str]) -> Optional[str]:
+        """``Store.table_problem`` of the table this IO manager writes for ``key`` / ``partition_key``."""
+        dims = None if partitions_def is None or partition_key is None else partition_dims(partitions_def,
+                                                                                            partition_key)
+        return self.store.table_problem(_asset_name(key), dims)
 
     def handle_output(self, context: OutputContext, obj: pd.DataFrame) -> None:
         if obj is None:

@@ -219,6 +219,21 @@ class Staleness:
             self._latest[(key, pk)] = _latest_record(self.instance, key, pk)
         return self._latest[(key, pk)]
 
+    def table_problem(self, key: AssetKey, pk: str | None, io_manager) -> str | None:
+        """Why the table that ``key`` / ``pk``'s last materialisation wrote cannot be read back now (``table
+        missing: <folder>``: deleted, or a new store root under an old home; ``table unreadable: ...``), or None.
+        The instance alone would call it up to date. Only a materialisation whose IO manager recorded its ``path``
+        wrote a table (a run-less record, an asset that returned nothing, another IO manager: not asked). Not
+        cached: a file deleted while a shared Staleness lives is seen."""
+        if io_manager is None or not hasattr(io_manager, "table_problem"):
+            return None
+        rec = self.latest(key, pk)
+        mat = rec.asset_materialization if rec is not None else None
+        if mat is None or "path" not in (mat.metadata or {}):
+            return None
+        node = self.graph.get(key)
+        return io_manager.table_problem(key, node.partitions_def if node.is_partitioned else None, pk)
+
     def run(self, run_id: str):
         if run_id not in self._runs:
             self._runs[run_id] = self.instance.get_run_by_id(run_id)
@@ -651,7 +666,8 @@ def rerun_plan(instance, assets: Sequence, keys: Sequence[AssetKey], pk: str | N
         elif status:
             why[k] = status.lower()
         else:
-            reason = evaluator_rerun(instance, assets, k, pk, resources, st=st)
+            reason = (st.table_problem(k, pk, resources.get("io_manager"))
+                      or evaluator_rerun(instance, assets, k, pk, resources, st=st))
             if reason:
                 why[k] = reason
     within = set(keys)

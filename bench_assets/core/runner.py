@@ -71,11 +71,62 @@ def dagster_home() -> Path:
     return home
 
 
+def complete_schema(instance: DagsterInstance) -> list[str]:
+    """Finish the schema a process killed while creating the home left half made; returns what it created.
+
+    Dagster creates the SQLite event log's index shard only when its file does not exist yet, one autocommitted
+    CREATE TABLE at a time: a SIGKILL in between left ``index.db`` without ``dynamic_partitions`` (and the
+    rest), and every later run failed with 'Using dynamic partitions definitions requires the dynamic partitions
+    table'. Here the missing tables are created (CREATE IF NOT EXISTS) and the revision stamped, as Dagster's own
+    first start would have; the data migrations each storage runs after its first start are idempotent and are
+    run again (a kill may have come between them). Run and schedule storages redo their creation while unstamped."""
+    done: list[str] = []
+    ev = instance.event_log_storage
+    try:
+        from dagster._core.storage.event_log.sqlite import sqlite_event_log
+    except ImportError:  # another Dagster layout: nothing to complete here
+        sqlite_event_log = None
+    if sqlite_event_log is not None and isinstance(ev, sqlite_event_log.SqliteEventLogStorage):
+        import sqlalchemy as sa
+        from dagster._core.storage.event_log.schema import SqlEventLogStorageMetadata
+        from dagster._core.storage.sql import check_alembic_revision, get_alembic_config, safe_commit, stamp_alembic_rev
+        engine = sa.create_engine(ev.conn_string_for_shard(sqlite_event_log.INDEX_SHARD_NAME),
+                                  poolclass=sa.pool.NullPool)
+        try:
+            missing = sorted(set(SqlEventLogStorageMetadata.tables) - set(sa.inspect(engine).get_table_names()))
+            if missing:
+                SqlEventLogStorageMetadata.create_all(engine)
+                done += missing
+            with engine.connect() as conn:
+                cfg = get_alembic_config(sqlite_event_log.__file__)
+                have, head = check_alembic_revision(cfg, conn)
+                if not (have and head):  # create_all made the head schema: stamp it so
+                    stamp_alembic_rev(cfg, conn, rev="head")
+                    safe_commit(conn)
+                    done.append("event log revision stamp")
+        finally:
+            engine.dispose()
+    # each skips what is marked done (a few reads, ~25 ms in all), so they run every time
+    for fix in (lambda: (ev.reindex_events(), ev.reindex_assets()),
+                lambda: (instance.run_storage.migrate(), instance.run_storage.optimize()),
+                lambda: (instance.schedule_storage.migrate(), instance.schedule_storage.optimize())):
+        try:
+            fix()
+        except NotImplementedError:  # a storage without data migrations
+            pass
+    return done
+
+
 def open_instance() -> DagsterInstance:
-    """The home's instance with every storage's schema created under the home lock."""
+    """The home's instance with every storage's schema created (or completed, ``complete_schema``) under the home
+    lock."""
     home = dagster_home()
     with home_lock(home):
         instance = DagsterInstance.get()
+        done = complete_schema(instance)
+        if done:  # never silent: the home was left by a killed process
+            print(f"note: completed the Dagster home's schema ({home}) that a killed process left half made: "
+                  f"created {', '.join(done)}", file=sys.stderr)
         instance.get_runs(limit=1)
         instance.get_dynamic_partitions("bench_schema_probe")
         instance.event_log_storage.get_concurrency_keys()
@@ -701,6 +752,12 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
         known_gens = set(instance.get_dynamic_partitions(partitions.generators.name))
         instance.add_dynamic_partitions(partitions.generators.name,
                                         [g.name for g in generators if g.name not in known_gens])
+        # registered on every run, whatever an earlier (killed) one got to; read back before any materialize
+        for pdef, want in ((partitions.items, items), (partitions.generators, [g.name for g in generators])):
+            lost = sorted(set(want) - set(instance.get_dynamic_partitions(pdef.name)))
+            if lost:
+                raise RuntimeError(f"partitions {', '.join(lost[:5])} of {pdef.name} did not register in the "
+                                   f"Dagster home {home}")
     state = evaluator_state(resources)
     tags = {**process_tags(), "bench/evaluator_state": state, **evaluator_tags(resources), **(extra_tags or {})}
     stats.staleness_unknown = tags.get(STALENESS_UNKNOWN_TAG, "")
