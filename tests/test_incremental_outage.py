@@ -9,14 +9,10 @@ import threading
 import pandas as pd
 from dagster import instance_for_test
 
-from bench_assets import definitions as d
-from bench_assets.core.generators import discover_generators
-from bench_assets.core.runner import evaluate
-from bench_resources.config import build_resources
 from bench_resources.judge import Judge
-from bench_resources.paths import BenchPaths
-from tests.support.fake_anthropic import FakeAnthropic, server_error, tool_answer
+from tests.support.entitybench import evaluate_judged as run
 from tests.support.entitybench import world  # noqa: F401
+from tests.support.fake_anthropic import FakeAnthropic, server_error, tool_answer
 
 # grounding (models), then the two judge-only families; the consistency families add minutes, not coverage here
 GEN = ["entitybench_outputs", "entitybench_grounding", "entitybench_fidelity", "entitybench_action"]
@@ -49,17 +45,6 @@ class Endpoint:
             out[k] = ("a place" if t == "string" else (p["enum"][h % len(p["enum"])] if "enum" in p else
                       score / 10 if t == "number" else score))
         return tool_answer(out)
-
-
-def run(instance, data, store, judge):
-    paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
-    resources = build_resources(paths=paths, store_root=str(store), judge=judge)
-    gens, _ = discover_generators(paths.generators_dir, "entitybench")
-    stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=d.ENTITYBENCH, items=["e0001"],
-                     generators=gens, item_assets=list(d.ENTITYBENCH_ITEM_ASSETS), generator_assets=GEN,
-                     aggregate_assets=[], progress=lambda s: None, show_progress=False)
-    assert not stats.failed, stats.failed
-    return stats, resources["store"]
 
 
 def table(store, name):

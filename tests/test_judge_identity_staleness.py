@@ -5,16 +5,31 @@ model a's answers and protocol beside a rebuilt board (core/automation.py ``Stal
 import hashlib
 import json
 
-import pytest
-from dagster import AssetKey, AssetRecordsFilter, MetadataValue, Output, asset, instance_for_test, materialize
+from dagster import (
+    AssetKey,
+    AssetRecordsFilter,
+    MetadataValue,
+    Output,
+    asset,
+    instance_for_test,
+    materialize,
+)
 
 from bench_assets.core import automation
-from bench_assets.core.automation import (JUDGE_ID_TAG, JUDGE_STATE_TAG, Staleness, evaluator_tags, judge_change_words,
-                                          judge_identity, judge_state, rerun_plan)
+from bench_assets.core.automation import (
+    JUDGE_ID_TAG,
+    JUDGE_STATE_TAG,
+    Staleness,
+    evaluator_tags,
+    judge_change_words,
+    judge_identity,
+    judge_state,
+    rerun_plan,
+)
 from bench_resources.judge import Judge
+from tests.support.entitybench import evaluate_judged as _evaluate
 from tests.support.entitybench import world  # noqa: F401
 from tests.support.fake_anthropic import FakeAnthropic, tool_answer
-
 
 # ------------------------------------------------------------------------------------------------ identity, pure
 
@@ -156,22 +171,6 @@ def by_model_and_image(body):
     return tool_answer(out)
 
 
-def _evaluate(instance, data, store, judge):
-    from bench_assets import definitions as d
-    from bench_assets.core.generators import discover_generators
-    from bench_assets.core.runner import evaluate
-    from bench_resources.config import build_resources
-    from bench_resources.paths import BenchPaths
-    paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
-    resources = build_resources(paths=paths, store_root=str(store), judge=judge)
-    gens, _ = discover_generators(paths.generators_dir, "entitybench")
-    stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=d.ENTITYBENCH, items=["e0001"],
-                     generators=gens, item_assets=list(d.ENTITYBENCH_ITEM_ASSETS), generator_assets=GEN,
-                     aggregate_assets=[], progress=lambda s: None, show_progress=False)
-    assert not stats.failed, stats.failed
-    return stats, resources["store"]
-
-
 def _materialized_since(instance, mark):
     """(asset, partition) of every materialization stored after event ``mark``: what the run really wrote."""
     out = []
@@ -277,6 +276,7 @@ def test_the_generator_sensor_requests_exactly_the_judged_assets_after_a_judge_c
     """The UI's path: the sensor's runs record the environment's judge; after BENCH_JUDGE_MODEL changes, its next
     tick requests the judge-using asset of each partition and nothing else."""
     from dagster import RunRequest, build_sensor_context
+
     from bench_assets.core.partitions import BenchmarkPartitions
 
     pj = BenchmarkPartitions("tinyjudge", "thing")

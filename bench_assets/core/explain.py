@@ -12,16 +12,10 @@ from typing import Any, Callable, Mapping, Optional
 
 import pandas as pd
 
+from bench_assets.core.records import number_or_none as _num
+
 MAX_UNIT_ROWS = 15
 MAX_PREVIEWS = 6
-
-
-def _num(v: Any) -> Optional[float]:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
 
 
 def _int(v: Any) -> int:

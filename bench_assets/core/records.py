@@ -60,3 +60,12 @@ def record_from_values(
 def unavailable(metric_id: str, reason: str, n_skipped: int) -> MetricRecord:
     """A metric whose model or judge is not available: every instance skipped, with the reason."""
     return MetricRecord(metric_id, None, 0, 0, n_skipped, reason)
+
+
+def number_or_none(v: Any) -> Optional[float]:
+    """A table cell as a float, None for a missing, non-numeric or NaN cell (a stored None reads back as NaN)."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if f != f else f

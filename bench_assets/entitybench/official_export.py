@@ -18,6 +18,8 @@ from typing import Any, Iterable, Optional
 
 import pandas as pd
 
+from bench_assets.core.records import number_or_none as _num
+
 # eval/evaluate_benchmark.py VBENCH_DIMENSIONS and ALL_METRICS (the authors' ids, which our specs keep)
 VBENCH_DIMENSIONS = ("subject_consistency", "temporal_flickering", "motion_smoothness", "dynamic_degree",
                      "aesthetic_quality", "imaging_quality")
@@ -37,14 +39,6 @@ ALL_METRICS = (
 AUTHOR_EXTRA = ("_meta_cross_shot_gate",)
 TIERS = ("easy", "medium", "hard")
 EVAL = "n_failed_evaluator"   # counts.EVAL
-
-
-def _num(v: Any) -> Optional[float]:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
 
 
 def _count(v: Any) -> int:

@@ -9,23 +9,17 @@ are in ``leaderboard_submission_counts.json`` beside it, row for row.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any
 
 import pandas as pd
+
+from bench_assets.core.records import number_or_none as _num
 
 SUB_DIMENSIONS = ("identity", "appearance", "geometry", "texture", "epipolar", "reprojection", "lighting", "style",
                   "state_evolution", "evolution_correctness", "text_instruction", "action_instruction")
 PREFIX = "m_score."   # metric_specs.board_id
 MODES = ("T", "A")
 COUNTS = ("n_items", "n_eval", "n_failed", "n_skipped", "coverage", "reason")
-
-
-def _num(v: Any) -> Optional[float]:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
 
 
 def _plain(v: Any) -> Any:

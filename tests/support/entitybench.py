@@ -30,3 +30,26 @@ def varied(body: dict) -> dict:
         out[k] = ("a place" if p["type"] == "string" else int(score >= 5) if "enum" in p else score / 10
                   if p["type"] == "number" else score)
     return tool_answer(out)
+
+
+# grounding (models), then the two judge-only families; the consistency families add minutes, not coverage here
+JUDGED_GENERATOR_ASSETS = ["entitybench_outputs", "entitybench_grounding", "entitybench_fidelity", "entitybench_action"]
+
+
+def evaluate_judged(instance, data, store, judge, items=("e0001",)):
+    """``bench evaluate``'s path over EntityBench's grounding and its two judge-only families for ``items`` with
+    ``judge``: (RunStats, the store). Fails the test if a partition failed."""
+    from bench_assets import definitions as d
+    from bench_assets.core.generators import discover_generators
+    from bench_assets.core.runner import evaluate
+    from bench_resources.config import build_resources
+    from bench_resources.paths import BenchPaths
+    paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
+    resources = build_resources(paths=paths, store_root=str(store), judge=judge)
+    gens, _ = discover_generators(paths.generators_dir, "entitybench")
+    stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=d.ENTITYBENCH, items=list(items),
+                     generators=gens, item_assets=list(d.ENTITYBENCH_ITEM_ASSETS),
+                     generator_assets=JUDGED_GENERATOR_ASSETS, aggregate_assets=[], progress=lambda s: None,
+                     show_progress=False)
+    assert not stats.failed, stats.failed
+    return stats, resources["store"]

@@ -54,6 +54,7 @@ def world_group(rootpath: Path, nodeid: str) -> str:
     return _group_cache[path]
 
 
+@pytest.hookimpl(optionalhook=True)   # a hook of xdist's: absent under -p no:xdist
 def pytest_xdist_make_scheduler(config, log):
     """Under xdist (``-n``), tests are scheduled by ``world_group``: whole files, and the files of one session world
     together. (``--dist loadgroup`` with ``xdist_group`` marks does not group under pytest 9 + xdist 3.8: measured.)"""

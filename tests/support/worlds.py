@@ -115,23 +115,27 @@ def narrativetrack_items(tmp_path_factory):
     old_key = os.environ.get("ANTHROPIC_API_KEY")
     os.environ["ANTHROPIC_API_KEY"] = "test-key-not-real"
     pj = PipelineJudge()
-    try:
-        with instance_for_test() as instance, FakeAnthropic(responder=pj) as srv:
-            instance.add_dynamic_partitions(A.P.items.name, VIDEOS)
-            instance.add_dynamic_partitions(A.P.generators.name, ANSWERERS)
-            live = {**resources, "judge": Judge(mode="live", base_url=srv.base_url, cache_dir=str(store / "jc_live"),
-                                                max_retries=0)}
-            for v in VIDEOS:
-                res = materialize(A.ASSETS, selection=A.ITEM_ASSETS, partition_key=v, instance=instance,
-                                  resources=live if v == JUDGE_VIDEO else resources, run_config=QUIET)
-                assert res.success, v
-            yield instance, resources, paths, pj, store
-    finally:
-        torch.set_num_threads(threads)
-        if old_key is None:
-            os.environ.pop("ANTHROPIC_API_KEY", None)
-        else:
-            os.environ["ANTHROPIC_API_KEY"] = old_key
+    with instance_for_test() as instance:
+        # the key and the thread count hold only while the world is built: a session fixture that kept them would
+        # hand every later test of the worker a judge key (measured: MBench's and EntityBench's worlds built after
+        # this one asked a live judge) and one torch thread
+        try:
+            with FakeAnthropic(responder=pj) as srv:
+                instance.add_dynamic_partitions(A.P.items.name, VIDEOS)
+                instance.add_dynamic_partitions(A.P.generators.name, ANSWERERS)
+                live = {**resources, "judge": Judge(mode="live", base_url=srv.base_url,
+                                                    cache_dir=str(store / "jc_live"), max_retries=0)}
+                for v in VIDEOS:
+                    res = materialize(A.ASSETS, selection=A.ITEM_ASSETS, partition_key=v, instance=instance,
+                                      resources=live if v == JUDGE_VIDEO else resources, run_config=QUIET)
+                    assert res.success, v
+        finally:
+            torch.set_num_threads(threads)
+            if old_key is None:
+                os.environ.pop("ANTHROPIC_API_KEY", None)
+            else:
+                os.environ["ANTHROPIC_API_KEY"] = old_key
+        yield instance, resources, paths, pj, store
 
 
 @pytest.fixture(scope="session")
