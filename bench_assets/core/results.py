@@ -21,7 +21,7 @@ RESULTS_SCHEMA = "bench-results/1"
 VERSIONED = ("entity-bench-platform", "dagster", "torch", "torchvision", "opencv-python", "pandas", "duckdb", "numpy")
 
 
-def _clean(v: Any) -> Any:
+def json_scalar(v: Any) -> Any:
     """JSON-safe scalars: NaN/NA -> None, numpy scalars -> Python."""
     if v is None:
         return None
@@ -41,7 +41,7 @@ def _clean(v: Any) -> Any:
 
 
 def board_records(board: pd.DataFrame) -> list[dict]:
-    return [{k: _clean(v) for k, v in r.items()} for r in board.to_dict("records")]
+    return [{k: json_scalar(v) for k, v in r.items()} for r in board.to_dict("records")]
 
 
 def git_commit(root: Path) -> Optional[str]:
@@ -137,7 +137,7 @@ def wandb_table(board: pd.DataFrame) -> tuple[list[str], list[list]]:
     board = board.reset_index(drop=True)
     texts, _ = cells(board)
     cols = [c for c in WANDB_KEY if c in board.columns] + [c for c in board.columns if c not in WANDB_KEY]
-    rows = [[_clean(r[c]) for c in cols] + [t] for r, t in zip(board.to_dict("records"), texts)]
+    rows = [[json_scalar(r[c]) for c in cols] + [t] for r, t in zip(board.to_dict("records"), texts)]
     return cols + ["marked"], rows
 
 
@@ -149,14 +149,14 @@ def wandb_summary(board: pd.DataFrame) -> dict[str, Any]:
     texts, _ = cells(board)
     out: dict[str, Any] = {}
     for r, text in zip(board.to_dict("records"), texts):
-        v = _clean(r.get("value"))
+        v = json_scalar(r.get("value"))
         if v is None:
             continue
         key = f"{r['generator']}/{r['metric_id']}/{r['slice']}"
         out[key] = float(v)
         if text != f"{float(v):.3f}":
             out[f"marks/{key}"] = text
-        if _clean(r.get("substitute")) is not None:
+        if json_scalar(r.get("substitute")) is not None:
             out[f"substitute/{key}"] = str(r["substitute"])
     return out
 

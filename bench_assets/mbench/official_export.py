@@ -8,29 +8,18 @@ are in ``leaderboard_submission_counts.json`` beside it, row for row.
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
 
 from bench_assets.core.records import number_or_none as _num
+from bench_assets.core.results import json_scalar
 
 SUB_DIMENSIONS = ("identity", "appearance", "geometry", "texture", "epipolar", "reprojection", "lighting", "style",
                   "state_evolution", "evolution_correctness", "text_instruction", "action_instruction")
 PREFIX = "m_score."   # metric_specs.board_id
 MODES = ("T", "A")
 COUNTS = ("n_items", "n_eval", "n_failed", "n_skipped", "coverage", "reason")
-
-
-def _plain(v: Any) -> Any:
-    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
-        return None
-    try:
-        if pd.isna(v):
-            return None
-    except (TypeError, ValueError):
-        pass
-    return v.item() if hasattr(v, "item") else v
 
 
 def export(board: pd.DataFrame) -> dict:
@@ -49,7 +38,7 @@ def export(board: pd.DataFrame) -> dict:
                 c = cells.get(k)
                 row[k] = None if c is None else _num(c["value"])
                 cnt[k] = ({"reason": "no board row"} if c is None else
-                          {f: _plain(c[f]) if f in c.index else None for f in COUNTS})
+                          {f: json_scalar(c[f]) if f in c.index else None for f in COUNTS})
             rows.append(row)
             counts.append(cnt)
     if not rows:
