@@ -125,6 +125,12 @@ def test_keyframes_and_shots_follow_the_bank(tmp_path):
     f = read_frames(run.store.get_bytes(shots[1]["video"], "mp4"))
     prev_last = run.get(shots[0]["last_frame"])
     assert len(f) == SMALL.n_frames and float(np.abs(f[0].astype(float) - prev_last).mean()) < 6
+    # the backbone's text prompt opens with the shot's camera direction (paper C.1): angle, cut or pan, keyframes
+    prompts = [r["prompt"].splitlines()[0] for r in reqs]
+    assert prompts[0] == "Camera: hard cut; static camera, framing the centre of the location."
+    assert prompts[1] == ("Camera: continues the previous shot; the camera holds, framing the centre of the location, "
+                          "2 keyframes in order.")
+    assert [k.get("pan") for k in kfs] == [lays[k["shot"] - 1]["plan"]["pan"] for k in kfs]
     control = pipeline.generate_control(run)
     creqs = run.backends.video.requests[len(shots):]
     assert creqs[0]["roles"] == [] and creqs[2]["roles"] == ["memory", "memory"]   # earlier shots' whole frames
@@ -320,6 +326,29 @@ def test_table19_reads_the_gap_decay_of_both_arms():
     md = rows.table19_markdown(t19)
     assert "0.700 (10)" in md and "0.500 (4)" in md and "faithful" not in md
     assert "no character pair" in rows.table19_markdown(rows.table19(None))
+
+
+def test_camera_direction_names_the_pan_and_the_angle():
+    assert B.camera_direction("left", "left", True) == ("Camera: continues the previous shot; the camera pans left, "
+                                                        "framing the left part of the location.")
+    assert B.camera_direction("right", "none", False, 1) == ("Camera: hard cut; static camera, framing the right part "
+                                                             "of the location.")
+    ep = parse_episode(copy.deepcopy(EPISODE))
+    p = B.injected_prompt(ep, 2, "Camera: x.")
+    assert p.splitlines()[0] == "Camera: x." and p.endswith(EPISODE["shots"][1]["action"])
+    assert B.injected_prompt(ep, 2) == "\n".join(p.splitlines()[1:])
+
+
+def test_the_offline_card_says_offline_stand_in_once():
+    cfg = configs.BUILTIN[configs.OFFLINE]
+    run_backends = pipeline.Backends.from_config(cfg)
+    for arm in ("entitymem", "control"):
+        desc = pipeline.generator_card(cfg, arm, run_backends)["description"]
+        assert desc.count("offline stand-in") == 1, desc
+        assert "rule-based agents" in desc
+    named = configs.EntityMemConfig("mine", "FLUX portraits", image={"backend": "openai"})
+    assert pipeline.generator_card(named, "entitymem", run_backends)["description"] == (
+        "EntityMem (per-entity memory bank); configuration mine: FLUX portraits")
 
 
 def test_keyword_lookup_order_default_and_case():

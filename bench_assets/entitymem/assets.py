@@ -66,7 +66,7 @@ def _out(df: pd.DataFrame, run: pipeline.Run, meta: dict) -> Output[pd.DataFrame
         return Output(df, data_version=version, metadata=meta)
 
 
-@asset(partitions_def=PARTITIONS, group_name=GROUP, code_version=pipeline.PIPELINE_VERSION, kinds={"python"})
+@asset(partitions_def=PARTITIONS, group_name=GROUP, code_version=pipeline.CODE_VERSION, kinds={"python"})
 def entitymem_bank(context: AssetExecutionContext, paths: BenchPaths, store: Store,
                    judge: Judge) -> Output[pd.DataFrame]:
     """Stage 1: per entity, the Classification Agent's decision, the textual memory, and the reference: portrait
@@ -80,7 +80,7 @@ def entitymem_bank(context: AssetExecutionContext, paths: BenchPaths, store: Sto
                           "audit": MetadataValue.md(rows.bank_markdown(df, store))})
 
 
-@asset(partitions_def=PARTITIONS, group_name=GROUP, code_version=pipeline.PIPELINE_VERSION, deps=[entitymem_bank])
+@asset(partitions_def=PARTITIONS, group_name=GROUP, code_version=pipeline.CODE_VERSION, deps=[entitymem_bank])
 def entitymem_layouts(context: AssetExecutionContext, paths: BenchPaths, store: Store,
                       judge: Judge) -> Output[pd.DataFrame]:
     """Stage 2a: per shot, the Layout Agent's plan: keyframes with cells on the 7-cell grid, camera angle, pan,
@@ -91,7 +91,7 @@ def entitymem_layouts(context: AssetExecutionContext, paths: BenchPaths, store: 
                           "repairs": int(df["repairs"].map(lambda r: len(json.loads(r))).sum())})
 
 
-@asset(partitions_def=PARTITIONS, group_name=GROUP, code_version=pipeline.PIPELINE_VERSION)
+@asset(partitions_def=PARTITIONS, group_name=GROUP, code_version=pipeline.CODE_VERSION)
 def entitymem_keyframes(context: AssetExecutionContext, paths: BenchPaths, store: Store, judge: Judge,
                         entitymem_bank: pd.DataFrame, entitymem_layouts: pd.DataFrame) -> Output[pd.DataFrame]:
     """Stage 2b: the compositor's keyframe images (camera angle's crop + height-normalised cut-outs)."""
@@ -106,7 +106,7 @@ def entitymem_keyframes(context: AssetExecutionContext, paths: BenchPaths, store
                           "audit": MetadataValue.md(rows.images_markdown(df, store, "image"))})
 
 
-@asset(partitions_def=PARTITIONS, group_name=GROUP, code_version=pipeline.PIPELINE_VERSION)
+@asset(partitions_def=PARTITIONS, group_name=GROUP, code_version=pipeline.CODE_VERSION)
 def entitymem_shots(context: AssetExecutionContext, paths: BenchPaths, store: Store, judge: Judge,
                     entitymem_bank: pd.DataFrame, entitymem_keyframes: pd.DataFrame) -> Output[pd.DataFrame]:
     """Stage 3: the EntityMem arm's shots (labelled portraits then keyframes as references, injected prompt, the
@@ -126,7 +126,7 @@ def entitymem_shots(context: AssetExecutionContext, paths: BenchPaths, store: St
                           "audit": MetadataValue.md(rows.images_markdown(df, store, "first_frame"))})
 
 
-@asset(partitions_def=PARTITIONS, group_name=GROUP, code_version=pipeline.PIPELINE_VERSION)
+@asset(partitions_def=PARTITIONS, group_name=GROUP, code_version=pipeline.CODE_VERSION)
 def entitymem_control_shots(context: AssetExecutionContext, paths: BenchPaths, store: Store,
                             judge: Judge) -> Output[pd.DataFrame]:
     """The storymem-style control from the same configuration: the same backbone with the benchmark's shot

@@ -144,10 +144,27 @@ def crops(panorama: np.ndarray) -> dict[str, np.ndarray]:
     return {a: panorama[:, i * w // 3:(i + 1) * w // 3] for i, a in enumerate(ANGLE_CROPS)}
 
 
-def injected_prompt(ep: Episode, shot_index: int) -> str:
-    """The EntityMem prompt of a shot: the action, then every scheduled entity's stored description (the textual
-    memory injects descriptions of recurring entities that the shot's script does not describe)."""
+def camera_direction(camera_angle: str, pan: str, continues: bool, n_keyframes: int = 1) -> str:
+    """The shot's camera direction in words, from its layout (paper C.1: the backbone's text prompt "describes the
+    shot's camera direction, entity description, and actions"): the angle of the location it frames, and for a
+    continuation whether it holds or pans."""
+    view = {"left": "the left part of the location", "center": "the centre of the location",
+            "right": "the right part of the location"}.get(camera_angle, f"the {camera_angle} view")
+    if not continues:
+        move = "hard cut; static camera"
+    elif pan in ("left", "right"):
+        move = f"continues the previous shot; the camera pans {pan}"
+    else:
+        move = "continues the previous shot; the camera holds"
+    steps = f", {n_keyframes} keyframes in order" if n_keyframes > 1 else ""
+    return f"Camera: {move}, framing {view}{steps}."
+
+
+def injected_prompt(ep: Episode, shot_index: int, camera: Optional[str] = None) -> str:
+    """The EntityMem prompt of a shot: the camera direction (``camera_direction``), every scheduled entity's stored
+    description (the textual memory injects descriptions of recurring entities that the shot's script does not
+    describe), then the action."""
     mem = textual_memory(ep)
     shot = ep.shots[shot_index - 1]
     lines = [f"[{mem[e]['name']}] {mem[e]['description']}" for e in shot.entities]
-    return "\n".join(lines + [shot.action]).strip()
+    return "\n".join(([camera] if camera else []) + lines + [shot.action]).strip()

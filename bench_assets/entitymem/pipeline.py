@@ -33,6 +33,9 @@ from bench_resources.generation.video import encode_mp4
 from bench_resources.store import Store
 
 PIPELINE_VERSION = "2"   # 2: the platform writes the key into every attempt's prompt; unverified references marked
+# the assets' code version (the memo's keys keep PIPELINE_VERSION: a step whose inputs did not change is reused);
+# 2.1: keyframe rows carry the layout's pan, the backbone's prompt the camera direction
+CODE_VERSION = "2.1"
 
 
 def png(img: np.ndarray) -> bytes:
@@ -261,7 +264,8 @@ def compose_keyframes(run: Run, rows: list[dict], refs: dict[str, dict], layouts
                                          {n: run.get(c) for n, c in cut.items()}, w, h)
                 return {"image": run.put(img)}
             res = run.memo.get_or_compute("keyframe", f"shot {lay['shot']} keyframe {k}", inputs, compute)
-            out.append({"shot": lay["shot"], "keyframe": k, "camera_angle": angle, "background": bg,
+            out.append({"shot": lay["shot"], "keyframe": k, "camera_angle": angle,
+                        "pan": lay["plan"].get("pan", "none"), "background": bg,
                         "entities": [e["name"] for e in kf["entities"]], "drawn": sorted(cut),
                         "unverified": unverified_names(refs, by_name, cut), "image": res["image"]})
     return out
@@ -300,7 +304,11 @@ def generate_entitymem(run: Run, rows: list[dict], refs: dict[str, dict], keyfra
                    for e in s.entities if e in refs and "labelled" in refs[e]]
         kfs = [k for k in keyframes if k["shot"] == s.index]
         refs_in += [{"role": "keyframe", "label": f"keyframe {k['keyframe']}", "id": k["image"]} for k in kfs]
-        res = _shot(run, "entitymem", s.index, B.injected_prompt(ep, s.index), refs_in, None if s.cut else last)
+        pan = kfs[0].get("pan") if kfs else None
+        camera = (B.camera_direction(kfs[0]["camera_angle"], pan if isinstance(pan, str) else "none", not s.cut,
+                                     len(kfs)) if kfs else None)
+        res = _shot(run, "entitymem", s.index, B.injected_prompt(ep, s.index, camera), refs_in,
+                    None if s.cut else last)
         direct = set(unverified_names(refs, by_name, [r["label"] for r in refs_in if r["role"] == "portrait"]))
         direct |= {n for k in kfs for n in k["unverified"]}
         # a continuation opens on the previous shot's last frame: what that shot drew unverified comes along
@@ -346,8 +354,12 @@ def generator_card(cfg: EntityMemConfig, arm: str, backends: Backends,
     what = ("EntityMem (per-entity memory bank)" if arm == "entitymem"
             else "storymem-style control (whole keyframes of earlier shots, no per-entity bank)")
     kind = "offline stand-in" if cfg.offline else f"configuration {cfg.name}"
+    # the built-in description already opens with "offline stand-in:": say it once
+    desc = cfg.description.strip()
+    if desc.lower().startswith(kind.lower()):
+        desc = desc[len(kind):].lstrip(" :;,-")
     return {"name": names[arm], "benchmark": "entitybench",
-            "description": f"{what}; {kind}: {cfg.description}".strip().rstrip(":"),
+            "description": f"{what}; {kind}: {desc}".strip().rstrip(":").rstrip(),
             "entitymem": {"arm": arm, "configuration": cfg.to_dict(), "offline_stand_in": cfg.offline,
                           "pair": names["control" if arm == "entitymem" else "entitymem"],
                           "backends": backends.fingerprint(), "pipeline_version": PIPELINE_VERSION,
