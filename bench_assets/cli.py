@@ -494,13 +494,105 @@ def cmd_import(args) -> int:
         raise CLIError(f"import {args.benchmark} {args.path}: {e}") from None
 
 
-def cmd_leaderboard(args) -> int:
+# `bench import-results <benchmark> PATH`: each benchmark's reader of its official result files (module with
+# read_results(path, known metric ids) -> (method, rows, problems, info) and RESULTS_CODE), imported when called
+RESULT_READERS = {
+    "entitybench": "bench_assets.entitybench.official",
+}
+
+
+def _item_records(store, benchmark: str) -> "pd.DataFrame":
+    """Our item-level rows (generator, item, metric_id, value) from every table the benchmark's specs read that
+    has them (an absent table is none)."""
+    import pandas as pd
+    tables = sorted({t for s in _metric_specs(benchmark).specs for t in s.inputs})
+    present = set(store.query("SELECT table_name FROM information_schema.tables")["table_name"])
+    parts = []
+    for t in tables:
+        if t not in present:
+            continue
+        cols = set(store.query(f"SELECT column_name FROM information_schema.columns WHERE table_name = '{t}'")
+                   ["column_name"])
+        if {"generator", "item", "metric_id", "value", "level"} <= cols:
+            parts.append(f"SELECT generator, item, metric_id, value FROM \"{t}\" WHERE level = 'item'")
+    if not parts:
+        return pd.DataFrame(columns=["generator", "item", "metric_id", "value"])
+    return store.query(" UNION ALL ".join(parts))
+
+
+def cmd_import_results(args) -> int:
+    """Official result files -> the store's imported_results (core/imported_results.py), a summary, and the
+    per-item side by side with one of our generators (printed; all rows to --side-by-side CSV)."""
+    import importlib
+    import time as _time
+
+    import pandas as pd
+
+    from bench_assets.core import imported_results as IR
     from bench_resources.config import build_resources
-    board = _board(build_resources(), args.benchmark)
+    mod = importlib.import_module(RESULT_READERS[args.benchmark])
+    known = {s.id for s in _metric_specs(args.benchmark).specs}
+    try:
+        method, rows, problems, info = mod.read_results(args.path, known)
+    except (ValueError, OSError, KeyError) as e:
+        raise CLIError(f"import-results {args.benchmark} {args.path}: {e}") from None
+    src = IR.Source(args.benchmark, args.method or method, args.code or mod.RESULTS_CODE,
+                    args.commit or (info or {}).get("commit"), str(Path(args.path).resolve()))
+    df = IR.frame(rows, src, _time.strftime("%Y-%m-%dT%H:%M:%SZ", _time.gmtime()))
+    resources = build_resources()
+    where = IR.store_rows(resources["store"], df)
+    for line in IR.summary_lines(df):
+        print(line)
+    print(f"stored as {src.method}{IR.LABEL} in {where}; on the board as not comparable with ours")
+    for p in problems:
+        print(f"error: {p}", file=sys.stderr)
+    ours = _item_records(resources["store"], args.benchmark)
+    gen = args.against or (src.method if src.method in set(ours["generator"]) else None)
+    if gen is None:
+        print(f"side by side: no generator of ours named {src.method!r} (give --against GENERATOR; have "
+              f"{', '.join(sorted(set(ours['generator']))) or 'none'})")
+    else:
+        sbs = IR.side_by_side(df, ours, gen)
+        both = sbs.dropna(subset=["ours", "theirs"])
+        print(f"side by side with {gen}: {len(both)} item values on both sides, {int(sbs['ours'].isna().sum())} only "
+              f"theirs, {int(sbs['theirs'].isna().sum())} only ours")
+        if len(both):
+            per = both.groupby("metric_id").agg(items=("item", "nunique"), ours=("ours", "mean"),
+                                                theirs=("theirs", "mean"),
+                                                mean_abs_delta=("delta", lambda d: d.abs().mean()))
+            with pd.option_context("display.width", 200, "display.max_rows", 200):
+                print(per.round(4).to_string())
+        if args.side_by_side:
+            sbs.to_csv(args.side_by_side, index=False)
+            print(f"wrote {args.side_by_side} ({len(sbs)} rows)")
+    return 1 if problems else 0
+
+
+def _with_imported(resources, benchmark: str, board: "pd.DataFrame") -> "pd.DataFrame":
+    """The board with the imported official results' rows (marked, never comparable) below ours."""
+    import pandas as pd
+
+    from bench_assets.core import imported_results as IR
+    from bench_assets.core.metric_spec import board_frame
+    imported = IR.read_rows(resources["store"], benchmark)
+    rows = IR.board_rows(imported, set(board["metric_id"].dropna())) if len(imported) else []
+    if not rows:
+        return board
+    extra = board_frame(benchmark, rows, _metric_specs(benchmark))
+    return pd.concat([board, extra], ignore_index=True)
+
+
+def cmd_leaderboard(args) -> int:
+    from bench_assets.core.imported_results import legend_lines
+    from bench_resources.config import build_resources
+    resources = build_resources()
+    board = _with_imported(resources, args.benchmark, _board(resources, args.benchmark))
     if args.json:
         print(board.to_json(orient="records", indent=2))
     else:
         _print_board(board, args.benchmark)
+        for line in legend_lines(board):
+            print(line)
     return 0
 
 
@@ -771,6 +863,17 @@ def _parser() -> argparse.ArgumentParser:
     im.add_argument("path", help="the release's folder (a checkout of the official repository)")
     im.add_argument("--out", default=None, metavar="DATA_ROOT", help="default: BENCH_DATA_ROOT")
     im.set_defaults(fn=cmd_import)
+    ir = sub.add_parser("import-results", help="put a run of a benchmark's own evaluation code (its official "
+                                               "result files) beside ours: marked rows, never comparable")
+    ir.add_argument("benchmark", choices=sorted(RESULT_READERS))
+    ir.add_argument("path", help="the official result file or folder (see README 'From the official release')")
+    ir.add_argument("--method", default=None, help="name of the method (default: from the files)")
+    ir.add_argument("--code", default=None, help="the official code that wrote them (default: the benchmark's)")
+    ir.add_argument("--commit", default=None, help="the commit of that code (shown with every imported row)")
+    ir.add_argument("--against", default=None, metavar="GENERATOR", help="our generator for the side by side "
+                                                                        "(default: the method's name)")
+    ir.add_argument("--side-by-side", default=None, metavar="CSV", help="write every per-item pair here")
+    ir.set_defaults(fn=cmd_import_results)
     sub.add_parser("locot2v-rrub", help="LoCoT2V: RR-UB (aesthetic upper bound) from an image folder "
                                         "-> data/locot2v/rrub.json")  # listed in --help; handled in main
     w = sub.add_parser("weights", help="list model slots or import a checkpoint")

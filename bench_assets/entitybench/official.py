@@ -473,3 +473,115 @@ def cli_import(path: str, out: str | None) -> int:
         print(f"error: {e}", file=sys.stderr)
     return 1 if report["errors"] else 0
 
+
+
+# ------------------------------------------------------------------ official results in (bench import-results)
+RESULTS_CODE = "Catherine-R-He/EntityBench eval/evaluate_benchmark.py"
+
+
+def _rekey(name: str) -> str:
+    # the authors' _episode_result_from_json: legacy vlm_* caches are their llm_* metrics
+    return "llm_" + name[len("vlm_"):] if name.startswith("vlm_") else name
+
+
+def _metric_value(v: Any) -> dict:
+    """MetricValue.from_json restated: a bare number is a legacy value without provenance, None is no value."""
+    if v is None:
+        return {"value": None, "n_evaluated": None, "n_failed": None, "n_skipped": None}
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return {"value": float(v), "n_evaluated": None, "n_failed": None, "n_skipped": None}
+    if not isinstance(v, dict):
+        raise ValueError(f"not a MetricValue: {v!r}")
+    return {"value": v.get("value"), "n_evaluated": v.get("n_evaluated", 0), "n_failed": v.get("n_failed", 0),
+            "n_skipped": v.get("n_skipped", 0)}
+
+
+def episode_result_rows(ep: dict, known: set[str]) -> list[dict]:
+    """One authors' per-episode JSON (``_episode_result_to_json``) -> imported item rows; ``known``: our metric ids
+    (EntityBench keeps the authors' ids, so a metric maps to itself when we have it)."""
+    from bench_assets.core.imported_results import row
+    eid = ep.get("episode_id")
+    if not isinstance(eid, str) or not eid:
+        raise ValueError("no episode_id")
+    out = []
+    for block in ("vbench_means", "metrics"):
+        vals = ep.get(block) or {}
+        if not isinstance(vals, dict):
+            raise ValueError(f"{block} is not an object")
+        for k, v in vals.items():
+            k = _rekey(k)
+            mv = _metric_value(v)
+            out.append(row("item", k, mv["value"], item=eid, slice=ep.get("tier"),
+                           metric_id=k if k in known else None, n_eval=mv["n_evaluated"], n_failed=mv["n_failed"],
+                           n_skipped=mv["n_skipped"], note=None if mv["value"] is not None else
+                           "null in the official file (MetricValue: could not be computed)"))
+    return out
+
+
+def report_result_rows(report: dict, known: set[str]) -> list[dict]:
+    """``report_<method>.json`` (aggregate_results) -> overall rows per tier slice ("all", easy, medium, hard)."""
+    from bench_assets.core.imported_results import row
+    out = []
+    for tier, block in report.items():
+        if tier.startswith("_") or not isinstance(block, dict):
+            continue
+        metrics = {k: v for k, v in block.items() if isinstance(v, dict) and k != "vbench"}
+        metrics.update(block.get("vbench") or {})
+        for k, s in metrics.items():
+            k = _rekey(k)
+            n = s.get("n_episodes_evaluated")
+            total = s.get("n_episodes_total")
+            out.append(row("overall", k, s.get("mean", s.get("value")), slice=tier,
+                           metric_id=k if k in known else None, n_eval=n,
+                           n_skipped=None if n is None or total is None else total - n,
+                           note=None if s.get("mean") is not None else "no episode had a value (official report)"))
+    return out
+
+
+def read_results(path: str | Path, known: set[str]) -> tuple[str, list[dict], list[str], dict]:
+    """A method's eval folder as the authors' evaluator writes it (``<episode_id>.json`` per episode,
+    ``report_<method>.json``, ``run_manifest.json``), or one of those files. Returns (method, rows, problems,
+    manifest). Files are chosen as their compare_methods._load_episodes chooses them (report_*, run_manifest*,
+    _* skipped); an episode file that does not parse is a problem naming it, the others are read. Without a
+    report, the overall rows are the authors' aggregate_results of the episodes read (official_export.report_json
+    restates it)."""
+    from bench_assets.entitybench.official_export import report_json
+    p = Path(path)
+    files = sorted(p.glob("*.json")) if p.is_dir() else [p]
+    if not files:
+        raise ValueError(f"{p}: no .json result files")
+    rows, problems, eps, report, manifest, method = [], [], [], None, {}, None
+    for f in files:
+        try:
+            doc = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            problems.append(f"{f.name}: not readable JSON ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+            continue
+        if f.name.startswith("report_"):
+            report, method = doc, f.stem[len("report_"):]
+            manifest = doc.get("_manifest") or manifest
+        elif f.name.startswith("run_manifest"):
+            manifest = doc
+        elif f.name.startswith("_"):
+            continue
+        else:
+            try:
+                rows += episode_result_rows(doc, known)
+                eps.append(doc)
+            except (ValueError, AttributeError, TypeError) as e:
+                problems.append(f"{f.name}: not an EntityBench episode result ({e})")
+    if report is None and eps:
+        def counted(v: Any) -> dict:
+            mv = _metric_value(v)
+            return {k: (x if k == "value" else int(x or 0)) for k, x in mv.items()}
+        norm = [{"tier": e.get("tier"), "num_shots": int(e.get("num_shots") or 0),
+                 "vbench_means": {k: counted(v) for k, v in (e.get("vbench_means") or {}).items()},
+                 "metrics": {_rekey(k): counted(v) for k, v in (e.get("metrics") or {}).items()}} for e in eps]
+        report = report_json(norm, {})
+    if report is not None:
+        rows += report_result_rows(report, known)
+    method = method or manifest.get("method_name") or (p.name if p.is_dir() else p.parent.name)
+    if not rows:
+        raise ValueError(f"{p}: no EntityBench episode result or report read" +
+                         (f" ({'; '.join(problems[:3])})" if problems else ""))
+    return method, rows, problems, manifest
