@@ -374,13 +374,36 @@ def _export_official(resources, benchmark: str, board: pd.DataFrame, out: Path) 
         episodes = store.query("SELECT episode_id AS item, tier, n_shots FROM entitybench_episode")
         files = {Path(g) / k: v for g in sorted(set(board["generator"]))
                  for k, v in export(records, episodes, g).items()}
+    elif benchmark == "vistorybench":   # one official run tree per generator (vistorybench/official.py)
+        import time as _time
+
+        from bench_assets.vistorybench.official import export as vsb_export
+        records = _item_records(resources["store"], benchmark)
+        langs = _generator_languages(resources["store"])
+        ts = _time.strftime("%Y%m%d_%H%M%S", _time.gmtime())
+        files = {}
+        for g in sorted(set(board["generator"])):
+            inc = board[(board["generator"] == g) & (board["metric_id"] == "inception_score")
+                        & (board["slice"] == "full")]["value"]
+            files.update({Path(k): v for k, v in vsb_export(
+                records, g, language=langs.get(g, "en"), timestamp=ts,
+                dataset_values={"inception_score": inc.iloc[0]} if len(inc) else None).items()})
     else:
-        raise CLIError(f"--format official is not written for {benchmark} yet (entitybench, mbench)")
+        raise CLIError(f"--format official is not written for {benchmark} yet (entitybench, mbench, vistorybench)")
     for rel, doc in files.items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
     print(f"wrote {len(files)} files under {out}")
     return 0
+
+
+def _generator_languages(store) -> dict:
+    """ViStoryBench: each generator's language as its outputs were read (generator.yaml 'language')."""
+    try:
+        df = store.query("SELECT DISTINCT generator, language FROM vistorybench_outputs WHERE language IS NOT NULL")
+    except Exception:  # noqa: BLE001 - no outputs table yet: the default language
+        return {}
+    return {g: str(lang) for g, lang in zip(df["generator"], df["language"])}
 
 
 def cmd_export(args) -> int:
@@ -498,6 +521,7 @@ def cmd_import(args) -> int:
 # read_results(path, known metric ids) -> (method, rows, problems, info) and RESULTS_CODE), imported when called
 RESULT_READERS = {
     "entitybench": "bench_assets.entitybench.official",
+    "vistorybench": "bench_assets.vistorybench.official",
 }
 
 
