@@ -1,11 +1,14 @@
-"""Where inference runs: auto / cpu / cuda / cuda:N / mps, with a dtype and a batch size."""
+"""Where inference runs: the Dagster resource around ``bench_resources.compute.ComputeDevice`` (the logic lives
+there, importable without Dagster)."""
 from __future__ import annotations
 
 from typing import Any
 
 from dagster import ConfigurableResource
 
-_DTYPES = {"float32", "float16", "bfloat16"}
+from bench_resources.compute import DTYPES, ComputeDevice
+
+_DTYPES = set(DTYPES)
 
 
 class Device(ConfigurableResource):
@@ -13,26 +16,14 @@ class Device(ConfigurableResource):
     dtype: str = "float32"
     batch_size: int = 16
 
+    def plain(self) -> ComputeDevice:
+        return ComputeDevice(self.device, self.dtype, self.batch_size)
+
     def torch_device(self):
-        import torch
-        want = self.device
-        if want == "auto":
-            if torch.cuda.is_available():
-                return torch.device("cuda")
-            if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-                return torch.device("mps")
-            return torch.device("cpu")
-        if want.startswith("cuda") and not torch.cuda.is_available():
-            raise RuntimeError(f"Device {want!r} requested but CUDA is not available on this machine")
-        if want == "mps" and not torch.backends.mps.is_available():
-            raise RuntimeError("Device 'mps' requested but MPS is not available on this machine")
-        return torch.device(want)
+        return self.plain().torch_device()
 
     def torch_dtype(self):
-        import torch
-        if self.dtype not in _DTYPES:
-            raise ValueError(f"dtype {self.dtype!r} not in {sorted(_DTYPES)}")
-        return getattr(torch, self.dtype)
+        return self.plain().torch_dtype()
 
     def describe(self) -> dict[str, Any]:
-        return {"device": str(self.torch_device()), "dtype": self.dtype, "batch_size": self.batch_size}
+        return self.plain().describe()
