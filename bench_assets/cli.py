@@ -388,8 +388,22 @@ def _export_official(resources, benchmark: str, board: pd.DataFrame, out: Path) 
             files.update({Path(k): v for k, v in vsb_export(
                 records, g, language=langs.get(g, "en"), timestamp=ts,
                 dataset_values={"inception_score": inc.iloc[0]} if len(inc) else None).items()})
+    elif benchmark == "narrativetrack":   # <answerer>-eval.json of the released QA (narrativetrack/official.py)
+        from bench_assets.narrativetrack.official import export as nt_export
+        store = resources["store"]
+        try:
+            qas = store.query("SELECT * FROM narrativetrack_released_qa")
+            answers = store.query("SELECT * FROM narrativetrack_released_answers")
+        except Exception:  # noqa: BLE001 - the tables exist only once the released QA was evaluated
+            raise CLIError("no released-QA answers in the store: the official format is the released QA's "
+                           "(put narrativetrack_qa.json under narrativetrack/released/ and evaluate)") from None
+        if answers.empty:
+            raise CLIError("no released-QA answers in the store (narrativetrack_released_answers is empty)")
+        files = {Path(k): v for a in sorted(set(answers["answerer"].dropna()))
+                 for k, v in nt_export(answers, qas, a).items()}
     else:
-        raise CLIError(f"--format official is not written for {benchmark} yet (entitybench, mbench, vistorybench)")
+        raise CLIError(f"--format official is not written for {benchmark} yet (entitybench, mbench, vistorybench, "
+                       f"narrativetrack)")
     for rel, doc in files.items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
@@ -522,6 +536,7 @@ def cmd_import(args) -> int:
 RESULT_READERS = {
     "entitybench": "bench_assets.entitybench.official",
     "vistorybench": "bench_assets.vistorybench.official",
+    "narrativetrack": "bench_assets.narrativetrack.official",
 }
 
 
