@@ -388,6 +388,14 @@ def _export_official(resources, benchmark: str, board: pd.DataFrame, out: Path) 
             files.update({Path(k): v for k, v in vsb_export(
                 records, g, language=langs.get(g, "en"), timestamp=ts,
                 dataset_values={"inception_score": inc.iloc[0]} if len(inc) else None).items()})
+    elif benchmark == "locot2v":   # <generator>/<metric>.json {overall_score, sample_scores} (locot2v/official.py)
+        from bench_assets.locot2v.official import export_results
+        records = _item_records(resources["store"], benchmark)
+        files = {}
+        for g in sorted(set(board["generator"])):
+            part = board[(board["generator"] == g) & (board["slice"] == "all")]
+            files.update({Path(g) / k: v for k, v in export_results(
+                records, g, dict(zip(part["metric_id"], part["value"]))).items()})
     elif benchmark == "narrativetrack":   # <answerer>-eval.json of the released QA (narrativetrack/official.py)
         from bench_assets.narrativetrack.official import export as nt_export
         store = resources["store"]
@@ -402,8 +410,8 @@ def _export_official(resources, benchmark: str, board: pd.DataFrame, out: Path) 
         files = {Path(k): v for a in sorted(set(answers["answerer"].dropna()))
                  for k, v in nt_export(answers, qas, a).items()}
     else:
-        raise CLIError(f"--format official is not written for {benchmark} yet (entitybench, mbench, vistorybench, "
-                       f"narrativetrack)")
+        raise CLIError(f"--format official is not written for {benchmark} (entitybench, locot2v, mbench, "
+                       f"narrativetrack, vistorybench)")
     for rel, doc in files.items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
@@ -537,6 +545,8 @@ RESULT_READERS = {
     "entitybench": "bench_assets.entitybench.official",
     "vistorybench": "bench_assets.vistorybench.official",
     "narrativetrack": "bench_assets.narrativetrack.official",
+    "locot2v": "bench_assets.locot2v.official",
+    "mbench": "bench_assets.mbench.official",
 }
 
 

@@ -422,3 +422,79 @@ def cli_import(path: str, out: Optional[str]) -> int:
     if note:
         print(f"  note: {note}")
     return 1 if report.errors else 0
+
+
+# ------------------------------------------------------------------ official results out and in (issue 35)
+# Per metric {"overall_score": x, "sample_scores": {sample_id: x}}, as the issue names LoCoT2V-Bench's result
+# format. The official code (XqZeppelinhead0702/LoCoT2V-Bench) could not be fetched here, so the scale is not
+# checked against it: values are written and read on the board's 0-100 scale, and an imported file's scale is
+# taken as published (its rows are never comparable with ours in any case). One file per metric, <metric>.json,
+# named by our metric id, which is the paper's dimension name (metric_specs.py).
+RESULTS_CODE = "XqZeppelinhead0702/LoCoT2V-Bench (per-metric overall_score / sample_scores)"
+RESULT_KEYS = ("overall_score", "sample_scores")
+
+
+def export_results(records: "Any", generator: str, overall: dict[str, Any]) -> dict[str, dict]:
+    """``{<metric>.json: {"overall_score", "sample_scores"}}`` for one generator. ``records``: item rows (generator,
+    item = sample id, metric_id, value); ``overall``: metric id -> the board's value (slice 'all'). A sample
+    without a value is null (never 0); a metric without an overall value has overall_score null."""
+    import math
+    sub = records[records["generator"] == generator]
+    if sub.empty:
+        raise ValueError(f"no LoCoT2V sample rows for generator {generator!r}")
+
+    def num(v: Any) -> Optional[float]:
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            return None
+        return None if math.isnan(f) else f
+
+    out = {}
+    for mid, part in sub.groupby("metric_id", sort=True):
+        out[f"{mid}.json"] = {"overall_score": num(overall.get(mid)),
+                              "sample_scores": {str(s): num(v) for s, v in sorted(zip(part["item"], part["value"]))}}
+    return out
+
+
+def read_results(path: str | Path, known: set[str]) -> tuple[str, list[dict], list[str], dict]:
+    """A folder of ``<metric>.json`` files (or one of them; or one file mapping metric -> {overall_score,
+    sample_scores}) -> (method = the folder's name, imported rows, problems, info)."""
+    from bench_assets.core.imported_results import row
+    p = Path(path)
+    files = sorted(p.glob("*.json")) if p.is_dir() else [p]
+    if not files:
+        raise ValueError(f"{p}: no .json result files")
+    blocks: dict[str, Any] = {}
+    problems: list[str] = []
+    for f in files:
+        try:
+            d = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            problems.append(f"{f.name}: not readable JSON ({type(e).__name__})")
+            continue
+        if isinstance(d, dict) and set(RESULT_KEYS) & set(d):
+            blocks[f.stem] = d
+        elif isinstance(d, dict) and d and all(isinstance(v, dict) and set(RESULT_KEYS) & set(v) for v in d.values()):
+            blocks.update(d)
+        else:
+            problems.append(f"{f.name}: no overall_score / sample_scores")
+    rows = []
+    for metric, d in sorted(blocks.items()):
+        mid = metric if metric in known else None
+        scores = d.get("sample_scores") or {}
+        if isinstance(scores, list):     # a list of {sample_id|id, score}: read, not guessed further
+            scores = {str(s.get("sample_id", s.get("id"))): s.get("score") for s in scores if isinstance(s, dict)}
+        if not isinstance(scores, dict):
+            problems.append(f"{metric}: sample_scores is neither an object nor a list")
+            scores = {}
+        for sid, v in scores.items():
+            rows.append(row("item", metric, v, item=str(sid), slice="all", metric_id=mid,
+                            note=None if isinstance(v, (int, float)) else "null in the official file"))
+        rows.append(row("overall", metric, d.get("overall_score"), slice="all", metric_id=mid,
+                        n_eval=sum(1 for v in scores.values() if isinstance(v, (int, float)) and not isinstance(v, bool)),
+                        note="overall_score as published (scale as the file has it)"))
+    if not rows:
+        raise ValueError(f"{p}: no LoCoT2V result values" + (f" ({'; '.join(problems[:3])})" if problems else ""))
+    method = p.name if p.is_dir() else p.parent.name
+    return method, rows, problems, {}
