@@ -158,7 +158,8 @@ def test_one_changed_description_regenerates_only_what_uses_it(tmp_path):
     computed = {(k, w) for k, w in run.memo.computed}
     # Bo's portrait, the keyframe that shows him (shot 2's second) and shot 2; shot 3 is a hard cut and shot 4
     # continues shot 3, so no first frame after shot 2 changes: nothing else is regenerated
-    assert computed == {("reference", "Bo"), ("keyframe", "shot 2 keyframe 2"), ("shot", "entitymem shot 2")}
+    assert computed == {("reference", "Bo"), ("attempt", "Bo attempt 1"), ("keyframe", "shot 2 keyframe 2"),
+                        ("shot", "entitymem shot 2")}
     assert [s["video"] for s in shots_b][:1] + [s["video"] for s in shots_b][2:] == \
         [s["video"] for s in shots_a][:1] + [s["video"] for s in shots_a][2:]
     assert shots_b[1]["video"] != shots_a[1]["video"]
@@ -237,7 +238,7 @@ def test_bench_entitymem_writes_two_generator_folders_and_resumes(data_root, tmp
     assert [(k.to_user_string(), s) for k, _, s in stale] == [("entitymem_bank", "INPUT_CHANGED")]
     assert main(["entitymem", "--episodes", "t0001", "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "recomputed {'keyframe': 1, 'reference': 1, 'shot': 4}" in text, text
+    assert "recomputed {'attempt': 1, 'keyframe': 1, 'reference': 1, 'shot': 4}" in text, text
     now = {p: p.stat().st_mtime_ns for p in out.rglob("*.mp4")}
     moved = sorted(f"{p.parent.parent.name}/{p.name}" for p in now if now[p] != mtimes[p])
     assert moved == ["entitymem_offline-stand-in/shot_02.mp4", "storymem-control_offline-stand-in/shot_02.mp4",

@@ -155,3 +155,31 @@ def test_backends_name_the_endpoint_when_a_reply_is_wrong(servers):
     frames = vb.generate("p", [{"role": "keyframe", "label": "k", "image": np.zeros((32, 32, 3), np.uint8)}],
                          None, width=32, height=32, n_frames=3, fps=8)
     assert len(frames) == 3 and frames[0].shape == (32, 32, 3)
+
+
+def test_a_resume_after_the_image_server_died_mid_entity_asks_only_for_the_unfinished_attempt(world, servers):
+    """The Knight's green attempt completes (candidates, selection, a failed verification); the image server is
+    down when his magenta retry asks for candidates. The resumed run asks for the magenta candidates only: the green
+    attempt is not requested again (each attempt is its own memoised step)."""
+    chat, images, video = servers
+    answer = images.responder
+
+    def dies_on_the_retry(body):
+        if "Verdant Knight" in body["prompt"] and "magenta chroma-key" in body["prompt"]:
+            return {"status": 503, "body": {"error": {"message": "image server gone"}}}
+        return answer(body)
+    images.responder = dies_on_the_retry
+    out, _ = _generate(world)
+    assert out["failed"] and out["failed"][0][0] == "entitymem_bank" and "HTTP 503" in out["failed"][0][2]
+
+    def knight(key):
+        return sum(1 for b in images.bodies if "Verdant Knight" in b["prompt"] and f"{key} chroma-key" in b["prompt"])
+    assert (knight("green"), knight("magenta")) == (1, 1)
+    images.responder = answer
+    out2, resources = _generate(world)
+    assert out2["failed"] == []
+    assert (knight("green"), knight("magenta")) == (1, 2)      # green once in all; magenta: the 503, then the retry
+    assert out2["reused"].get("attempt") == 1                  # the green attempt, from the memo
+    bank = resources["store"].query("SELECT * FROM entitymem_bank")
+    ref = json.loads(bank.loc[bank.name == "Verdant Knight", "reference_json"].iloc[0])
+    assert [(a["chroma"], a["verdict"]) for a in ref["attempts"]] == [("green", False), ("magenta", True)]

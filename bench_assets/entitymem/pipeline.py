@@ -151,6 +151,27 @@ def _extras(rows: list[dict], entity_id: str) -> list[str]:
     return [f"{r['name']} ({r['description']})" for r in rows if r["owner"] == entity_id]
 
 
+def portrait_attempt(run: Run, row: dict, attempt: int, chroma: str, prompt: str, w: int, h: int) -> dict:
+    """One attempt on one chroma key: N candidates, their cut-outs, the selection grid, the Portrait Agent's choice
+    and the Verification Agent's verdict (every artifact stored)."""
+    cfg, bk = run.cfg, run.backends
+    imgs = bk.image.generate(prompt, w, h, n=cfg.candidates, seed=cfg.seed + 1000 * attempt)
+    cut = [bk.segmenter.segment(im, chroma, row["type"]) for im in imgs]
+    stats = [cutout_stats(c, chroma) for c in cut]
+    grid = B.candidate_grid(cut)
+    grid_png = png(grid)
+    sel = bk.agents.select(row["type"], row["name"], row["description"], grid_png, stats)
+    best = int(sel["best"]) - 1
+    shown = B.on_checker(cut[best])
+    ver = bk.agents.verify(row["type"], row["name"], row["description"], chroma, png(shown), stats[best])
+    return {"attempt": attempt + 1, "chroma": chroma, "prompt": prompt,
+            "candidates": [run.put(im) for im in imgs],
+            "cutouts": [run.store.put_bytes(png(c), "png") for c in cut], "stats": stats,
+            "grid": run.store.put_bytes(grid_png, "png"), "selected": best + 1,
+            "selection_reason": sel["reason"], "verdict": bool(ver["pass"]),
+            "failure": ver["failure"], "verdict_reason": ver["reason"]}
+
+
 def build_reference(run: Run, row: dict, extras: list[str]) -> dict:
     """Portrait (N candidates per chroma key, segmented, selected, verified, retried) or panorama and its crops."""
     cfg, bk, ep = run.cfg, run.backends, run.ep
@@ -171,27 +192,20 @@ def build_reference(run: Run, row: dict, extras: list[str]) -> dict:
                     "attempts": [], "verified": None}
         w, h = B.PORTRAIT_SIZE[row["type"]]
         attempts = []
-        chosen = None
         for attempt, chroma in enumerate(B.CHROMA_ORDER[:1 + cfg.max_retries]):
             prompt = B.rekey(p["prompt"], chroma)
-            imgs = bk.image.generate(prompt, w, h, n=cfg.candidates, seed=cfg.seed + 1000 * attempt)
-            cut = [bk.segmenter.segment(im, chroma) for im in imgs]
-            stats = [cutout_stats(c, chroma) for c in cut]
-            grid = B.candidate_grid(cut)
-            grid_png = png(grid)
-            sel = bk.agents.select(row["type"], row["name"], row["description"], grid_png, stats)
-            best = int(sel["best"]) - 1
-            shown = B.on_checker(cut[best])
-            ver = bk.agents.verify(row["type"], row["name"], row["description"], chroma, png(shown), stats[best])
-            chosen = cut[best]
-            attempts.append({"attempt": attempt + 1, "chroma": chroma, "prompt": prompt,
-                             "candidates": [run.put(im) for im in imgs],
-                             "cutouts": [run.store.put_bytes(png(c), "png") for c in cut], "stats": stats,
-                             "grid": run.store.put_bytes(grid_png, "png"), "selected": best + 1,
-                             "selection_reason": sel["reason"], "verdict": bool(ver["pass"]),
-                             "failure": ver["failure"], "verdict_reason": ver["reason"]})
-            if ver["pass"]:
+            # each attempt is its own step: a run stopped mid-entity (an image server gone) resumes at the attempt
+            # it stopped in, without asking again for the candidates of the attempts it had finished
+            step = {k: v for k, v in inputs.items() if k != "retries"}
+            attempts.append(run.memo.get_or_compute(
+                "attempt", f"{row['name']} attempt {attempt + 1}",
+                {**step, "attempt": attempt, "chroma": chroma, "prompt": prompt},
+                lambda attempt=attempt, chroma=chroma, prompt=prompt: portrait_attempt(run, row, attempt, chroma,
+                                                                                       prompt, w, h)))
+            if attempts[-1]["verdict"]:
                 break
+        last = attempts[-1]
+        chosen = run.get(last["cutouts"][last["selected"] - 1])
         # the paper's pipeline goes on after the last retry: the last selected cut-out is used, and everything
         # that uses it says so (``unverified`` on keyframes, shots, the audit page and the generator card)
         out = {"style": p["style"], "prompt": p["prompt"], "attempts": attempts,

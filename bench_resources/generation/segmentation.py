@@ -16,10 +16,15 @@ the pure background around it) and the colour is recovered from the mix; within 
 the key's chroma component is removed (spill suppression). Transparent pixels keep their colours, so a cut-out
 still shows what was keyed (``cutout_stats`` re-estimates the key from it). Pure and deterministic (numpy, OpenCV).
 
-``chroma+sam2``: the chroma mask's bounding box prompts a SAM 2 image model (transformers ``Sam2Model`` +
-``Sam2Processor``) loaded from ``weights_dir`` (no hub access), and SAM 2's mask is the cut-out: a subject whose
-colour matched the key keeps its body when SAM 2 sees it as one object. Missing weights are an error naming the
-folder, never a silent fall back to the chroma mask.
+``chroma+sam2``: a SAM 2 image model (transformers ``Sam2Model`` + ``Sam2Processor``) loaded from ``weights_dir``
+(no hub access) is prompted from the chroma mask with the entity type's points (``sam2_prompts``), and SAM 2's mask
+is the cut-out: a subject whose colour matched the key keeps its body when SAM 2 sees it as one object. The paper
+(C.2, "Tools") says only that SAM 2 extracts the masks "using entity-type-specific point prompt strategies" and
+gives none, so the strategies here are this platform's (versioned in the fingerprint, ``SAM2_PROMPTS_VERSION``): a
+character gets positive points down its vertical axis at head, torso and legs height (a coat keyed out with the
+backdrop leaves head and legs, and points on both tell SAM 2 they are one figure), an object one at the deepest
+interior point of each sizeable piece, both the box around every piece and negative points on the image's corners
+(the backdrop). Missing weights are an error naming the folder, never a silent fall back to the chroma mask.
 
 ``cutout_stats`` are what the offline Verification and selection rules read: the share of the image that is
 foreground, the share of the foreground in its largest connected piece (a portrait whose coat matched the key falls
@@ -224,6 +229,46 @@ def cutout_stats(rgba: np.ndarray, key: str) -> dict:
     return stats
 
 
+SAM2_PROMPTS_VERSION = "1"   # this platform's per-type point strategies (the paper names them, gives none)
+CHARACTER_HEIGHTS = (0.12, 0.45, 0.8)   # head, torso, legs: shares of the figure's box height
+MIN_PIECE = 0.1                         # an object piece with this share of the foreground gets its own point
+
+
+def sam2_prompts(mask: np.ndarray, entity_type: Optional[str]) -> dict:
+    """SAM 2's prompt for one cut-out from its chroma mask (bool H x W, some foreground): ``box`` [x0, y0, x1, y1]
+    around every piece, ``points`` [[x, y], ...] and ``labels`` (1 foreground, 0 backdrop), per ``entity_type``
+    (module docstring); any other type gets the box and the corners only. A location is never segmented (its
+    panorama is the reference): asking for one is an error."""
+    if entity_type == "location":
+        raise ValueError("sam2_prompts: a location's panorama is not segmented")
+    h, w = mask.shape
+    ys, xs = np.nonzero(mask)
+    if not len(xs):
+        raise ValueError("sam2_prompts: the chroma mask has no foreground to prompt from")
+    x0, y0, x1, y1 = int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1
+    pos: list[list[int]] = []
+    if entity_type == "character":
+        cx = (x0 + x1 - 1) / 2
+        for f in CHARACTER_HEIGHTS:
+            y = min(y1 - 1, int(y0 + f * (y1 - y0)))
+            row = np.nonzero(mask[y])[0]
+            if len(row):   # the figure's pixel on that row nearest its axis (none: the key took that part)
+                pos.append([int(row[np.argmin(np.abs(row - cx))]), y])
+    elif entity_type == "object":
+        n, labels, st, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
+        dist = cv2.distanceTransform(np.pad(mask.astype(np.uint8), 1), cv2.DIST_L2, 3)[1:-1, 1:-1]
+        order = np.argsort(-st[1:, cv2.CC_STAT_AREA]) + 1
+        for i in order[:3]:
+            if st[i, cv2.CC_STAT_AREA] < MIN_PIECE * len(xs) and pos:
+                break
+            d = np.where(labels == i, dist, -1)
+            y, x = np.unravel_index(int(np.argmax(d)), d.shape)
+            pos.append([int(x), int(y)])
+    m = max(1, min(h, w) // 50)
+    neg = [[x, y] for x, y in ((m, m), (w - 1 - m, m), (m, h - 1 - m), (w - 1 - m, h - 1 - m)) if not mask[y, x]]
+    return {"box": [x0, y0, x1, y1], "points": pos + neg, "labels": [1] * len(pos) + [0] * len(neg)}
+
+
 class Segmenter(ConfigurableResource):
     backend: Literal["chroma", "chroma+sam2"] = "chroma"
     weights_dir: Optional[str] = None   # chroma+sam2: a SAM 2 checkpoint folder (config, weights, processor)
@@ -236,14 +281,15 @@ class Segmenter(ConfigurableResource):
         fp = {"backend": self.backend, "version": SEGMENTATION_VERSION}
         if self.backend == "chroma+sam2":
             fp["weights_dir"] = self.weights_dir
+            fp["sam2_prompts"] = SAM2_PROMPTS_VERSION
         return fp
 
-    def segment(self, img: np.ndarray, key: str) -> np.ndarray:
-        """RGBA uint8: the image with the background's alpha at 0."""
+    def segment(self, img: np.ndarray, key: str, entity_type: Optional[str] = None) -> np.ndarray:
+        """RGBA uint8: the image with the background's alpha at 0; ``entity_type`` chooses SAM 2's prompt."""
         est = estimate_key(img, key)
         mask = foreground_mask(img, est)
         if self.backend == "chroma+sam2" and mask.any():
-            mask = self._sam2(img, mask)
+            mask = self._sam2(img, sam2_prompts(mask, entity_type))
             return np.dstack([img, (mask * 255).astype(np.uint8)])
         return matte(img, mask, est)
 
@@ -259,13 +305,14 @@ class Segmenter(ConfigurableResource):
                 self._model = (model, Sam2Processor.from_pretrained(self.weights_dir, local_files_only=True))
             return self._model
 
-    def _sam2(self, img: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def _sam2(self, img: np.ndarray, prompt: dict) -> np.ndarray:
         import torch
         from PIL import Image
         model, proc = self._load()
-        ys, xs = np.nonzero(mask)
-        box = [int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1]
-        inputs = proc(images=Image.fromarray(img), input_boxes=[[box]], return_tensors="pt").to(self.device)
+        # one image, one object: its points with their labels, and its box
+        inputs = proc(images=Image.fromarray(img), input_points=[[prompt["points"]]],
+                      input_labels=[[prompt["labels"]]], input_boxes=[[prompt["box"]]],
+                      return_tensors="pt").to(self.device)
         with torch.no_grad():
             out = model(**inputs, multimask_output=False)
         masks = proc.post_process_masks(out.pred_masks.cpu(), inputs["original_sizes"].cpu())[0]
