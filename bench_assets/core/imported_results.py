@@ -69,6 +69,23 @@ def _num(v: Any) -> Optional[float]:
     return None if math.isnan(f) or math.isinf(f) else f
 
 
+def read_json_files(path) -> tuple[list[tuple[Any, Any]], list[str]]:
+    """Every ``*.json`` of a folder, sorted (or the one file given): ``(file, parsed JSON)`` for each readable one
+    and a problem naming each other one, so one bad file never stops the others being read."""
+    from pathlib import Path
+    p = Path(path)
+    files = sorted(p.glob("*.json")) if p.is_dir() else [p]
+    if not files or (not p.is_dir() and not p.is_file()):
+        raise ValueError(f"{p}: no .json result files")
+    docs, problems = [], []
+    for f in files:
+        try:
+            docs.append((f, json.loads(f.read_text(encoding="utf-8"))))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            problems.append(f"{f.name}: not readable JSON ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+    return docs, problems
+
+
 def source_id(src: Source) -> str:
     """A partition-safe id of one (benchmark, method, code, commit, file): a re-import of it replaces its rows."""
     key = json.dumps([src.benchmark, src.method, src.code, src.commit, src.file])

@@ -545,18 +545,12 @@ def read_results(path: str | Path, known: set[str]) -> tuple[str, list[dict], li
     _* skipped); an episode file that does not parse is a problem naming it, the others are read. Without a
     report, the overall rows are the authors' aggregate_results of the episodes read (official_export.report_json
     restates it)."""
+    from bench_assets.core.imported_results import read_json_files
     from bench_assets.entitybench.official_export import report_json
     p = Path(path)
-    files = sorted(p.glob("*.json")) if p.is_dir() else [p]
-    if not files:
-        raise ValueError(f"{p}: no .json result files")
-    rows, problems, eps, report, manifest, method = [], [], [], None, {}, None
-    for f in files:
-        try:
-            doc = json.loads(f.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            problems.append(f"{f.name}: not readable JSON ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
-            continue
+    docs, problems = read_json_files(p)
+    rows, eps, report, manifest, method = [], [], None, {}, None
+    for f, doc in docs:
         if f.name.startswith("report_"):
             report, method = doc, f.stem[len("report_"):]
             manifest = doc.get("_manifest") or manifest

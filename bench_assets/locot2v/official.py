@@ -460,19 +460,11 @@ def export_results(records: "Any", generator: str, overall: dict[str, Any]) -> d
 def read_results(path: str | Path, known: set[str]) -> tuple[str, list[dict], list[str], dict]:
     """A folder of ``<metric>.json`` files (or one of them; or one file mapping metric -> {overall_score,
     sample_scores}) -> (method = the folder's name, imported rows, problems, info)."""
-    from bench_assets.core.imported_results import row
+    from bench_assets.core.imported_results import read_json_files, row
     p = Path(path)
-    files = sorted(p.glob("*.json")) if p.is_dir() else [p]
-    if not files:
-        raise ValueError(f"{p}: no .json result files")
+    docs, problems = read_json_files(p)
     blocks: dict[str, Any] = {}
-    problems: list[str] = []
-    for f in files:
-        try:
-            d = json.loads(f.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            problems.append(f"{f.name}: not readable JSON ({type(e).__name__})")
-            continue
+    for f, d in docs:
         if isinstance(d, dict) and set(RESULT_KEYS) & set(d):
             blocks[f.stem] = d
         elif isinstance(d, dict) and d and all(isinstance(v, dict) and set(RESULT_KEYS) & set(v) for v in d.values()):
