@@ -33,6 +33,33 @@ CARD_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
+# A benchmark whose cards carry what its code needs beyond the keys (an answerer's model): "module:function" of a
+# check (GeneratorInfo -> the error line, or None), run when the card is read, before any work
+CARD_CHECKS = {"narrativetrack": "bench_assets.narrativetrack.answering:card_problem"}
+
+
+def card_checked(benchmark: str, gens: list, errors: list[str], single: bool) -> list:
+    """``gens`` whose card its benchmark can use; each other one is an error (appended to ``errors``; raised
+    when it is the one generator asked for)."""
+    spec = CARD_CHECKS.get(benchmark)
+    if spec is None:
+        return gens
+    import importlib
+    from bench_assets.core.generators import GeneratorError
+    module, fn = spec.split(":")
+    check = getattr(importlib.import_module(module), fn)
+    ok = []
+    for g in gens:
+        why = check(g)
+        if why is None:
+            ok.append(g)
+        elif single:
+            raise GeneratorError(why)
+        else:
+            errors.append(why)
+    return ok
+
+
 class CLIError(Exception):
     """A user-facing problem: printed as one line, exit status 2."""
 
@@ -71,6 +98,7 @@ def _plan(benchmark: str, generators_root: str | None = None, generator_path: st
         gens, errors = [info], []
     else:
         gens, errors = discover_generators(paths.generators_dir, benchmark, CARD_KEYS)
+    gens = card_checked(benchmark, gens, errors, single=bool(generator_path))
     for g in gens:  # card keys nothing reads: said once, the evaluation goes on
         for w in g.warnings:
             print(f"warning: {w}", file=sys.stderr)

@@ -39,12 +39,14 @@ def _records(rows) -> list[dict]:
 def group_reasons(rows, *, item_col: str = "item", value_col: str = "value") -> list[dict]:
     """Rows without a value, one entry per distinct reason: reason, count, the first items, how many more.
 
-    Most frequent first; a row with no reason at all is grouped under "no reason recorded". ``rows`` is a
-    DataFrame or a list of dicts (pure Python: an audit build calls this hundreds of times on small inputs).
+    Most frequent first; a row with no reason at all is grouped under "no reason recorded". A row marked
+    ``evidence`` (a tracked box, a frame: what a value was computed from, never a value itself) is not a missing
+    value and is listed with the instances instead. ``rows`` is a DataFrame or a list of dicts (pure Python: an
+    audit build calls this hundreds of times on small inputs).
     """
     groups: dict[str, list[dict]] = {}
     for r in _records(rows):
-        if value_col not in r or r[value_col] is not None:
+        if value_col not in r or r[value_col] is not None or r.get("evidence"):
             continue
         groups.setdefault(str(r.get("reason") or "no reason recorded"), []).append(r)
     out = []

@@ -157,8 +157,15 @@ class Staleness:
     WEIGHTS_CHANGED = "WEIGHTS_CHANGED"
     JUDGE_CHANGED = "JUDGE_CHANGED"
 
-    def __init__(self, instance, assets: Sequence, bulk: bool = False, paths=None, models=None, judge=None):
+    TABLE_PROBLEM = "TABLE_PROBLEM"
+
+    def __init__(self, instance, assets: Sequence, bulk: bool = False, paths=None, models=None, judge=None,
+                 io_manager=None):
         self.instance, self.bulk, self.paths, self.models, self.judge = instance, bulk, paths, models, judge
+        # with an IO manager (the sensor's), ``status`` also reads the store: a table the instance calls
+        # materialised but the store lost or cannot read is TABLE_PROBLEM (``table_problems`` says why)
+        self.io_manager = io_manager
+        self.table_problems: dict[tuple, str] = {}
         self._judge_now = judge_identity(judge)
         self._prompts_now = prompt_sets() if judge is not None else {}
         self._run_prompts: dict[str, dict] = {}
@@ -201,6 +208,11 @@ class Staleness:
             return self.WEIGHTS_CHANGED
         if self.judge is not None and self.judge_changed(key, pk):
             return self.JUDGE_CHANGED
+        if self.io_manager is not None:
+            problem = self.table_problem(key, pk, self.io_manager)
+            if problem:
+                self.table_problems[(key, pk)] = problem
+                return self.TABLE_PROBLEM
         if pk is None and not self.graph.get(key).is_partitioned:
             def stored(k: AssetKey) -> int:   # the latest materialisation's storage id, any partition (0: none)
                 rec = self.latest(k, None)
@@ -344,11 +356,11 @@ class Staleness:
 
 def stale_or_missing(instance, assets: Sequence, keys: Sequence[AssetKey],
                      partition_keys: Callable[[AssetKey], Sequence[str | None]],
-                     paths=None, models=None, judge=None) -> list[tuple[AssetKey, str | None, str]]:
+                     paths=None, models=None, judge=None, io_manager=None) -> list[tuple[AssetKey, str | None, str]]:
     """(asset, partition, status) for every partition whose data is missing or stale (``Staleness``; with
     ``paths``, also whose input files changed; with ``models``, also whose slots' checkpoints changed; with
-    ``judge``, also whose judge was another one)."""
-    st = Staleness(instance, assets, paths=paths, models=models, judge=judge)
+    ``judge``, also whose judge was another one; with ``io_manager``, also whose table the store lost)."""
+    st = Staleness(instance, assets, paths=paths, models=models, judge=judge, io_manager=io_manager)
     out = []
     for key in keys:
         for pk in partition_keys(key):
@@ -749,6 +761,10 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
         now = time.time()
         paths, models, fps = sensor_staleness_inputs(context.log)   # a check that cannot run: a warning here
         judge, _ = _sensor_judge()
+        io_manager = _sensor_io_manager(context.log)
+        # the store's table files per item: a table deleted or damaged since (the instance still says
+        # "materialised") changes its item's digest, so that item's partitions are checked on the next tick
+        tables = table_digests(io_manager, [*item_assets, *generator_assets], partitions.item_dim)
         # the slots' checkpoints count like code versions: an imported checkpoint makes the next tick check every
         # partition, and Staleness re-runs exactly the assets declaring that slot; the judge's identity likewise
         # (a changed BENCH_JUDGE_MODEL re-runs exactly the assets that ask the judge)
@@ -760,7 +776,7 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
         item_versions = {i: v for i in items for a in item_assets
                          if (v := current_input_version(a, paths, i)) is not None}
         quick = quick_fingerprint(items, folders, errors, versions) + quick_fingerprint(
-            [], {}, [], hashlib.sha256(json.dumps(item_versions, sort_keys=True).encode()).hexdigest())
+            [], {}, [], hashlib.sha256(json.dumps([item_versions, tables], sort_keys=True).encode()).hexdigest())
         since = now - float(cur.get("full_at") or 0)
         if cur.get("quick") == quick and since < full_check_seconds:
             # no generator folder, item id, naming error or code version changed: the last check's answer stands
@@ -772,7 +788,11 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
         seen = set(cur.get("items") or [])
         prev_versions = cur.get("item_versions") or {}
         edited = {i for i in items if i in prev_versions and item_versions.get(i) != prev_versions[i]}
-        fresh_items = set(items) if whole else {i for i in items if i not in seen} | edited
+        prev_tables = cur.get("tables") or {}
+        # an item whose table files changed since the last tick (written by a run, deleted, damaged): its
+        # partitions are checked against the store (most were just written and are up to date: cheap)
+        moved = {i for i in items if tables.get(i) != prev_tables.get(i)} if tables is not None else set()
+        fresh_items = set(items) if whole else {i for i in items if i not in seen} | edited | moved
         prev = cur.get("folders") or {}
         changed = {g.name for g in gens if whole or prev.get(g.name) != folders[g.name]}
         for e in errors:
@@ -786,7 +806,8 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
         if new_gens:
             instance.add_dynamic_partitions(partitions.generators.name, new_gens)
 
-        stale = Staleness(instance, assets, bulk=True, paths=paths, models=models, judge=judge)
+        stale = Staleness(instance, assets, bulk=True, paths=paths, models=models, judge=judge,
+                          io_manager=io_manager)
         item_keys = [AssetKey(a) for a in item_assets]
         gen_keys = [AssetKey(a) for a in generator_assets]
         requests = []
@@ -821,6 +842,8 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
                     run_key="/".join(x for x in (g.name, i, fp, str(item_versions.get(i) or "")[:12], weights) if x),
                     partition_key=pk, asset_selection=selection,
                     tags={"bench/generator": g.name, "bench/benchmark": benchmark, **fps}))
+        for why in sorted(set(stale.table_problems.values())):  # the instance said materialised: say why not
+            context.log.warning(f"re-run: {why}")
         if requests:
             last = f"{len(requests)} partition runs requested"
         elif not items:
@@ -829,10 +852,10 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
             last = "every item and generator partition is up to date"
         else:
             scope = [f"generators {', '.join(sorted(changed))}" if changed else "",
-                     f"{len(fresh_items)} new items" if fresh_items else ""]
+                     f"{len(fresh_items)} new or changed items" if fresh_items else ""]
             last = f"up to date: the partitions of {' and '.join(x for x in scope if x) or 'nothing changed'}"
         cursor = json.dumps({"folders": folders, "items": list(items), "quick": quick, "versions": versions,
-                             "item_versions": item_versions,
+                             "item_versions": item_versions, "tables": tables,
                              "checked_at": now, "full_at": now if whole else cur.get("full_at"), "last": last},
                             sort_keys=True)
         if not requests:
@@ -863,6 +886,47 @@ def _sensor_models():
     except Exception as e:  # noqa: BLE001 - no registry: no weights staleness, the resolver alone decides (said)
         return None, (f"weights: the model registry could not be built ({_why(e)}), so a changed checkpoint is "
                       f"not seen")
+
+
+def _sensor_io_manager(log=None):
+    """The IO manager the code location's resources use (the BENCH_STORE_ROOT store): what the sensor asks
+    whether a materialised table is still there and readable. None (logged) when it cannot be built."""
+    try:
+        from bench_resources.config import build_resources
+        return build_resources(judge=None)["io_manager"]
+    except Exception as e:  # noqa: BLE001 - no store: the instance alone decides, said on the tick
+        if log is not None:
+            log.warning(staleness_unknown(f"store: the IO manager could not be built ({_why(e)}), so a deleted "
+                                          f"or damaged table is not seen"))
+        return None
+
+
+def table_digests(io_manager, asset_names: Sequence[str], item_dim: str) -> dict[str, str] | None:
+    """{item: digest of (file, size, mtime) of every table file of ``asset_names`` in its partitions} of a local
+    store (``<asset>/partition=<item>/`` and ``<asset>/.../<item_dim>=<item>/...``); None when the store is not
+    local or there is none (then the sensor's full check, every ``full_check_seconds``, reads the tables). Stat
+    calls only: a tick over thousands of files costs milliseconds."""
+    import os
+    store = getattr(io_manager, "store", None)
+    if store is None or not store.is_local:
+        return None
+    by_item: dict[str, list] = {}
+    for name in asset_names:
+        base = store.table_dir(name)
+        for dirpath, _, files in os.walk(base):
+            dims = dict(seg.split("=", 1) for seg in os.path.relpath(dirpath, base).split(os.sep) if "=" in seg)
+            item = dims.get("partition", dims.get(item_dim))
+            if item is None:
+                continue
+            for f in files:
+                if f.endswith(".parquet"):
+                    try:
+                        st = os.stat(os.path.join(dirpath, f))
+                    except OSError:  # removed while walking: its absence is what the next tick sees
+                        continue
+                    by_item.setdefault(item, []).append(
+                        [name, os.path.relpath(dirpath, base), st.st_size, st.st_mtime_ns])
+    return {i: hashlib.sha256(json.dumps(sorted(v)).encode()).hexdigest()[:16] for i, v in by_item.items()}
 
 
 def _sensor_judge():
@@ -957,7 +1021,8 @@ def nightly_stale_schedule(*, name: str, assets_fn: Callable[[], Sequence], asse
 
         paths, models, tags = sensor_staleness_inputs(context.log)
         stale = stale_or_missing(instance, assets_fn(), [AssetKey(k) for k in asset_keys], pks,
-                                 paths=paths, models=models, judge=_sensor_judge()[0])
+                                 paths=paths, models=models, judge=_sensor_judge()[0],
+                                 io_manager=_sensor_io_manager(context.log))
         by_partition: dict[str, set[AssetKey]] = {}
         for key, pk, _ in stale:
             by_partition.setdefault(pk, set()).add(key)

@@ -13,6 +13,7 @@ Launch it from the UI's Launchpad (empty config: every discovered item and gener
 `dagster job launch -j <benchmark>_evaluate`, or let the generator sensor request it when a folder appears.
 """
 
+import re
 from typing import Callable, Sequence
 
 from dagster import Config, Failure, JobDefinition, MetadataValue, in_process_executor, job, op
@@ -22,6 +23,14 @@ from pydantic import Field
 from bench_assets.core.automation import BENCHMARK_TAG, evaluate_op_name, staleness_unknown_lines
 
 PARENT_TAG = "bench/parent_run"
+_CARD_FOLDER = re.compile(r"^generator(?: folder)? (['\"])(.*?)\1")
+
+
+def card_folder(error: str) -> str | None:
+    """The generator folder a ``discover_generators`` error names (``generator folder 'x': ...`` or ``generator
+    'x' ...``), None for an error about no one folder (the root missing or unlistable)."""
+    m = _CARD_FOLDER.match(error)
+    return m.group(2) if m else None
 
 
 class EvaluateConfig(Config):
@@ -54,13 +63,22 @@ def evaluate_job_factory(*, benchmark: str, assets_fn: Callable[[], Sequence], p
         found = item_ids()
         items = [i for i in found if not cfg["items"] or i in set(cfg["items"])]
         unknown_items = sorted(set(cfg["items"]) - set(found))
-        gens, errors = discover_generators(generators_root(), benchmark)
+        gens, found_errors = discover_generators(generators_root(), benchmark)
+        # a folder whose card cannot be read is its own error: it fails a run that names it, never the work of
+        # the others (the sensor asks for the generators it could read; its tick logs the bad card)
+        errors, others = [], []
+        for e in found_errors:
+            named = card_folder(e)
+            (errors if named is None or named in cfg["generators"] else others).append(e)
         if cfg["generators"]:
-            unknown = sorted(set(cfg["generators"]) - {g.name for g in gens})
+            unknown = sorted(set(cfg["generators"]) - {g.name for g in gens}
+                             - {card_folder(e) for e in errors})
             errors += [f"generator {g!r}: no folder with a generator.yaml for {benchmark} under {generators_root()}"
                        for g in unknown]
             gens = [g for g in gens if g.name in set(cfg["generators"])]
         errors += [f"{partitions.item_dim} {i!r}: not found" for i in unknown_items]
+        for e in others:
+            context.log.error(f"{e} (not evaluated; the other generators are)")
         for e in errors:
             context.log.error(e)
         resources = resources_fn()

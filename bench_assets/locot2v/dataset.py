@@ -72,9 +72,29 @@ def parse_sample(raw: Any, where: str) -> Sample:
     if info is not None and not isinstance(info, dict):
         raise SampleError(f"sample {sid}: 'herd_info' must be an object")
     questions = raw.get("herd_questions")
+    if questions is None:
+        # HERD's questions are derived from herd_info: without either the dimension would be unscored for every
+        # generator with nothing said at input time (a misspelt or dropped key). An explicit null opts out.
+        if "herd_info" not in raw:
+            raise SampleError(f"sample {sid}: 'herd_info' is missing (HERD's questions are derived from it): give "
+                              f"an object of HERD dimension texts, or 'herd_questions', or \"herd_info\": null to "
+                              f"leave HERD unscored")
+        if isinstance(info, dict) and not info:
+            raise SampleError(f"sample {sid}: 'herd_info' is empty (no HERD dimension to derive questions from); "
+                              f"use null to leave HERD unscored")
+    if isinstance(info, dict):
+        unknown = sorted(str(k) for k in info if k not in HERD_DIMENSIONS)
+        if unknown:
+            raise SampleError(f"sample {sid}: 'herd_info' has unknown dimension(s) {unknown} (known: "
+                              f"{list(HERD_DIMENSIONS)})")
+        texts = sorted(str(k) for k, v in info.items() if not isinstance(v, str) or not v.strip())
+        if texts:
+            raise SampleError(f"sample {sid}: 'herd_info' dimension(s) {texts} must be non-empty text")
     if questions is not None:
+        if not isinstance(questions, list):
+            raise SampleError(f"sample {sid}: 'herd_questions' must be a list")
         for q in questions:
-            if q.get("dimension") not in HERD_DIMENSIONS or q.get("polarity") not in ("positive", "negative"):
+            if not isinstance(q, dict) or q.get("dimension") not in HERD_DIMENSIONS or q.get("polarity") not in ("positive", "negative"):
                 raise SampleError(f"sample {sid}: bad HERD question {q!r} (dimension in {list(HERD_DIMENSIONS)}, "
                                   f"polarity positive|negative)")
     return Sample(sid, str(raw.get("theme", "")), str(raw.get("category", "")), str(raw["prompt"]),

@@ -90,7 +90,9 @@ def box_rows(tracks: Optional[pd.DataFrame], video_of=None, sha_of=None) -> pd.D
                                 "n_skipped": None, "shot": None, "frame_index": int(r["frame"]), "entity_id": who,
                                 "crop_id": None, "source_sha256": tracked,
                                 "detail": json.dumps(detail, sort_keys=True),
-                                "crop_box": box if same else None, "crop_video": str(video) if same else None})
+                                "crop_box": box if same else None, "crop_video": str(video) if same else None,
+                                # what the score was computed from, not a score: never "no value because ..."
+                                "evidence": True})
     return pd.DataFrame(out)
 
 
@@ -107,6 +109,12 @@ def audit_rows(reader, tables) -> Optional[pd.DataFrame]:
         d["level"] = "item"
         if "trigger_reason" in df.columns:
             d["reason"] = d["reason"].where(d["reason"].notna(), df["trigger_reason"])
+        if "triggered" in df.columns:   # a trigger verdict without the judge's words is still the reason
+            untriggered = d["reason"].isna() & d["value"].isna()
+            verdict = df["triggered"].map(lambda t: "trigger unknown: no verdict recorded" if t is None or pd.isna(t)
+                                          else None if bool(t) else "not triggered: the case's memory challenge "
+                                          "was not enforced (left out of the M-Score)")
+            d.loc[untriggered, "reason"] = verdict[untriggered]
         frames.append(d)
     if frames:
         boxes = box_rows(reader.table("mbench_tracks", TRACK_SQL))

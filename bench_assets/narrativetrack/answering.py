@@ -27,6 +27,17 @@ def answerer_for(paths: BenchPaths, name: str) -> dataset.Answerer:
         raise Failure(str(e)) from None
 
 
+def card_problem(info) -> Optional[str]:
+    """Why a NarrativeTrack generator card cannot answer (one line naming the answerer and the field), None when
+    it can: checked when the card is read (`bench evaluate`), before any video is processed, so a card without a
+    ``model`` is one error, never minutes of work ending in a failure per video."""
+    try:
+        dataset.answerer_from_card(info.name, info.card)
+    except dataset.DatasetError as e:
+        return str(e)
+    return None
+
+
 def options_of(value) -> Optional[dict]:
     """The options column (JSON text; null for binary questions) as a dict or None."""
     return json.loads(value) if isinstance(value, str) and value else None
