@@ -34,7 +34,7 @@ def split(key: str) -> tuple[str, str]:
 
 
 def _inputs(paths: BenchPaths, config: str, episode_id: str) -> list[tuple[str, object]]:
-    files = [("episode", paths.benchmark_dir("entitybench") / "episodes" / f"{episode_id}.json")]
+    files = [("episode", configs.episode_file(paths.data_dir, episode_id))]
     if config not in configs.BUILTIN:
         files.append(("config", paths.data_dir / "entitymem" / "configs" / f"{config}.yaml"))
     return files
@@ -50,7 +50,7 @@ def input_digest(paths: BenchPaths, partition_key: str) -> str:
 def make_run(context: AssetExecutionContext, paths: BenchPaths, store: Store, judge: Judge) -> pipeline.Run:
     name, episode_id = split(context.partition_key)
     cfg = configs.load_config(name, paths.data_dir)
-    ep = load_episode(paths.benchmark_dir("entitybench") / "episodes" / f"{episode_id}.json")
+    ep = load_episode(configs.episode_file(paths.data_dir, episode_id))
     run = pipeline.Run(ep, cfg, pipeline.Backends.from_config(cfg, judge), store)
     run.input_sha = input_digest(paths, context.partition_key)
     return run

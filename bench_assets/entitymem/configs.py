@@ -14,9 +14,10 @@ A configuration is a name: ``offline-stand-in`` is built in; any other ``NAME`` 
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import yaml
 
@@ -91,6 +92,43 @@ def parse_config(raw: Any, source: str) -> EntityMemConfig:
             raise ConfigError(f"EntityMem configuration {name!r}: {k!r} must be a positive integer, got {kw[k]!r}")
     kw.setdefault("description", "")
     return EntityMemConfig(name=name, **kw)
+
+
+def episode_file(data_root: str | Path, episode_id: str) -> Path:
+    """An episode's file: EntityBench's (``<data>/entitybench/episodes``), else one of EntityMem's own probe
+    episodes (``<data>/entitymem/episodes``: written to run every step of the pipeline, not EntityBench episodes,
+    never scored); the EntityBench path when neither exists (its loader names the missing file)."""
+    bench = Path(data_root) / "entitybench" / "episodes" / f"{episode_id}.json"
+    probe = Path(data_root) / "entitymem" / "episodes" / f"{episode_id}.json"
+    return probe if not bench.is_file() and probe.is_file() else bench
+
+
+def is_probe(data_root: str | Path, episode_id: str) -> bool:
+    return episode_file(data_root, episode_id).parent.parent.name == "entitymem"
+
+
+def register_config(name_or_path: str, data_root: str | Path) -> tuple[EntityMemConfig, Optional[Path]]:
+    """``load_config``, and for a YAML path outside ``<data_root>/entitymem/configs`` a copy there under its name
+    (the assets run in Dagster's processes and find a configuration by name, as a partition key; the file's
+    content is also their input digest). Returns (configuration, the copy written or None). A different file of
+    that name already there is an error naming both: one name, one configuration."""
+    cfg = load_config(name_or_path, data_root)
+    src = Path(name_or_path)
+    if name_or_path in BUILTIN or not src.suffix:
+        return cfg, None
+    target = Path(data_root) / "entitymem" / "configs" / f"{cfg.name}.yaml"
+    data = src.read_bytes()
+    if target.is_file():
+        if target.resolve() == src.resolve() or target.read_bytes() == data:
+            return cfg, None
+        raise ConfigError(f"EntityMem configuration {src}: a different configuration named {cfg.name!r} is already "
+                          f"registered as {target} (the name partitions the assets and names the folders): rename "
+                          f"this one or edit that file")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
+    return cfg, target
 
 
 def load_config(name_or_path: str, data_root: str | Path) -> EntityMemConfig:
