@@ -21,8 +21,10 @@ from bench_assets.vistorybench.metric_specs import METRICS as VSB
 from tests.support.media import write
 
 ROOT = Path(__file__).resolve().parents[1]
-SC_DEF = ("Eq. 2, the mean cosine of consecutive frames (VBench's code averages the clipped cosines to the "
-          "previous and to the first frame)")
+# EntityBench's authors run VBench for Pillar 1, so the paper text's definitions are additions beside VBench's ids
+SC_DEF = ("Eq. 2, the mean cosine of consecutive frames on DINOv2-base (the authors' code runs VBench: clipped "
+          "cosines to the previous and the first frame on DINO ViT-B/16, subject_consistency)")
+SC = "subject_consistency_eq2"
 
 
 def rec(gen, mid, value, item="e0001", n_eval=2, reason=None, protocol="p", substitute=None, ef=0):
@@ -36,28 +38,29 @@ TIERS = pd.DataFrame({"item": ["e0001", "e0002"], "tier": ["T1", "T1"]})
 def test_the_specs_name_exactly_the_documented_differences():
     """The parity suite's documented differences (tests/parity, spec 'the paper's definition stands'), no more."""
     assert {s.id: s.definition for s in EB if s.definition} == {
-        "subject_consistency": SC_DEF,
-        "dynamic_degree": "the fraction of moving frame pairs (VBench's code gives one moving / static verdict per "
-                          "video)"}
+        SC: SC_DEF,
+        "dynamic_degree_pair_fraction": "the per-shot fraction of moving frame pairs (the authors' code runs "
+                                        "VBench: one moving / static verdict per shot, dynamic_degree)"}
+    assert all(EB[m].addition for m in (SC, "dynamic_degree_pair_fraction"))
     assert sorted(s.id for s in VSB if s.definition) == ["alignment", "copy_paste", "copy_paste_paper"]
     assert "x 25" in VSB["alignment"].definition and "0.0" in VSB["copy_paste"].definition
-    assert EB.table().set_index("id").loc["subject_consistency", "definition"] == SC_DEF   # bench metrics lists it
+    assert EB.table().set_index("id").loc[SC, "definition"] == SC_DEF   # bench metrics lists it
 
 
 def test_definition_column_and_its_mark_on_text_and_markdown():
-    records = pd.DataFrame([rec("g", "subject_consistency", 0.9), rec("g", "temporal_flickering", 0.8)])
+    records = pd.DataFrame([rec("g", SC, 0.9), rec("g", "temporal_flickering", 0.8)])
     board = board_frame("entitybench", eb_board.leaderboard_rows(records, TIERS, EB), EB)
     assert list(board.columns) == list(BOARD_COLUMNS)
     b = board[board["slice"] == "all"].set_index("metric_id")
-    assert b.loc["subject_consistency", "definition"] == f"paper's definition: {SC_DEF}"
+    assert b.loc[SC, "definition"] == f"paper's definition: {SC_DEF}"
     assert pd.isna(b.loc["temporal_flickering", "definition"])
     text = format_board(board, {"slice": "all"})
     assert [line.split() for line in text.splitlines()[:4]] == [
-        ["generator", "g"], ["metric_id"], ["subject_consistency", "0.900^"], ["temporal_flickering", "0.800"]]
+        ["generator", "g"], ["metric_id"], [SC, "0.900+^"], ["temporal_flickering", "0.800"]]
     assert ("^ the paper's definition, kept on purpose where it differs from the reference code:\n"
-            f"    subject_consistency: {SC_DEF}") in text
+            f"    {SC}: {SC_DEF}") in text
     md = board_markdown(board, {"slice": "all"})
-    assert "| subject_consistency | 0.900^ |" in md and f"subject_consistency: {SC_DEF}" in md
+    assert f"| {SC} | 0.900+^ |" in md and f"{SC}: {SC_DEF}" in md
     # a board with no such metric says nothing about it
     plain = board_frame("entitybench", eb_board.leaderboard_rows(records.iloc[1:], TIERS, EB), EB)
     assert "^" not in format_board(plain, {"slice": "all"})

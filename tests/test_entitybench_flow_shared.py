@@ -38,6 +38,9 @@ class CountingFlow:
 
 
 FLOW_METRICS = [m for m in M.PILLAR1 if m.metric_id in ("motion_smoothness", "dynamic_degree")]
+# dynamic degree as the authors' code runs VBench (a per-shot verdict) and the paper text's pair fraction read one
+# accumulator: the fraction never costs a flow of its own
+PAIR_FRACTION = next(m for m in M.PILLAR1 if m.metric_id == "dynamic_degree_pair_fraction")
 
 
 def _chunks(frames, size):
@@ -50,6 +53,7 @@ def test_81_frames_at_16_fps_cost_80_flows_with_the_unshared_values():
     expected = {"motion_smoothness": M.motion_smoothness(frames, reference.flow),
                 "dynamic_degree": M.dynamic_degree(frames, 16.0, reference.flow)}
     assert reference.pairs == 80 + 40
+    fraction = M.dynamic_degree_pair_fraction(frames, 16.0, CountingFlow().flow)
     for size in (7, 32, 81):        # chunk borders inside triples and between kept frames
         shared = CountingFlow()
         out = M.stream_pillar1(_chunks(frames, size), 16.0, len(frames), {m: shared for m in FLOW_METRICS})
@@ -58,7 +62,14 @@ def test_81_frames_at_16_fps_cost_80_flows_with_the_unshared_values():
         a, b = CountingFlow(), CountingFlow()
         out = M.stream_pillar1(_chunks(frames, size), 16.0, len(frames), dict(zip(FLOW_METRICS, (a, b))))
         assert {k: v[0] for k, v in out.items()} == expected and (a.pairs, b.pairs) == (80, 40)
-    assert 0.0 < expected["dynamic_degree"] <= 1.0 and expected["motion_smoothness"] < 1.0
+        both = CountingFlow()      # the verdict and the pair fraction from one set of flows
+        out = M.stream_pillar1(_chunks(frames, size), 16.0, len(frames), {m: both for m in [*FLOW_METRICS,
+                                                                                            PAIR_FRACTION]})
+        assert out["dynamic_degree_pair_fraction"][0] == fraction and both.pairs == 80
+        assert out["dynamic_degree"][0] == expected["dynamic_degree"]
+    # 6 of 40 pairs move: VBench needs round(4 * 41 / 16) = 10, so the shot is static (0.0), its pair fraction 0.15
+    assert expected["dynamic_degree"] in (0.0, 1.0) and 0.0 < fraction < 1.0 and expected["motion_smoothness"] < 1.0
+    assert expected["dynamic_degree"] == (1.0 if round(fraction * 40) >= 10 else 0.0)
 
 
 def test_held_flows_are_bounded_and_nothing_is_shared_where_pairs_differ():

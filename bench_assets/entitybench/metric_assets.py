@@ -40,12 +40,13 @@ PILLAR1_OP_TAGS = {**GPU_OP_TAGS, "dagster/priority": "1"}
 
 # ----------------------------------------------------------------------------- Pillar 1
 
-@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="8", pool="gpu",
+@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="9", pool="gpu",
        op_tags=PILLAR1_OP_TAGS)
 def entitybench_pillar1(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                         entitybench_episode: pd.DataFrame, models: ModelRegistry,
                         device: Device) -> Output[pd.DataFrame]:
-    """Pillar 1 (intra-shot quality, 6 metrics) on every consecutive native frame, streamed; never gated."""
+    """Pillar 1 (intra-shot quality: the 6 VBench metrics as the authors run them, and the paper text's Eq. 2 and
+    pair-fraction variants) on every consecutive native frame, streamed; never gated."""
     generator, _ = W.split(context)
     ep = dataset.parse_episode(json.loads(entitybench_episode["episode_json"].iloc[0]))
     paths, errors = outputs.shot_paths(entitybench_outputs)

@@ -21,10 +21,23 @@ FlowFn = Callable[[list[tuple[np.ndarray, np.ndarray]]], list[np.ndarray]]
 DYNAMIC_FPS = 8.0
 DYNAMIC_TOP_FRACTION = 0.05
 DYNAMIC_THRESHOLD_PER_256 = 6.0
+DYNAMIC_COUNT_PER_16 = 4   # VBench: a video moves when >= round(4 * sampled frames / 16) of its pairs move
 
 
 def subject_consistency(embeddings: np.ndarray) -> Optional[float]:
-    """Mean cosine between consecutive frames' embeddings (DINOv2 in the paper profile)."""
+    """VBench's subject_consistency (what the authors' evaluator runs, ``dimension_list=[dim]``): per frame after
+    the first, the mean of max(0, cos to the previous frame) and max(0, cos to the first frame), averaged over
+    the n - 1 frames (VBench's DINO ViT-B/16 in the paper profile)."""
+    e = _l2n(embeddings)
+    if len(e) < 2:
+        return None
+    pre, first = np.sum(e[1:] * e[:-1], axis=1), e[1:] @ e[0]
+    return float(np.mean((np.maximum(pre, 0.0) + np.maximum(first, 0.0)) / 2))
+
+
+def subject_consistency_eq2(embeddings: np.ndarray) -> Optional[float]:
+    """The paper text's Eq. 2 (an addition since the authors' code runs VBench): mean cosine of consecutive
+    frames' embeddings (DINOv2-base in the paper profile)."""
     e = _l2n(embeddings)
     if len(e) < 2:
         return None
@@ -62,11 +75,21 @@ def dynamic_indices(n_frames: int, fps: float) -> list[int]:
     return fps_indices(n_frames, fps or DYNAMIC_FPS, DYNAMIC_FPS, whole_step=True)
 
 
-def dynamic_degree(frames: np.ndarray, fps: float, flow: FlowFn) -> Optional[float]:
-    """Share of consecutive pairs (resampled to ~8 fps) whose top-5 % flow magnitude mean > 6*min(H,W)/256."""
+def dynamic_verdict(moving: Sequence[bool]) -> float:
+    """VBench's ``DynamicDegree.check_move`` over one video's sampled pairs, as the authors' evaluator keeps it per
+    shot (1.0 dynamic, 0.0 static): dynamic when at least round(4 * sampled frames / 16) pairs move (Python's
+    round, half to even; frames = pairs + 1). One sampled frame (no pair) is static, as VBench answers it."""
+    if not len(moving):
+        return 0.0
+    need = round(DYNAMIC_COUNT_PER_16 * (len(moving) + 1) / 16.0)
+    return 1.0 if sum(bool(m) for m in moving) >= need else 0.0
+
+
+def dynamic_moving(frames: np.ndarray, fps: float, flow: FlowFn) -> list[bool]:
+    """Per consecutive pair of the ~8 fps resampling: top-5 % flow magnitude mean > 6*min(H,W)/256."""
     idx = dynamic_indices(len(frames), fps)
     if len(idx) < 2:
-        return None
+        return []
     h, w = frames.shape[1:3]
     threshold = DYNAMIC_THRESHOLD_PER_256 * min(h, w) / 256.0
     flows = flow([(frames[a], frames[b]) for a, b in zip(idx, idx[1:])])
@@ -75,7 +98,19 @@ def dynamic_degree(frames: np.ndarray, fps: float, flow: FlowFn) -> Optional[flo
         mag = np.sqrt((f.astype(np.float64) ** 2).sum(-1)).ravel()
         k = max(1, int(DYNAMIC_TOP_FRACTION * mag.size))   # VBench: int(h * w * 0.05), truncated
         moving.append(float(np.mean(np.partition(mag, -k)[-k:])) > threshold)
-    return float(np.mean(moving))
+    return moving
+
+
+def dynamic_degree(frames: np.ndarray, fps: float, flow: FlowFn) -> Optional[float]:
+    """VBench's per-video verdict (``dynamic_verdict``) of one shot: 1.0 or 0.0 (the authors average it over
+    shots)."""
+    return dynamic_verdict(dynamic_moving(frames, fps, flow))
+
+
+def dynamic_degree_pair_fraction(frames: np.ndarray, fps: float, flow: FlowFn) -> Optional[float]:
+    """The paper text's per-shot fraction of moving pairs (an addition); None without a pair."""
+    moving = dynamic_moving(frames, fps, flow)
+    return float(np.mean(moving)) if moving else None
 
 
 def centroid_scores(embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -116,24 +151,35 @@ from dataclasses import dataclass  # noqa: E402
 
 
 class _SubjectConsistency:
-    def __init__(self, model, fps, n_frames):
-        self.model, self.prev, self.total, self.n = model, None, 0.0, 0
+    """Frame embeddings walked once; both formulas are kept, so the two subject metrics share one pass when they
+    are fed the same model (offline): ``formula`` "vbench" (VBench's, the authors' code) or "eq2" (the paper
+    text's Eq. 2, an addition)."""
+
+    def __init__(self, model, fps, n_frames, formula: str = "vbench"):
+        self.model, self.formula, self.prev, self.first = model, formula, None, None
+        self.eq2, self.vbench, self.n = 0.0, 0.0, 0
 
     def update(self, frames: np.ndarray) -> None:
-        # whole frames: the paper slot preprocesses them as VBench's dino_transform (paper silent), crops differ
+        # whole frames: the slots preprocess them as VBench's dino_transform (paper silent), crops differ
         embed = getattr(self.model, "embed_frames", self.model.embed)
         e = _l2n(embed(list(frames)))
-        if self.prev is not None:
-            e_all = np.concatenate([self.prev[None], e])
-        else:
-            e_all = e
+        if not len(e):
+            return
+        if self.first is None:
+            self.first = e[0]
+        e_all = np.concatenate([self.prev[None], e]) if self.prev is not None else e
         if len(e_all) >= 2:
-            self.total += float(np.sum(np.sum(e_all[1:] * e_all[:-1], axis=1)))
+            pre, first = np.sum(e_all[1:] * e_all[:-1], axis=1), e_all[1:] @ self.first
+            self.eq2 += float(np.sum(pre))
+            self.vbench += float(np.sum((np.maximum(pre, 0.0) + np.maximum(first, 0.0)) / 2))
             self.n += len(e_all) - 1
         self.prev = e_all[-1]
 
+    def value(self, formula: str) -> Optional[float]:
+        return (self.vbench if formula == "vbench" else self.eq2) / self.n if self.n else None
+
     def result(self) -> Optional[float]:
-        return self.total / self.n if self.n else None
+        return self.value(self.formula)
 
 
 class _Flicker:
@@ -248,9 +294,12 @@ class _Smoothness:
 
 
 class _Dynamic:
-    """Consecutive pairs of the ~8 fps resampling (indices fixed from the container's frame count)."""
+    """Consecutive pairs of the ~8 fps resampling (indices fixed from the container's frame count). ``formula``
+    "vbench": VBench's per-shot verdict (the authors' code); "fraction": the share of moving pairs (the paper
+    text's, an addition). Both read one set of flows."""
 
-    def __init__(self, model, fps, n_frames):
+    def __init__(self, model, fps, n_frames, formula: str = "vbench"):
+        self.formula = formula
         self.flow = _flow_of(model).flow
         self.keep = set(dynamic_indices(n_frames, fps))
         self.i, self.prev, self.moving = 0, None, []   # prev: (index, frame) of the last kept frame
@@ -274,8 +323,13 @@ class _Dynamic:
         if picked:
             self.prev = picked[-1]
 
-    def result(self) -> Optional[float]:
+    def value(self, formula: str) -> Optional[float]:
+        if formula == "vbench":
+            return dynamic_verdict(self.moving) if self.i else None   # no frame walked: nothing to judge
         return float(np.mean(self.moving)) if self.moving else None
+
+    def result(self) -> Optional[float]:
+        return self.value(self.formula)
 
 
 class _PerFrameMean:
@@ -302,17 +356,32 @@ class ShotMetric:
     metric_id: str
     slot: Optional[str]
     start: Callable[[object, float, int], object]
+    # metrics of one ``group`` fed the same model object share one accumulator (one pass, one set of flows or
+    # embeddings); ``formula`` picks the value each reads from it
+    group: Optional[str] = None
+    formula: Optional[str] = None
+
+    def read(self, acc) -> Optional[float]:
+        return acc.value(self.formula) if self.formula is not None else acc.result()
 
 
+# The authors' evaluator runs VBench itself per shot (``dimension_list=[dim]``, eval/evaluate_benchmark.py 3776439):
+# each value is VBench's per-video ``video_results`` (imaging quality on MUSIQ's raw 0-100 scale, dynamic degree a
+# 0/1 verdict), averaged over shots. The paper text's Eq. 2 and its pair fraction are additions with their own ids.
 PILLAR1 = (
-    ShotMetric("subject_consistency", "image_embedder", lambda m, fps, n: _SubjectConsistency(m, fps, n)),
+    ShotMetric("subject_consistency", "vbench_dino",
+               lambda m, fps, n: _SubjectConsistency(m, fps, n, "vbench"), "subject", "vbench"),
     ShotMetric("temporal_flickering", None, lambda m, fps, n: _Flicker(m, fps, n)),
     ShotMetric("motion_smoothness", "interpolator", lambda m, fps, n: _Smoothness(m, fps, n)),
-    ShotMetric("dynamic_degree", "flow", lambda m, fps, n: _Dynamic(m, fps, n)),
-    # LAION head is 0-10; EntityBench reports [0, 1]
+    ShotMetric("dynamic_degree", "flow", lambda m, fps, n: _Dynamic(m, fps, n, "vbench"), "dynamic", "vbench"),
+    # LAION head is 0-10; VBench's per-video value (and the authors') is /10
     ShotMetric("aesthetic_quality", "aesthetic", lambda m, fps, n: _PerFrameMean(m, fps, n, 10.0)),
-    # MUSIQ keeps its native 0-100 scale
+    # MUSIQ keeps its native 0-100 scale (VBench divides only its all-video mean by 100; the authors read per video)
     ShotMetric("imaging_quality", "musiq", lambda m, fps, n: _PerFrameMean(m, fps, n)),
+    ShotMetric("subject_consistency_eq2", "image_embedder",
+               lambda m, fps, n: _SubjectConsistency(m, fps, n, "eq2"), "subject", "eq2"),
+    ShotMetric("dynamic_degree_pair_fraction", "flow", lambda m, fps, n: _Dynamic(m, fps, n, "fraction"),
+               "dynamic", "fraction"),
 )
 
 
@@ -323,20 +392,35 @@ def stream_pillar1(chunks, fps: float, n_frames: int, metrics: dict) -> dict[str
     models = {m.metric_id: model for m, model in metrics.items()}
     sharing = None
     interp_flow = _interpolation_flow(models.get("motion_smoothness"))
-    if interp_flow is not None and interp_flow is models.get("dynamic_degree"):
+    dynamic_ids = [m.metric_id for m in metrics if m.group == "dynamic"]
+    if interp_flow is not None and any(interp_flow is models[d] for d in dynamic_ids):
         # offline: the interpolator warps along the same flow model as dynamic degree, so shared pairs run once
         sharing = SharedFlow(interp_flow, smoothness_forward_pairs(n_frames) & dynamic_pairs(n_frames, fps))
-        models["motion_smoothness"] = models["dynamic_degree"] = sharing
-    accs = {m.metric_id: m.start(models[m.metric_id], fps, n_frames) for m in metrics}
+        models["motion_smoothness"] = sharing
+        for mid in dynamic_ids:
+            if models[mid] is interp_flow:
+                models[mid] = sharing
+    owners: dict = {}   # one accumulator per (group, model object); its first metric id names its failures
+    accs = {}
+    for m in metrics:
+        key = (m.group, id(models[m.metric_id])) if m.group else (m.metric_id,)
+        if key not in owners:
+            owners[key] = (m.metric_id, m.start(models[m.metric_id], fps, n_frames))
+        accs[m.metric_id] = owners[key]
     errors: dict[str, str] = {}
     for frames in chunks:
-        for mid, acc in accs.items():
+        for mid, acc in owners.values():
             if mid in errors:
                 continue
             try:
                 acc.update(frames)
             except Exception as e:  # noqa: BLE001 - one metric's model crash must not take the shot down
                 errors[mid] = f"{mid} failed: {type(e).__name__}: {e}"[:300]
-                if sharing is not None and mid in ("motion_smoothness", "dynamic_degree"):
+                if sharing is not None and mid in ("motion_smoothness", *dynamic_ids):
                     sharing.stop()
-    return {mid: ((None, errors[mid]) if mid in errors else (acc.result(), None)) for mid, acc in accs.items()}
+    out = {}
+    for m in metrics:
+        owner, acc = accs[m.metric_id]
+        out[m.metric_id] = (None, errors[owner].replace(owner, m.metric_id, 1)) if owner in errors else \
+            (m.read(acc), None)
+    return out

