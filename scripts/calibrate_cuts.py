@@ -227,7 +227,9 @@ def fit(neg, pos) -> tuple[float, float]:
     return thr, round(rates["tpr"] - rates["fpr"], 3)
 
 
-def main() -> int:
+def fit_constants(log=print) -> dict:
+    """Every reading and fit below, printed through ``log``; returns the fitted constants under their names in
+    constants.py (what tests/test_calibration_repro.py compares with the shipped values) and the chosen rule."""
     import cv2
     import numpy as np
 
@@ -263,8 +265,8 @@ def main() -> int:
             b = degrade(window(img, bx, by, 0.45), rng)
             cut_r.append((f"{name} within", "cut within", cuts.pair_signals([a, b])[0]))
     raw_min = constants.CUT_CHANGED_FRACTION
-    print(f"calibration stills: {len(stills)} ({', '.join(stills)}); camera moves: {len(move_r)}; cuts: {len(cut_r)}")
-    print(f"{'kind':16s} {'n':>4s} {'raw>=' + str(raw_min):>9s} {'motion fit':>10s} "
+    log(f"calibration stills: {len(stills)} ({', '.join(stills)}); camera moves: {len(move_r)}; cuts: {len(cut_r)}")
+    log(f"{'kind':16s} {'n':>4s} {'raw>=' + str(raw_min):>9s} {'motion fit':>10s} "
           + " ".join(f"{f[:5] + ' med':>9s} {f[:5] + ' max':>9s}" for f in fields))
     kinds = {}
     for r in move_r + cut_r:
@@ -272,24 +274,24 @@ def main() -> int:
     for k, rs in kinds.items():
         cols = " ".join(f"{np.median([getattr(r[2], f) for r in rs]):9.3f} {max(getattr(r[2], f) for r in rs):9.3f}"
                         for f in fields)
-        print(f"{k:16s} {len(rs):4d} {sum(r[2].raw >= raw_min for r in rs):9d} {sum(r[2].moved for r in rs):10d} "
-              + cols)
+        log(f"{k:16s} {len(rs):4d} {sum(r[2].raw >= raw_min for r in rs):9d} {sum(r[2].moved for r in rs):10d} "
+            + cols)
     flagged_moves = [r for r in move_r if r[2].raw >= raw_min]
     flagged_cuts = [r for r in cut_r if r[2].raw >= raw_min]
-    print(f"raw rule alone (>= {raw_min}): cuts found {len(flagged_cuts)}/{len(cut_r)}, camera moves read as cuts "
-          f"{len(flagged_moves)}/{len(move_r)}")
+    log(f"raw rule alone (>= {raw_min}): cuts found {len(flagged_cuts)}/{len(cut_r)}, camera moves read as cuts "
+        f"{len(flagged_moves)}/{len(move_r)}")
     fitted = {}
     for f in fields:
         thr, j = fit([getattr(r[2], f) for r in flagged_moves], [getattr(r[2], f) for r in flagged_cuts])
         fitted[f] = thr
         fm = sum(getattr(r[2], f) >= thr for r in flagged_moves)
         fc = sum(getattr(r[2], f) >= thr for r in flagged_cuts)
-        print(f"fitted {f} threshold (Youden J {j:.3f} among raw-flagged pairs, half-way to the next lower reading): "
+        log(f"fitted {f} threshold (Youden J {j:.3f} among raw-flagged pairs, half-way to the next lower reading): "
               f"{thr:.3f}; raw + it alone: cuts found {fc}/{len(cut_r)}, moves read as cuts {fm}/{len(move_r)}")
         worst = sorted(move_r, key=lambda r: -getattr(r[2], f))[:4]
-        print(f"  highest {f} of moves:", "; ".join(f"{r[0]} {r[1]} {getattr(r[2], f):.3f}" for r in worst))
+        log(f"  highest {f} of moves:", "; ".join(f"{r[0]} {r[1]} {getattr(r[2], f):.3f}" for r in worst))
         low = sorted(cut_r, key=lambda r: getattr(r[2], f))[:4]
-        print(f"  lowest {f} of cuts:", "; ".join(f"{r[0]} {getattr(r[2], f):.3f}" for r in low))
+        log(f"  lowest {f} of cuts:", "; ".join(f"{r[0]} {getattr(r[2], f):.3f}" for r in low))
     # the black level: black frames (a fade's end) vs dark pictures, brightness reading of single frames
     black, dark = [], []
     for name, img in stills.items():
@@ -299,9 +301,9 @@ def main() -> int:
         for e in (0.15, 0.25, 0.4):
             dark.append(cuts.FrameFeatures(degrade((v * e).astype(np.uint8), rng)).bright)
     level = (max(black) + min(dark)) / 2
-    print(f"black frames' brightness (p{cuts.BRIGHT_PERCENTILE} grey): max {max(black):.1f} of {len(black)}; dark "
-          f"pictures': min {min(dark):.1f} of {len(dark)}; fitted CUT_BLACK_LEVEL (half-way): {level:.1f}"
-          f"{'' if max(black) < min(dark) else ' (OVERLAP: not separable)'}")
+    log(f"black frames' brightness (p{cuts.BRIGHT_PERCENTILE} grey): max {max(black):.1f} of {len(black)}; dark "
+        f"pictures': min {min(dark):.1f} of {len(dark)}; fitted CUT_BLACK_LEVEL (half-way): {level:.1f}"
+        f"{'' if max(black) < min(dark) else ' (OVERLAP: not separable)'}")
     fitted["black"] = level
     # which readings the rule ANDs: every combination of the fitted ones, errors on this material (the rule ships
     # the combination with the fewest errors, cuts missed and moves cut counted alike; ties: fewer readings)
@@ -313,7 +315,7 @@ def main() -> int:
         fm = [r for r in move_r if cuts.is_cut_reading(r[2], *args)]
         fc = sum(cuts.is_cut_reading(r[2], *args) for r in cut_r)
         err = len(fm) + len(cut_r) - fc
-        print(f"rule raw + {' + '.join(use)} (+ black): cuts found {fc}/{len(cut_r)}, camera moves read as cuts "
+        log(f"rule raw + {' + '.join(use)} (+ black): cuts found {fc}/{len(cut_r)}, camera moves read as cuts "
               f"{len(fm)}/{len(move_r)} ({', '.join(sorted(set(r[1].split()[0] for r in fm))) or 'none'}); "
               f"errors {err}")
         if best is None or err < best[0]:
@@ -330,17 +332,17 @@ def main() -> int:
     cut_abrupt = [r[2].compensated for r in flagged_cuts]
     athr, aj = fit([r[3] for r in flagged_seq], cut_abrupt)
     fitted["abrupt"] = athr
-    print(f"frame by frame ({STEPS} fps): {len(seq_r)} continuous motions, {len(flagged_seq)} flagged by the raw rule "
-          f"at 1 fps; their largest consecutive-frame reading: median {np.median([r[3] for r in flagged_seq]):.3f}, "
-          f"max {max(r[3] for r in flagged_seq):.3f}; cuts' (the pair across the cut): median "
-          f"{np.median(cut_abrupt):.3f}, min {min(cut_abrupt):.3f}")
-    print(f"fitted CUT_ABRUPT_FRACTION (Youden J {aj:.3f}, half-way to the next lower reading): {athr:.3f}")
+    log(f"frame by frame ({STEPS} fps): {len(seq_r)} continuous motions, {len(flagged_seq)} flagged by the raw rule "
+        f"at 1 fps; their largest consecutive-frame reading: median {np.median([r[3] for r in flagged_seq]):.3f}, "
+        f"max {max(r[3] for r in flagged_seq):.3f}; cuts' (the pair across the cut): median "
+        f"{np.median(cut_abrupt):.3f}, min {min(cut_abrupt):.3f}")
+    log(f"fitted CUT_ABRUPT_FRACTION (Youden J {aj:.3f}, half-way to the next lower reading): {athr:.3f}")
     worst = sorted(seq_r, key=lambda r: -r[3])[:4]
-    print("  highest of motions:", "; ".join(f"{r[0]} {r[1]} {r[3]:.3f}" for r in worst))
+    log("  highest of motions:", "; ".join(f"{r[0]} {r[1]} {r[3]:.3f}" for r in worst))
     fm_seq = [r for r in flagged_seq if r[3] >= athr]
     fc = sum(c >= athr for c in cut_abrupt)
-    print(f"rule raw + frame-by-frame check (+ black): cuts found {fc}/{len(cut_r)}, continuous motions read as cuts "
-          f"{len(fm_seq)}/{len(seq_r)} ({', '.join(sorted(set(r[1].split()[0] for r in fm_seq))) or 'none'})")
+    log(f"rule raw + frame-by-frame check (+ black): cuts found {fc}/{len(cut_r)}, continuous motions read as cuts "
+        f"{len(fm_seq)}/{len(seq_r)} ({', '.join(sorted(set(r[1].split()[0] for r in fm_seq))) or 'none'})")
     # dissolves (6, 12, 24 frames, at several places in the second) between two stills: no abrupt pair, but every
     # frame a mix of the second's two ends; the blend residual's threshold is fitted between them and the motions
     dis = []
@@ -357,22 +359,28 @@ def main() -> int:
     bthr, bj = fit([-r[4] for r in flagged_seq], [-r[4] for r in flagged_dis])
     bthr = -bthr
     fitted["blend"] = bthr
-    print(f"dissolves: {len(dis)}, {len(flagged_dis)} flagged at 1 fps; abrupt reading max "
-          f"{max(r[3] for r in dis):.3f}; blend residual median {np.median([r[4] for r in flagged_dis]):.3f}, max "
-          f"{max(r[4] for r in flagged_dis):.3f}; motions' blend residual min {min(r[4] for r in flagged_seq):.3f}")
-    print(f"fitted CUT_BLEND_RESIDUAL (a dissolve at or below; Youden J {bj:.3f}, half-way): {bthr:.3f}")
+    log(f"dissolves: {len(dis)}, {len(flagged_dis)} flagged at 1 fps; abrupt reading max "
+        f"{max(r[3] for r in dis):.3f}; blend residual median {np.median([r[4] for r in flagged_dis]):.3f}, max "
+        f"{max(r[4] for r in flagged_dis):.3f}; motions' blend residual min {min(r[4] for r in flagged_seq):.3f}")
+    log(f"fitted CUT_BLEND_RESIDUAL (a dissolve at or below; Youden J {bj:.3f}, half-way): {bthr:.3f}")
     best_m = sorted(flagged_seq, key=lambda r: r[4])[:4]
-    print("  lowest blend residual of motions:", "; ".join(f"{r[0]} {r[1]} {r[4]:.3f}" for r in best_m))
+    log("  lowest blend residual of motions:", "; ".join(f"{r[0]} {r[1]} {r[4]:.3f}" for r in best_m))
     fm_seq = [r for r in flagged_seq if r[3] >= athr or r[4] <= bthr]
     fd = sum(r[3] >= athr or r[4] <= bthr for r in flagged_dis)
-    print(f"rule raw + frame-by-frame check (abrupt or dissolve; + black): hard cuts found {fc}/{len(cut_r)}, "
-          f"dissolves found {fd}/{len(dis)}, continuous motions read as cuts {len(fm_seq)}/{len(seq_r)} "
-          f"({', '.join(sorted(set(r[1].split()[0] for r in fm_seq))) or 'none'})")
-    print(f"chosen (sampled frames only, where no native frames are at hand): raw + {' + '.join(best[1])}; constants: "
+    log(f"rule raw + frame-by-frame check (abrupt or dissolve; + black): hard cuts found {fc}/{len(cut_r)}, "
+        f"dissolves found {fd}/{len(dis)}, continuous motions read as cuts {len(fm_seq)}/{len(seq_r)} "
+        f"({', '.join(sorted(set(r[1].split()[0] for r in fm_seq))) or 'none'})")
+    log(f"chosen (sampled frames only, where no native frames are at hand): raw + {' + '.join(best[1])}; constants: "
           + ", ".join(f"{f} {fitted[f]:.3f}" for f in best[1]) + f", black level {fitted['black']:.1f}")
-    print(f"shipped (constants.py): CUT_CHANGED_FRACTION {constants.CUT_CHANGED_FRACTION}, CUT_COMPENSATED_FRACTION "
-          f"{constants.CUT_COMPENSATED_FRACTION}, CUT_ABRUPT_FRACTION {constants.CUT_ABRUPT_FRACTION}, CUT_BLEND_RESIDUAL "
-          f"{getattr(constants, 'CUT_BLEND_RESIDUAL', None)}, CUT_BLACK_LEVEL {constants.CUT_BLACK_LEVEL}")
+    log(f"shipped (constants.py): CUT_CHANGED_FRACTION {constants.CUT_CHANGED_FRACTION}, CUT_COMPENSATED_FRACTION "
+        f"{constants.CUT_COMPENSATED_FRACTION}, CUT_ABRUPT_FRACTION {constants.CUT_ABRUPT_FRACTION}, CUT_BLEND_RESIDUAL "
+        f"{getattr(constants, 'CUT_BLEND_RESIDUAL', None)}, CUT_BLACK_LEVEL {constants.CUT_BLACK_LEVEL}")
+    return {"CUT_COMPENSATED_FRACTION": fitted["compensated"], "CUT_ABRUPT_FRACTION": fitted["abrupt"],
+            "CUT_BLEND_RESIDUAL": fitted["blend"], "CUT_BLACK_LEVEL": fitted["black"], "sampled_rule": list(best[1])}
+
+
+def main() -> int:
+    fit_constants()
     return 0
 
 

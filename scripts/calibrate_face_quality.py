@@ -24,7 +24,9 @@ SFACE_SAME_PERSON_COSINE = 0.363
 SIGMAS = (0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0)
 
 
-def main() -> int:
+def fit(log=print) -> dict:
+    """The readings and the fitted floor, printed through ``log``; returns {"QUALITY_MIN_BLUR": fitted floor rounded as
+    shipped (one decimal), "j", "faces", "copies", "lost"} (tests/test_calibration_repro.py compares it with face.py)."""
     import cv2
     import numpy as np
 
@@ -40,7 +42,7 @@ def main() -> int:
             try:
                 img = cv2.imread(str(footage.footage_path(name)))[..., ::-1].copy()
             except footage.FootageMissing as e:
-                print(f"skip {name}: {e}")
+                log(f"skip {name}: {e}")
                 continue
             sharp = [f for f in face.faces(img) if f.quality.size_px >= F.QUALITY_MIN_SIZE_PX]
             for k, ref in enumerate(sharp):
@@ -52,23 +54,31 @@ def main() -> int:
                     if best is None or _iou(best.box, ref.box) < 0.5:
                         continue
                     rows.append((name, k, s, best.quality.blur, float(best.vector @ ref.vector)))
-    print(f"{'source':22s} face sigma  blur   cos_to_sharp")
+    log(f"{'source':22s} face sigma  blur   cos_to_sharp")
     for r in rows:
-        print(f"{r[0]:22s} {r[1]:4d} {r[2]:5.1f} {r[3]:6.1f}  {r[4]:.3f}")
+        log(f"{r[0]:22s} {r[1]:4d} {r[2]:5.1f} {r[3]:6.1f}  {r[4]:.3f}")
     lost = [b for _, _, _, b, c in rows if c < SFACE_SAME_PERSON_COSINE]
     kept = [b for _, _, _, b, c in rows if c >= SFACE_SAME_PERSON_COSINE]
-    print(f"\nfaces: {len({(r[0], r[1]) for r in rows})}; blurred copies: {len(rows)}; "
+    log(f"\nfaces: {len({(r[0], r[1]) for r in rows})}; blurred copies: {len(rows)}; "
           f"below SFace's same-person cosine: {len(lost)}")
+    out = {"QUALITY_MIN_BLUR": None, "j": None, "faces": len({(r[0], r[1]) for r in rows}), "copies": len(rows),
+           "lost": len(lost)}
     if lost and kept:
         # percentiles, not extremes: one face whose detection wanders between blur steps must not set the floor
-        print(f"blur of copies no longer recognised as themselves: median {np.median(lost):.1f}, "
-              f"90th percentile {np.percentile(lost, 90):.1f}, max {max(lost):.1f}")
-        print(f"blur of copies still recognised: 10th percentile {np.percentile(kept, 10):.1f}, "
-              f"min {min(kept):.1f}")
+        log(f"blur of copies no longer recognised as themselves: median {np.median(lost):.1f}, "
+            f"90th percentile {np.percentile(lost, 90):.1f}, max {max(lost):.1f}")
+        log(f"blur of copies still recognised: 10th percentile {np.percentile(kept, 10):.1f}, "
+            f"min {min(kept):.1f}")
         floor, j = fit_floor(lost, kept)
-        print(f"fitted floor (Youden J {j:.3f}: share of lost copies below it minus share of kept copies below "
-              f"it, half-way to the next lower reading): {floor:.1f}")
-    print(f"shipped floor: {F.QUALITY_MIN_BLUR}")
+        out.update(QUALITY_MIN_BLUR=round(floor, 1), j=round(j, 3))
+        log(f"fitted floor (Youden J {j:.3f}: share of lost copies below it minus share of kept copies below "
+            f"it, half-way to the next lower reading): {floor:.1f}")
+    log(f"shipped floor: {F.QUALITY_MIN_BLUR}")
+    return out
+
+
+def main() -> int:
+    fit()
     return 0
 
 

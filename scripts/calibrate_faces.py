@@ -4,6 +4,8 @@
     python scripts/calibrate_faces.py            # writes both files below
     python scripts/calibrate_faces.py --dry-run  # prints, writes nothing
     python scripts/calibrate_faces.py --drawn-only  # adds / renews only the drawn report in both files
+    python scripts/calibrate_faces.py --out-dir D   # writes both files into D (tests/test_calibration_repro.py
+                                                    # diffs them against the shipped ones)
 
 Writes bench_assets/narrativetrack/face_calibration.json (FACE_MERGE_COSINE between tracklet mean faces, groups of
 4 faces) and bench_assets/mbench/identity_calibration.json (MBench's SFace threshold between single faces). Both use
@@ -48,6 +50,8 @@ def main(argv=None) -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--drawn-only", action="store_true", help="renew only drawn_calibration in the stored files")
     ap.add_argument("--step", type=float, default=0.2, help="seconds between sampled video frames")
+    ap.add_argument("--out-dir", type=Path, default=None,
+                    help="write the files into this folder (named as shipped) instead of beside their modules")
     a = ap.parse_args(argv)
     from bench_assets.narrativetrack.pipeline import shot_ids
     from bench_resources.models import ModelRegistry
@@ -55,6 +59,9 @@ def main(argv=None) -> int:
     reg = ModelRegistry(profile="offline")
     face = reg.slot("face")
     root = Path(__file__).resolve().parents[1]
+
+    def target(rel: str) -> Path:
+        return root / rel if a.out_dir is None else Path(a.out_dir) / Path(rel).name
     with F.use_split(F.CALIBRATION):
         drawn_srcs, drawn_same = FC.drawn_sources()
         drawn_faces = FC.collect_faces(face, drawn_srcs, step_s=a.step)
@@ -65,7 +72,7 @@ def main(argv=None) -> int:
             doc["drawn_calibration"] = FC.drawn_report(doc, *drawn, digits=digits)
             _print_drawn(bench, doc)
             if not a.dry_run:
-                (root / rel).write_text(json.dumps(doc, sort_keys=True) + "\n")
+                target(rel).write_text(json.dumps(doc, sort_keys=True) + "\n")
         return 0
     with F.use_split(F.CALIBRATION):
         cal_srcs, cal_same = FC.calibration_sources(PROJECT_ROOT / "data" / "narrativetrack")
@@ -81,7 +88,7 @@ def main(argv=None) -> int:
         print(bench, json.dumps(summary), "\n  held out:", json.dumps(doc["held_out"]["rates"]))
         _print_drawn(bench, doc)
         if not a.dry_run:
-            (root / rel).write_text(json.dumps(doc, sort_keys=True) + "\n")
+            target(rel).write_text(json.dumps(doc, sort_keys=True) + "\n")
     return 0
 
 

@@ -4,6 +4,7 @@
     python scripts/calibrate_links.py              # writes bench_assets/narrativetrack/link_calibration.json
     python scripts/calibrate_links.py --dry-run    # prints, writes nothing
     python scripts/calibrate_links.py --held-out   # also measures the fixed thresholds on the validation clips
+    python scripts/calibrate_links.py --held-out --out F  # writes F instead (tests/test_calibration_repro.py)
 
 Before, the pipeline learned its stitching thresholds from each file's own pairs (Youden's J between consecutive
 boxes of one IoU track and two boxes of one frame), so unrelated footage in the file, or the same frames at another
@@ -212,6 +213,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--held-out", action="store_true", help="also measure on the validation clips")
+    ap.add_argument("--out", type=Path, default=None, help="write this file instead of link_calibration.json")
     a = ap.parse_args(argv)
     from bench_assets.narrativetrack import calibration, pipeline
     from bench_resources.models import ModelRegistry
@@ -283,7 +285,7 @@ def main(argv=None) -> int:
                 doc["held_out"] = {"sources": sorted(VALIDATION_CLIPS.values()), "per_video": held}
         print(json.dumps(doc, indent=1))
         if not a.dry_run:
-            calibration.LINK_FILE.write_text(json.dumps(doc, sort_keys=True, indent=1) + "\n")
+            (a.out or calibration.LINK_FILE).write_text(json.dumps(doc, sort_keys=True, indent=1) + "\n")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
