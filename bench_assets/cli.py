@@ -400,8 +400,10 @@ def _export_official(resources, benchmark: str, board: pd.DataFrame, out: Path) 
             raise CLIError("no EntityBench metric table in the store; run `bench evaluate` first")
         records = store.query(" UNION ALL ".join(parts))
         episodes = store.query("SELECT episode_id AS item, tier, n_shots FROM entitybench_episode")
+        from bench_assets.entitybench.manifest import run_manifest   # the authors' run_manifest.json fields
         files = {Path(g) / k: v for g in sorted(set(board["generator"]))
-                 for k, v in export(records, episodes, g).items()}
+                 for k, v in export(records, episodes, g, run_manifest=run_manifest(
+                     g, resources["models"], resources.get("judge"))).items()}
     elif benchmark == "vistorybench":   # one official run tree per generator (vistorybench/official.py)
         import time as _time
 

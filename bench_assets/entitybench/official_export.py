@@ -104,9 +104,15 @@ def report_json(episodes: Iterable[dict], manifest: dict) -> dict:
     return report
 
 
-def export(records: pd.DataFrame, episodes: pd.DataFrame, generator: str, manifest: Optional[dict] = None) -> dict:
+def export(records: pd.DataFrame, episodes: pd.DataFrame, generator: str, manifest: Optional[dict] = None,
+           run_manifest: Optional[dict] = None) -> dict:
     """``{file name: JSON}`` for one generator (the authors' method): every episode it has rows for, the report and
-    the additions sidecar. ``episodes``: item, tier, n_shots (an episode without a row there is refused)."""
+    the additions sidecar. ``episodes``: item, tier, n_shots (an episode without a row there is refused).
+    ``run_manifest``: the authors' ``run_manifest.json`` for this run (entitybench/manifest.run_manifest), written
+    as that file and, as their aggregate does, under the report's ``_manifest``; their ``manifest_comparable``
+    compares it with one of theirs."""
+    if run_manifest is not None:
+        manifest = {**run_manifest, **(manifest or {})}
     sub = records[records["generator"] == generator]
     if sub.empty:
         raise ValueError(f"no EntityBench item rows for generator {generator!r}")
@@ -128,6 +134,8 @@ def export(records: pd.DataFrame, episodes: pd.DataFrame, generator: str, manife
             null_reasons[eid] = why
     man = {"method_name": generator, "source": "entity-bench-platform", **(manifest or {})}
     out[f"report_{generator}.json"] = report_json(eps, man)
+    if run_manifest is not None:
+        out["run_manifest.json"] = {**run_manifest, "method_name": generator}
     out[f"_additions_{generator}.json"] = {"note": "metrics of this platform the authors' evaluator does not "
                                                    "compute, per episode, as MetricValue; null_reasons: why each null "
                                                    "value (theirs or ours) is null",

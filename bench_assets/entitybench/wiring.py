@@ -55,9 +55,15 @@ def protocol(models: ModelRegistry, names: list[str], judge: Optional[Judge] = N
     the protocol id, and the judge where one answers. Families fed by grounding crops pass GROUNDING_SLOTS, so
     crops from the offline detector and from GroundingDINO are never marked comparable; gated families pass the
     fidelity gate's state (judged.gate_state: ungated, or gated by which judge), so rows under different judges or
-    gate states are never comparable either."""
+    gate states are never comparable either. Where a judge answers, the prompt set in force
+    (judging.prompt_set_id: ours from the paper, or the authors' texts with their digest) is part of it, so
+    answers to different prompt sets are never marked comparable."""
+    from bench_assets.entitybench.judging import prompt_set_id
+    prompts = prompt_set_id() if judge is not None else "paper"
     return protocol_digest({"protocol": PROTOCOL, "models": slot_manifest(models, names), "constants": CONSTANTS,
                             **({"judge": judge.fingerprint()} if judge is not None else {}),
+                            # the default set keeps the digests recorded before there was a choice
+                            **({"judge_prompts": prompts} if prompts != "paper" else {}),
                             **({"gate": gate} if gate is not None else {})})
 
 
