@@ -49,6 +49,10 @@ class MetricSpec:
     project keeps the paper's definition on purpose, the documented difference (short text, asserted in
     tests/parity); the board's ``definition`` column carries it as "paper's definition: <difference>". None where
     the project computes what the reference code computes (or there is no reference code).
+    ``reference``: for a benchmark whose authors released their evaluation code, how the metric stands to it
+    ("authors' code": computes what their code computes; "paper text": the paper text's variant, kept as an
+    addition; "addition": a construct of this project only; "differs from the authors' code: <what>" for a known
+    difference not yet removed). None where there is no authors' code to follow. `bench metrics` lists it.
     """
     id: str
     family: str
@@ -67,6 +71,7 @@ class MetricSpec:
     validity: tuple[str, ...] = ()
     unit_id: Optional[str] = None
     definition: Optional[str] = None
+    reference: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.paper_id == "same":

@@ -49,7 +49,7 @@ def shot_decode_warnings(con, tables: set) -> dict:
         f"SELECT o.generator, {dw} AS decode_warnings, {passed} FROM entitybench_outputs o {join}").df())
 
 
-@asset(group_name=W.METRIC_GROUP, code_version="6",
+@asset(group_name=W.METRIC_GROUP, code_version="7",
        deps=[*METRIC_TABLES, "entitybench_episode"],
        automation_condition=board_condition(*METRIC_TABLES))
 def entitybench_leaderboard(context: AssetExecutionContext, store: Store, models: ModelRegistry,
@@ -72,7 +72,9 @@ def entitybench_leaderboard(context: AssetExecutionContext, store: Store, models
         raise ValueError("no EntityBench metric partition has been materialised yet")
     records = con.execute(" UNION ALL ".join(parts)).df()
     tiers = con.execute("SELECT episode_id AS item, tier FROM entitybench_episode").df()
-    table = board_frame(BENCH, board.leaderboard_rows(records, tiers, METRICS), METRICS,
+    from bench_assets.entitybench.judging import prompt_set_id   # which judge prompts answered (board detail)
+    rows = board.leaderboard_rows(records, tiers, METRICS, judge_prompts=prompt_set_id())
+    table = board_frame(BENCH, rows, METRICS,
                         decode_warnings=shot_decode_warnings(con, present))
     gate = board.gate_diagnostics(records)
     manifest = entitybench_manifest(models, judge)

@@ -11,6 +11,8 @@ Aggregation across episodes (paper Eq. 23-25, spec "Aggregation across episodes"
 So a generator that delivers fewer shots gains nothing: the row builders count every instance an undelivered
 shot would have fed as ``n_failed`` (see the asset's row builders), and both policies divide by it.
 Evaluator failures (``n_failed_evaluator``: judge outage, missing weights) are shown apart and enter neither.
+This is the paper text's aggregation; the authors' code reports the plain mean over episodes with a value, which
+each row's detail carries beside it (``authors_value``), with the metric's reference to their code.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from bench_assets.core.metric_spec import (GATE_UNKNOWN_STATE, GATED, UNGATED_ST
 from bench_assets.entitybench.counts import EVAL
 from bench_assets.entitybench.dataset import TIERS
 from bench_assets.entitybench.judged import GATE_UNKNOWN, GATED_IDS, UNGATED
+from bench_assets.entitybench.metric_specs import BOARD_AGGREGATION
 
 MAIN_SLICE = "all"
 
@@ -85,11 +88,32 @@ def _reason(sub: pd.DataFrame, c: dict, n_eval_fail: int) -> Optional[str]:
     return None
 
 
-def leaderboard_rows(records: pd.DataFrame, tiers: pd.DataFrame, specs: MetricSpecs) -> list[dict]:
+def authors_value(sub: pd.DataFrame) -> tuple[Optional[float], int]:
+    """The authors' per-tier aggregate (aggregate_results in eval/evaluate_benchmark.py 3776439): the plain mean of
+    the episode values that are not None (unrounded here; their report rounds to 4 places), and how many."""
+    v = pd.to_numeric(sub["value"], errors="coerce").dropna()
+    return (float(v.mean()) if len(v) else None), int(len(v))
+
+
+def row_detail(spec, sub: pd.DataFrame, judge_prompts: Optional[str]) -> dict:
+    """What a board row says about the authors' code: the metric's ``reference`` (metric_specs.REFERENCE), the
+    board value's aggregation (the paper text's), the authors' own aggregate of the same episodes beside it, and
+    for judged metrics which judge prompts answered."""
+    value, n = authors_value(sub)
+    out = {"reference": None if spec is None else spec.reference, "aggregation_reference": BOARD_AGGREGATION,
+           "authors_value": value, "authors_n_episodes": n}
+    if judge_prompts is not None and spec is not None and spec.reference and "judge_prompts" in spec.reference:
+        out["judge_prompts"] = judge_prompts
+    return out
+
+
+def leaderboard_rows(records: pd.DataFrame, tiers: pd.DataFrame, specs: MetricSpecs,
+                     judge_prompts: Optional[str] = None) -> list[dict]:
     """One row per (generator, metric, slice): slice "all", then each tier with episodes. ``records``: item-level
     rows (generator, item, metric_id, value, n_eval, n_failed, n_skipped, reason, protocol, n_failed_evaluator,
     substitute); ``tiers``: item, tier. Diagnostics (spec kind "diagnostic") stay off the board; an id without a
-    spec is kept, so board_frame refuses it loudly."""
+    spec is kept, so board_frame refuses it loudly. Each row's ``detail`` holds ``row_detail`` (the reference to
+    the authors' code, their aggregate, and ``judge_prompts``: the prompt set in force, judging.prompt_set_id)."""
     df = records.merge(tiers, on="item", how="left")
     df = df[[(s := specs.get(m)) is None or s.kind != "diagnostic" for m in df["metric_id"]]]
     for col in (EVAL, "substitute", "protocol"):
@@ -113,7 +137,7 @@ def leaderboard_rows(records: pd.DataFrame, tiers: pd.DataFrame, specs: MetricSp
                                   reason=reason, protocol=None if pc is None else pc["protocol"],
                                   comparable=True if pc is None else bool(pc["comparable"]),
                                   substitute=_models_only(sub["substitute"]), gate=join_gates(gate_states(sub)),
-                                  baseline=False))
+                                  baseline=False, detail=row_detail(spec, sub, judge_prompts)))
     return rows
 
 

@@ -1,0 +1,113 @@
+"""Issue 36: each EntityBench metric says how it stands to the authors' evaluator (eval/evaluate_benchmark.py
+3776439) in `bench metrics` and on the board; Pillar 1's ids compute what their code (VBench) computes per shot, the
+paper text's Eq. 2 and pair fraction are additions beside them."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench_assets import cli
+from bench_assets.core.metric_spec import board_frame, detail_of
+from bench_assets.entitybench import board as eb_board
+from bench_assets.entitybench import metrics as M
+from bench_assets.entitybench.metric_specs import METRICS, PAPER_TEXT, REFERENCE
+
+
+def test_every_metric_names_its_reference_to_the_authors_code():
+    allowed = {"authors' code", PAPER_TEXT, "addition"}
+    for s in METRICS:
+        assert s.reference in allowed or s.reference.startswith(("authors' code (", "differs from the authors' code:")), s.id
+        # a paper-text variant is an addition with its documented difference; an addition is never 'authors' code'
+        if s.reference == PAPER_TEXT and s.kind != "diagnostic":
+            assert s.addition and s.definition, s.id
+        if s.addition and s.kind != "diagnostic":
+            assert s.reference in (PAPER_TEXT, "addition"), s.id
+    assert REFERENCE["subject_consistency"] == REFERENCE["dynamic_degree"] == "authors' code"
+    assert METRICS["subject_consistency"].slots == ("vbench_dino",) and not METRICS["subject_consistency"].definition
+
+
+def test_bench_metrics_lists_the_reference(capsys):
+    assert cli.main(["metrics", "--benchmark", "entitybench", "--json"]) == 0
+    rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["subject_consistency_eq2"]["reference"] == PAPER_TEXT and rows["subject_consistency_eq2"]["addition"]
+    assert rows["dynamic_degree"]["reference"] == "authors' code"
+    assert rows["intra_action_overall"]["reference"].startswith("differs from the authors' code:")
+
+
+def _rec(gen, item, mid, value, n_eval):
+    return dict(generator=gen, item=item, metric_id=mid, value=value, n_eval=n_eval, n_failed=0, n_skipped=0,
+                reason=None, protocol="p", n_failed_evaluator=0, substitute=None)
+
+
+def test_board_rows_carry_the_reference_and_the_authors_aggregate():
+    """The board's value pools instances (the paper text's Eq. 23); the authors' report averages episodes: with 1
+    and 3 instances the two differ, and the row's detail holds theirs. Judged rows say which prompts answered."""
+    records = pd.DataFrame([_rec("g", "e1", "cs_face", 0.2, 1), _rec("g", "e2", "cs_face", 0.8, 3),
+                            _rec("g", "e1", "llm_face_accuracy", 1.0, 2), _rec("g", "e2", "llm_face_accuracy", None, 0),
+                            _rec("g", "e1", "subject_consistency_eq2", 0.9, 4)])
+    tiers = pd.DataFrame({"item": ["e1", "e2"], "tier": ["easy", "hard"]})
+    board = board_frame("entitybench", eb_board.leaderboard_rows(records, tiers, METRICS, judge_prompts="authors@x"),
+                        METRICS)
+    d = detail_of(board)
+    at = board[(board.slice == "all")].set_index("metric_id")
+    da = d.loc[at["metric_id"].index if "metric_id" in at else board.index[board.slice == "all"]]
+    da.index = at.index
+    assert at.loc["cs_face", "value"] == pytest.approx((0.2 + 0.8 * 3) / 4)
+    assert da.loc["cs_face", "authors_value"] == pytest.approx(0.5) and da.loc["cs_face", "authors_n_episodes"] == 2
+    assert da.loc["cs_face", "reference"] == "authors' code" and da.loc["cs_face", "aggregation_reference"] == PAPER_TEXT
+    assert da.loc["llm_face_accuracy", "authors_value"] == 1.0 and da.loc["llm_face_accuracy", "authors_n_episodes"] == 1
+    assert da.loc["llm_face_accuracy", "judge_prompts"] == "authors@x" and pd.isna(da.loc["cs_face"].get("judge_prompts"))
+    assert da.loc["subject_consistency_eq2", "reference"] == PAPER_TEXT
+    assert at.loc["subject_consistency_eq2", "definition"].startswith("paper's definition: Eq. 2")
+
+
+def _pan(n=12, seed=0):
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 256, (24, 32, 3), dtype=np.uint8)
+    return np.stack([np.roll(base, 2 * i, axis=1) for i in range(n)])
+
+
+class Emb:
+    """A frame 'embedder' whose features turn with the frame index (so the first-frame cosine decays)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def embed(self, ims):
+        self.calls += len(ims)
+        return np.stack([np.array([np.cos(0.3 * im[0, 0, 0]), np.sin(0.3 * im[0, 0, 0]), 0.2]) for im in ims])
+
+
+def test_pillar1_subject_consistency_is_vbench_and_eq2_an_addition_from_one_pass():
+    frames = _pan()
+    emb = Emb()
+    ids = {m.metric_id: m for m in M.PILLAR1}
+    run = {ids["subject_consistency"]: emb, ids["subject_consistency_eq2"]: emb}
+    out = M.stream_pillar1([frames[i:i + 5] for i in range(0, 12, 5)], 24.0, 12, run)
+    e = Emb().embed(list(frames))
+    e = e / np.linalg.norm(e, axis=1, keepdims=True)
+    pre, first = np.sum(e[1:] * e[:-1], 1), e[1:] @ e[0]
+    vbench = float(np.mean((np.maximum(pre, 0) + np.maximum(first, 0)) / 2))
+    assert out["subject_consistency"][0] == pytest.approx(vbench)
+    assert out["subject_consistency_eq2"][0] == pytest.approx(float(np.mean(pre)))
+    assert abs(vbench - float(np.mean(pre))) > 1e-3            # the clip tells the two formulas apart
+    assert emb.calls == 12                                     # one embedding pass for both
+
+
+def test_dynamic_degree_is_the_per_shot_verdict():
+    assert M.dynamic_verdict([]) == 0.0                         # one sampled frame: VBench says static
+    assert M.dynamic_verdict([True]) == 1.0                     # 2 frames need round(0.5) = 0 moving pairs
+    assert M.dynamic_verdict([True, False, False, False, False, False, False, False]) == 0.0   # needs round(2.25)=2
+    assert M.dynamic_verdict([True, True, False, False, False, False, False, False]) == 1.0
+
+
+def test_offline_vbench_dino_is_the_image_embedder_marked_substitute():
+    from bench_assets.core.metric_spec import substitute_label
+    from bench_resources.models import ModelRegistry
+    reg = ModelRegistry(profile="offline")
+    assert reg.slot("vbench_dino") is reg.slot("image_embedder")
+    assert "EfficientNet-Lite0" in substitute_label(("vbench_dino",), reg)
+    assert ModelRegistry(profile="paper").status("vbench_dino").checkpoint.startswith("DINO ViT-B/16")
