@@ -17,6 +17,9 @@ BENCH_JUDGE_RETRIES     transport retries per question                 default 4
 BENCH_JUDGE_CONCURRENCY requests in flight                             default 4
 BENCH_JUDGE_TEMPERATURE sampling temperature (unset: not sent)         default unset
 ANTHROPIC_API_KEY / OPENAI_API_KEY   read by the Judge from the environment only; never stored
+BENCH_ENTITYBENCH_JUDGE_PROMPTS  EntityBench judge_prompts: paper | authors        default paper
+BENCH_ENTITYBENCH_AUTHORS_CODE   with authors: a local clone of Catherine-R-He/EntityBench, whose
+                                 eval/evaluate_benchmark.py prompt texts are parsed at run time (never stored)
 """
 from __future__ import annotations
 
