@@ -117,3 +117,47 @@ def test_the_set_enters_digest_manifest_and_rerun_record(authors, monkeypatch):
     assert len({theirs[2], edited[1], ours[2]}) == 3 and "+authors@" in theirs[2] and "+" not in ours[2]
     assert theirs[3]["judge_prompts"].startswith("authors@") and ours[3]["judge_prompts"] == "paper"
     assert theirs[3]["judge_prompts_source"].endswith("eval/evaluate_benchmark.py")
+
+
+def _grid_inputs():
+    rng = np.random.default_rng(3)
+    frames = [rng.integers(0, 256, (120, 200, 3), dtype=np.uint8) for _ in range(5)]
+    colours = J.schedule_colours(["Mia", "Tom"], ["Cup"])
+    dets = [[("Mia", (10, 30, 60, 100)), ("Cup", (120.7, 5.2, 190, 60))], [], [("Tom", (0, 0, 50, 50))],
+            [("Mia", (20, 40, 80, 110)), ("Mia", (100, 40, 150, 110))], [("Cup", (5, 80, 40, 118))]]
+    return frames, dets, colours
+
+
+def test_authors_action_grid_layout():
+    frames, dets, colours = _grid_inputs()
+    assert colours == {"Mia": (255, 64, 64), "Tom": (64, 192, 255), "Cup": (64, 255, 96)}
+    grid = J.authors_action_grid(frames, dets, colours)
+    assert grid.shape == (2 * 240 + 3 * 8, 3 * 360 + 4 * 8, 3)
+    assert (grid[:8] == 32).all() and (grid[-8:] == 32).all()        # the grey canvas around the cells
+    assert (grid[8 + 240 + 8:, 8 + 2 * (360 + 8):] == 32).all()      # the sixth cell stays empty
+    oy, ox = 8 + (240 - 120) // 2, 8 + (360 - 200) // 2                 # frame 0 is centred, not scaled up
+    assert tuple(grid[oy + 100, ox + 35]) == (255, 64, 64)             # Mia's box, bottom edge, in her colour
+    assert tuple(grid[oy + 5, ox + 120 + 360 + 8]) != (64, 255, 96)    # the Cup is not on frame 1
+
+
+def test_authors_action_grid_is_their_drawing():
+    """Pixel for pixel the authors' _draw_labeled_bbox + _build_action_grid (their module, from a clone)."""
+    import importlib.util
+    import os
+    from pathlib import Path
+    root = os.environ.get("BENCH_ENTITYBENCH_AUTHORS_CODE", "").strip()
+    path = Path(root) / "eval" / "evaluate_benchmark.py" if root else None
+    if path is None or not path.is_file():
+        pytest.skip("set BENCH_ENTITYBENCH_AUTHORS_CODE to a clone of Catherine-R-He/EntityBench (3776439)")
+    spec = importlib.util.spec_from_file_location("authors_eb_grid", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    frames, dets, colours = _grid_inputs()
+    theirs = []
+    for fr, ds in zip(frames, dets):
+        out = fr.copy()
+        for name, box in ds:
+            out = mod._draw_labeled_bbox(out, box, name, colours[name])
+        theirs.append(out)
+    assert tuple(tuple(c) for c in mod._ENTITY_COLORS) == J.AUTHORS_COLOURS
+    assert np.array_equal(mod._build_action_grid(theirs), J.authors_action_grid(frames, dets, colours))

@@ -249,6 +249,59 @@ def action_grid(frames: Sequence[np.ndarray], boxes: Sequence[dict[str, tuple]],
     return np.ascontiguousarray(grid)
 
 
+# The authors' action grid (eval/evaluate_benchmark.py 3776439: _ENTITY_COLORS, _draw_labeled_bbox,
+# _build_action_grid): every detection of each scheduled character / object drawn on the shot's grounding frames,
+# a colour per entity in schedule order (characters, then objects), the frames tiled 3 per row in 360 x 240 cells
+# on a grey canvas. The numbers are theirs; the drawing calls are PIL's, as theirs.
+AUTHORS_COLOURS = ((255, 64, 64), (64, 192, 255), (64, 255, 96), (255, 192, 0), (224, 64, 224), (255, 128, 0),
+                   (128, 255, 255), (255, 96, 160))
+
+
+def schedule_colours(characters: Sequence[str], objects: Sequence[str]) -> dict[str, tuple]:
+    """Each scheduled character, then object, its colour in schedule order (cycling after 8)."""
+    names = [*characters, *objects]
+    return {n: AUTHORS_COLOURS[i % len(AUTHORS_COLOURS)] for i, n in enumerate(names)}
+
+
+def _labelled_box(frame: np.ndarray, box, label: str, colour: tuple, thickness: int = 3) -> np.ndarray:
+    from PIL import Image, ImageDraw, ImageFont
+    img = Image.fromarray(frame).convert("RGB")
+    draw = ImageDraw.Draw(img)
+    x1, y1, x2, y2 = [int(v) for v in box]
+    for t in range(thickness):
+        draw.rectangle([x1 - t, y1 - t, x2 + t, y2 + t], outline=colour)
+    font = ImageFont.load_default()
+    tw, th, pad = draw.textlength(label, font=font), 12, 2
+    top = max(0, y1 - th - 2 * pad)
+    draw.rectangle([x1, top, x1 + tw + 2 * pad, top + th + 2 * pad], fill=colour)
+    draw.text((x1 + pad, top + pad), label, fill=(0, 0, 0), font=font)
+    return np.array(img)
+
+
+def authors_action_grid(frames: Sequence[np.ndarray], detections: Sequence[Sequence[tuple[str, tuple]]],
+                        colours: dict[str, tuple], cols: int = 3, cell_w: int = 360, cell_h: int = 240,
+                        gap: int = 8) -> np.ndarray:
+    """``detections[i]``: (entity name, box) of every detection on frame i, drawn in order; the frames tiled."""
+    from PIL import Image
+    drawn = []
+    for frame, dets in zip(frames, detections):
+        out = np.ascontiguousarray(frame).copy()
+        for name, box in dets:
+            out = _labelled_box(out, box, name, colours[name])
+        drawn.append(out)
+    rows = (len(drawn) + cols - 1) // cols
+    canvas = np.full((rows * cell_h + (rows + 1) * gap, cols * cell_w + (cols + 1) * gap, 3), 32, np.uint8)
+    for i, fr in enumerate(drawn):
+        r, c = divmod(i, cols)
+        pil = Image.fromarray(fr).convert("RGB")
+        pil.thumbnail((cell_w, cell_h), Image.LANCZOS)
+        arr = np.array(pil)
+        oy = gap + r * (cell_h + gap) + (cell_h - arr.shape[0]) // 2
+        ox = gap + c * (cell_w + gap) + (cell_w - arr.shape[1]) // 2
+        canvas[oy:oy + arr.shape[0], ox:ox + arr.shape[1]] = arr
+    return canvas
+
+
 def action_request(grid: np.ndarray, action: str, legend: dict[str, str], names_object: bool,
                    n_frames: int = 6) -> JudgeRequest:
     fields = [f for f in ACTION_FIELDS if names_object or f != "object_interaction"]
