@@ -687,7 +687,7 @@ def _metric_specs(name: str):
     """A benchmark's declared metrics, the ``metrics`` of its BENCHMARKS entry, read from its
     ``<benchmark>/metric_specs.py`` without building the entry (which imports its assets: 1-2 s for a listing)."""
     import importlib
-    if name not in list(_benchmarks()):  # the names alone build no entry
+    if name not in BENCHMARK_NAMES:  # the names alone import no benchmark (BENCHMARKS imports every asset)
         _benchmark(name)  # the unknown-benchmark error
     return importlib.import_module(f"bench_assets.{name}.metric_specs").METRICS
 
@@ -712,12 +712,71 @@ def slot_models(slots: str, registry, short: int = 0) -> str:
     return "; ".join(parts)
 
 
+# `bench metrics` without --wide: (column, header, most characters before it wraps), per benchmark; the models
+# (and unit, aggregation) on indented lines below, wrapped at "; "
+_METRIC_COLUMNS = (("id", "id", 40), ("paper_id", "paper id", 22), ("family", "family", 24),
+                   ("direction", "dir", 6), ("scale", "scale", 11), ("kind", "kind", 10))
+
+
+def metrics_text(shown: "pd.DataFrame", width: int = 120) -> list[str]:
+    """The metric listing as lines no wider than ``width``: one block per benchmark, one row per metric (long cells
+    wrapped inside their column), then its unit, aggregation and models on indented lines."""
+    import textwrap
+    out: list[str] = []
+    for bench, part in shown.groupby("benchmark", sort=False):
+        widths = [min(cap, max(len(head), *(len(str(v)) for v in part[c]))) for c, head, cap in _METRIC_COLUMNS]
+        out.append(f"{bench} ({len(part)} metrics)")
+        out.append("  " + "  ".join(h.ljust(w) for (_, h, _), w in zip(_METRIC_COLUMNS, widths)).rstrip())
+        for r in part.to_dict("records"):
+            cells = [[str(r[c])] if c == "id" else textwrap.wrap(str(r[c]), w, break_on_hyphens=False) or [""]
+                     for (c, _, _), w in zip(_METRIC_COLUMNS, widths)]   # an id is never cut: it is typed
+            for k in range(max(len(x) for x in cells)):
+                out.append("  " + "  ".join((x[k] if k < len(x) else "").ljust(w)
+                                            for x, w in zip(cells, widths)).rstrip())
+            for label in ("unit", "aggregation", "models"):
+                text = str(r.get(label) or "")
+                if not text:
+                    continue
+                if label != "models":
+                    out += textwrap.wrap(text, width, initial_indent=f"      {label}: ",
+                                         subsequent_indent=" " * (8 + len(label)), break_on_hyphens=False)
+                    continue
+                pieces = text.split("; ")   # a slot and its checkpoint never split over two lines
+                line = f"      {label}: "
+                for i, piece in enumerate(pieces):
+                    piece = piece + (";" if i < len(pieces) - 1 else "")
+                    if len(line) + len(piece) > width and line.strip() != f"{label}:":
+                        out.append(line.rstrip())
+                        line = " " * (8 + len(label))
+                    line += piece + " "
+                out.append(line.rstrip())
+        out.append("")
+    return out
+
+
+class _SlotStatuses:
+    """The model slots as ``bench metrics`` reads them: the registry the resources build (BENCH_PROFILE,
+    BENCH_WEIGHTS_DIR, BENCH_ALLOW_HUB, as bench_resources/config.py reads them) without Dagster's import (the
+    resource wraps this plain registry), each slot's status read once (a listing asked 678 times for 40 slots)."""
+
+    def __init__(self):
+        from bench_resources.models.slot_registry import SlotRegistry
+        self.profile = os.environ.get("BENCH_PROFILE", "offline")
+        self._reg = SlotRegistry(self.profile, os.environ.get("BENCH_WEIGHTS_DIR", str(PROJECT_ROOT / "weights")),
+                                 os.environ.get("BENCH_ALLOW_HUB", "0") == "1", {})
+        self._seen: dict = {}
+
+    def status(self, slot: str):
+        if slot not in self._seen:
+            self._seen[slot] = self._reg.status(slot)
+        return self._seen[slot]
+
+
 def cmd_metrics(args) -> int:
     import pandas as pd
-    from bench_resources.config import build_resources
-    names = [args.benchmark] if args.benchmark else list(_benchmarks())
+    names = [args.benchmark] if args.benchmark else list(BENCHMARK_NAMES)
     table = metrics_table(names)
-    registry = build_resources()["models"]
+    registry = _SlotStatuses()
     if not table.empty:
         table["models"] = [slot_models(s, registry) for s in table["slots"]]
     if args.json:
@@ -731,13 +790,21 @@ def cmd_metrics(args) -> int:
     shown = table[cols].copy()
     shown["paper_id"] = [("addition" if a else p) for a, p in zip(table["addition"], table["paper_id"])]
     shown["models"] = [slot_models(s, registry, short=28) for s in table["slots"]]
-    with pd.option_context("display.width", 320, "display.max_rows", 2000, "display.max_columns", 20,
-                           "display.max_colwidth", 110):
-        print(shown.fillna("").to_string(index=False))
+    if args.wide:   # every column on one line per metric (749 columns wide; --json for a program)
+        with pd.option_context("display.width", 320, "display.max_rows", 2000, "display.max_columns", 20,
+                               "display.max_colwidth", 110):
+            print(shown.fillna("").to_string(index=False))
+    else:
+        import shutil
+        width = max(80, shutil.get_terminal_size((120, 24)).columns)
+        for line in metrics_text(shown.fillna(""), width):
+            print(line)
     n_add = int(table["addition"].sum())
-    print(f"\n{len(table)} metrics in {len(names)} benchmark(s); {n_add} additions (not the papers' metrics); "
-          f"models: what computes each metric in profile {registry.profile} (* a substitute for the paper's model; "
-          f"`bench weights` for the full names)")
+    import textwrap
+    print("\n" + textwrap.fill(
+        f"{len(table)} metrics in {len(names)} benchmark(s); {n_add} additions (not the papers' metrics); "
+        f"models: what computes each metric in profile {registry.profile} (* a substitute for the paper's model; "
+        f"`bench weights` for the full names)", 10_000 if args.wide else 120))
     return 0
 
 
@@ -912,7 +979,8 @@ def _parser() -> argparse.ArgumentParser:
     me = sub.add_parser("metrics", help="every declared metric: paper id or addition, family, direction, scale, "
                                         "aggregation, coverage policy, model slots")
     me.add_argument("--benchmark", default=None, choices=names)
-    me.add_argument("--json", action="store_true")
+    me.add_argument("--json", action="store_true", help="every field of every metric, as JSON")
+    me.add_argument("--wide", action="store_true", help="every column on one line per metric (very wide)")
     me.set_defaults(fn=cmd_metrics)
     ex = sub.add_parser("export", help="a benchmark's board as a Hugging Face dataset folder or a W&B offline run "
                                        "(written locally)")
