@@ -39,7 +39,9 @@ def test_sample_indices_cover_every_sampling_metric():
     for k in FR.SAMPLE_COUNTS:
         assert set(media.even_indices(81, k)) <= set(idx)
     assert {0, 40, 80} <= set(idx)
-    assert len(idx) == 15  # of 81 frames: what the cache converts and holds
+    assert FR.authors_indices(81, 5) == [1, 20, 40, 59, 79]   # the authors' extract_frames: [1, n-2], truncated
+    assert set(FR.authors_indices(81, 5)) <= set(idx)
+    assert len(idx) == 18  # of 81 frames: what the cache converts and holds
     assert FR.sample_indices(3) == [0, 1, 2] and FR.sample_indices(0) == []
 
 
@@ -58,8 +60,10 @@ def test_one_pass_converts_only_the_sampled_frames_and_the_cache_serves_the_rest
     assert np.array_equal(s.frames[s.n_frames // 2], full[N // 2])
     assert np.array_equal(s.even(6)[1], full[media.even_indices(N, 6)])
     assert s.sha256 == media.sha256_file(shot) and s.n_frames == N
+    gidx, gframes = s.grounding(5)
+    assert gidx == FR.authors_indices(N, 5) and np.array_equal(gframes, full[gidx])
     with pytest.raises(IndexError, match="not sampled"):
-        s.frames[1]
+        s.frames[2]
     # every later asset of the run: no pass, no conversion
     for _ in range(4):
         assert cache.get(shot) is s

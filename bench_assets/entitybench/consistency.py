@@ -369,8 +369,9 @@ def cross_shot_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFrame
         gated_out += judged.location_admitted(ep, grounding, fidelity, clips, loc.id)[1]
     # transition boundary over continuation pairs
     mid = "cs_transition_boundary"
+    # every continuation pair whose two shots decode counts, as in the authors' code (the spec's earlier skip of
+    # pairs with no present entity on a side is not theirs: a frozen continuation would have been left out)
     vals, skipped, failed, evaluator, reasons = [], 0, 0, 0, set()
-    present_shots = set(grounding.loc[grounding["status"] == "present", "shot"].astype(int))
     for shot in ep.shots[1:]:
         if shot.cut:
             continue
@@ -380,11 +381,6 @@ def cross_shot_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFrame
             failed += 1
             reasons.add("a side's shot is missing or undecodable")
             rows.append(counts.failed_instance(mid, "pair", "a side's shot is missing or undecodable", shot=k1, **keys))
-            continue
-        if k not in present_shots or k1 not in present_shots:
-            skipped += 1
-            reasons.add("a side has no present entity")
-            rows.append(instance_row(mid, None, "pair", shot=k1, reason="a side has no present entity", **keys))
             continue
         if embed is None:
             evaluator += 1

@@ -25,6 +25,19 @@ from bench_assets.entitybench.constants import ACTION_FRAMES, GROUNDING_FRAMES, 
 SAMPLE_COUNTS = (GROUNDING_FRAMES, ACTION_FRAMES, LOCATION_FRAMES)
 
 
+def authors_indices(n_frames: int, k: int) -> list[int]:
+    """The authors' ``extract_frames`` (evaluate_benchmark.py): k frames from index 1 to n-2 with a fractional step,
+    each index truncated (14 frames, k = 5: 1, 3, 6, 9, 12), skipping the first and last frame ("often
+    duplicate/black"). Fewer frames than k: all of them (the authors' non-strict branch; strict mode raises)."""
+    if n_frames <= 0:
+        return []
+    if n_frames < k:
+        return list(range(n_frames))
+    start, end = 1, n_frames - 2
+    step = max(1, (end - start) / max(1, k - 1))
+    return [min(int(start + i * step), n_frames - 1) for i in range(k)]
+
+
 def sample_indices(n_frames: int) -> list[int]:
     """Every native frame index some sampling metric reads from a shot of ``n_frames`` frames."""
     if n_frames <= 0:
@@ -32,6 +45,7 @@ def sample_indices(n_frames: int) -> list[int]:
     need = {0, n_frames - 1, n_frames // 2}
     for k in SAMPLE_COUNTS:
         need.update(even_indices(n_frames, k))
+    need.update(authors_indices(n_frames, GROUNDING_FRAMES))
     return sorted(need)
 
 
@@ -70,6 +84,11 @@ class ShotFrames:
 
     def even(self, k: int) -> tuple[list[int], np.ndarray]:
         idx = even_indices(self.n_frames, k)
+        return idx, np.stack([self.frames[i] for i in idx])
+
+    def grounding(self, k: int) -> tuple[list[int], np.ndarray]:
+        """The frames the grounding pass reads: the authors' sampling (``authors_indices``)."""
+        idx = authors_indices(self.n_frames, k)
         return idx, np.stack([self.frames[i] for i in idx])
 
     @property

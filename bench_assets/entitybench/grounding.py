@@ -20,22 +20,62 @@ def detect(detector, frames: list[np.ndarray], query: str, kind: str) -> tuple[l
     return dets, None
 
 
+def pixel_box(box, frame_shape) -> tuple[int, int, int, int]:
+    """The authors' box: pixel coordinates truncated to int and clipped to the frame (their GroundingDINO box
+    conversion, ``int((cx - w/2) * W)``)."""
+    h, w = frame_shape[:2]
+    x1, y1, x2, y2 = (float(v) for v in box)
+    return max(0, int(x1)), max(0, int(y1)), min(w, int(x2)), min(h, int(y2))
+
+
+def authors_crop(frame: np.ndarray, box: tuple[int, int, int, int], pad: float = core_grounding.CROP_PAD):
+    """The authors' ``crop_entity``: padding int(10 % of the box side) on each side, clipped, native size (their
+    DINOv2 / CLIP processors resize it; the judge sees it as cropped)."""
+    h, w = frame.shape[:2]
+    x1, y1, x2, y2 = box
+    bw, bh = x2 - x1, y2 - y1
+    x1, y1 = max(0, x1 - int(bw * pad)), max(0, y1 - int(bh * pad))
+    x2, y2 = min(w, x2 + int(bw * pad)), min(h, y2 + int(bh * pad))
+    return frame[y1:y2, x1:x2].copy()
+
+
+def authors_sharpness(crop: np.ndarray) -> float:
+    """The authors' ``_crop_sharpness``: var of horizontal plus var of vertical second differences of the
+    channel mean (their "Laplacian-variance-style" score; not OpenCV's Laplacian of luminance)."""
+    if crop is None or crop.size == 0:
+        return 0.0
+    gray = np.mean(crop, axis=2).astype(np.float64) if crop.ndim == 3 else crop.astype(np.float64)
+    if gray.shape[0] < 3 or gray.shape[1] < 3:
+        return 0.0
+    return float(np.diff(gray, n=2, axis=1).var() + np.diff(gray, n=2, axis=0).var())
+
+
+def authors_components(crop: np.ndarray, frame_shape) -> tuple[float, float]:
+    """(a_sharp, a_area) as the authors' ``compute_selection_score``: area is the PADDED crop's share of the
+    frame, sharpness ``authors_sharpness``; both through the same sigmoids as the paper's text."""
+    h, w = frame_shape[:2]
+    area_pct = 100.0 * crop.shape[0] * crop.shape[1] / float(h * w) if h and w else 0.0
+    return (core_grounding.sigmoid((authors_sharpness(crop) - core_grounding.SHARP_CENTER)
+                                   / core_grounding.SHARP_SCALE),
+            core_grounding.sigmoid((area_pct - core_grounding.AREA_CENTER_PCT) / core_grounding.AREA_SCALE_PCT))
+
+
 def candidates(fidx, frames, dets, description: str, clip_model) -> tuple[list, list]:
-    """Every detection on the sampled frames as a scored candidate, with its 224x224 padded crop."""
+    """Every detection on the sampled frames as a scored candidate, with its crop as the authors' code makes it
+    (``authors_crop``: int box, int padding, native size)."""
     cands, crops = [], []
     for fi, frame, d in zip(fidx, frames, dets):
         labels = d.data.get("label") if hasattr(d, "data") else None
         for j in range(len(d)):
-            box = d.xyxy[j]
-            try:
-                crop = core_grounding.crop_box(frame, box)
-            except ValueError:
+            box = pixel_box(d.xyxy[j], frame.shape)
+            crop = authors_crop(frame, box)
+            if crop.size == 0:
                 continue
+            sharp, area = authors_components(crop, frame.shape)
             crops.append(crop)
             cands.append(core_grounding.Candidate(int(fi), tuple(float(v) for v in box), float(d.confidence[j]),
                                                   str(labels[j]) if labels is not None else None, None,
-                                                  core_grounding.a_sharp(crop),
-                                                  core_grounding.a_area(box, frame.shape)))
+                                                  sharp, area))
     if cands and clip_model is not None:
         sims = np.asarray(clip_model.similarity(crops, [description])).reshape(-1)
         cands = [core_grounding.Candidate(c.frame_index, c.box, c.confidence, c.label, float(s), c.a_sharp, c.a_area)
@@ -54,7 +94,7 @@ def grounding_rows(generator: str, episode_id: str, ep: dataset.Episode, clips: 
         base = {"generator": generator, "episode_id": episode_id, "shot": shot.index}
         clip = clips.get(shot.index)
         if clip is not None:
-            fidx, frames = clip.even(GROUNDING_FRAMES)
+            fidx, frames = clip.grounding(GROUNDING_FRAMES)
         found: dict[str, tuple[list, list]] = {}
         for eid in shot.entities:
             ent = reg[eid]

@@ -1,0 +1,281 @@
+"""EntityBench's paper profile against the authors' own evaluator (``eval/evaluate_benchmark.py`` at 3776439): the
+golden per-episode outputs in golden/entitybench/ were written by scripts/parity_golden_entitybench.py, which ran the
+authors' code on the fixtures of tests/support/entitybench_golden.py. Here the project's row builders run on the
+same fixtures: the same decoded shots, the same seeded DINOv2-base / CLIP ViT-B/32 weights run the way the authors'
+code runs them (transformers, their processors), the same key-colour detections, and a judge answering from the
+same content key (the names a prompt mentions, each image's size and mean grey level).
+
+What is compared, per episode, with its tolerance (1e-4 where both sides share weights and inputs, 1e-9 for
+counts and values both sides compute from the same judge integers):
+- the grounding pass: status, sampled frame and box of every (shot, scheduled entity);
+- presence (3), CS-Face, CS-Object (against the centroid, gate from the authors' recorded fidelity),
+  CS-Transition (last / first frame of continuation pairs), gap decay (all pairs);
+- intra fidelity (15) through the project's fidelity rows;
+- the per-tier report (means over episodes, None excluded).
+"""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.support import entitybench_golden as fx
+
+GOLD = Path(__file__).parent / "golden" / "entitybench"
+TOL = 1e-4          # shared weights and inputs, float32 models on both sides
+EXACT = 1e-9        # the same judge integers / the same status counts
+
+
+def golden() -> dict:
+    return json.loads((GOLD / "episodes.json").read_text())
+
+
+def test_golden_files_name_the_authors_commit():
+    g = golden()
+    assert g["meta"]["commit"] == "3776439e7037b2128ac3b5d2d1ce63e424cca166"
+    assert set(g["episodes"]) == set(fx.EPISODE_IDS)
+    report = json.loads((GOLD / "report.json").read_text())
+    assert report["meta"] == g["meta"]
+    # the fixtures exercise both statuses of the .20 CLIP match, the gate, continuation pairs and the judge
+    statuses = {v["status"] for ep in g["episodes"].values() for s in ep["grounding"].values() for v in s.values()}
+    assert {"present", "weak", "absent"} <= statuses, statuses
+
+
+class _Store:
+    def __init__(self):
+        self.pngs: dict[str, bytes] = {}
+
+    def put_png(self, img: np.ndarray) -> str:
+        from PIL import Image
+        buf = io.BytesIO()
+        Image.fromarray(img).save(buf, format="PNG")
+        key = f"crop{len(self.pngs)}"
+        self.pngs[key] = buf.getvalue()
+        return key
+
+    def get_png(self, key: str) -> np.ndarray:
+        from PIL import Image
+        return np.asarray(Image.open(io.BytesIO(self.pngs[key])).convert("RGB"))
+
+
+class _Detector:
+    """The fixtures' key-colour detector in the project's detector interface (per frame sv.Detections)."""
+    closed_vocabulary = False
+    last_reason = None
+
+    def detect(self, frames, query, kind=None):
+        import supervision as sv
+        name = fx.entity_for_query(query)
+        out = []
+        for f in frames:
+            found = fx.detect_boxes(np.asarray(f), name)
+            out.append(sv.Detections(xyxy=np.array([b for b, _ in found], float).reshape(-1, 4),
+                                     confidence=np.array([c for _, c in found], float)))
+        return out
+
+
+class _Models:
+    """The seeded checkpoints run as the authors' code runs them (one image per call, their processors)."""
+
+    def __init__(self, ck: dict):
+        import torch
+        from transformers import AutoImageProcessor, AutoModel, CLIPModel, CLIPProcessor
+        torch.set_num_threads(1)
+        self.torch = torch
+        self.dino, self.dino_proc = AutoModel.from_pretrained(ck["dino"]).eval(), AutoImageProcessor.from_pretrained(ck["dino"])
+        self.clip, self.clip_proc = CLIPModel.from_pretrained(ck["clip"]).eval(), CLIPProcessor.from_pretrained(ck["clip"])
+
+    def embed(self, images) -> np.ndarray:
+        from PIL import Image
+        out = []
+        for im in images:
+            with self.torch.no_grad():
+                e = self.dino(**self.dino_proc(images=Image.fromarray(np.asarray(im)), return_tensors="pt"))
+                e = e.last_hidden_state[:, 0]
+                out.append((e / e.norm(dim=-1, keepdim=True)).numpy().flatten())
+        return np.stack(out)
+
+    def similarity(self, images, texts) -> np.ndarray:
+        from PIL import Image
+        out = []
+        for im in images:
+            row = []
+            for t in texts:
+                inp = self.clip_proc(text=[t], images=[Image.fromarray(np.asarray(im))], return_tensors="pt",
+                                     padding=True)
+                with self.torch.no_grad():
+                    row.append(float(self.clip(**inp).logits_per_image.item() / 100.0))
+            out.append(row)
+        return np.array(out)
+
+
+def _answer_for(key: str, schema: dict) -> dict:
+    """The fixtures' judge values in the project's answer schema: 1-10 scores as they are, a 0-1 number as the
+    same score / 10 (the authors divide their 1-10 'similarity' by 10), a 0/1 verdict from the same verdict bit."""
+    out = {}
+    for k, p in schema["properties"].items():
+        if p.get("type") == "string":
+            out[k] = "fixture"
+        elif "enum" in p:
+            out[k] = int(fx.judge_value(key, "is_same"))
+        elif p.get("type") == "number" and p.get("maximum") == 1:
+            out[k] = fx.judge_value(key, "similarity") / 10.0
+        else:
+            out[k] = fx.judge_value(key, k if k in fx.SCORE_KEYS else "overall")
+    return out
+
+
+def _ask_many(reqs):
+    """The fixtures' judge on the project's requests: the same content key as the HTTP judge the authors' code
+    reached (names in the prompt; size and mean grey level of each image)."""
+    import base64
+    from bench_resources.judge.common import JudgeResult
+    out = []
+    for r in reqs:
+        key = fx.judge_key(r.text, [base64.b64encode(b).decode() for b in r.images])
+        out.append(JudgeResult(status="ok", answer=_answer_for(key, r.schema), reason=None, cache_key=key,
+                               cached=False, model="fixture-judge", prompt_id=r.prompt_id,
+                               prompt_version=r.prompt_version))
+    return out
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """The project's rows for every fixture episode, with what the comparisons need to map keys."""
+    from bench_assets.entitybench import consistency, dataset, frames, grounding, judged, official
+    root = tmp_path_factory.mktemp("eb_golden")
+    ck = fx.checkpoints(str(root / "checkpoints"))
+    eps = fx.write_results(root / "results")
+    models = _Models(ck)
+    g = golden()
+    out = {}
+    for eid, script in eps.items():
+        canonical, _ = official.convert_episode(script, eid, g["episodes"][eid]["tier"])
+        ep = dataset.parse_episode(canonical)
+        keys = fx.shot_keys(script)
+        shot_of = {k: i + 1 for i, k in enumerate(keys)}
+        clips = {}
+        for k in keys:
+            sn, i = (int(v) for v in k.split(":"))
+            clips[shot_of[k]] = frames.SHOTS.get(root / "results" / eid / f"{sn:03d}_{i:03d}.mp4")
+        store = _Store()
+        rows = grounding.grounding_rows("fixture", eid, ep, clips, {}, _Detector(), None, models, store.put_png)
+        gdf = pd.DataFrame(rows)
+        # the gate the authors applied: their recorded fidelity per (shot, entity)
+        name_to_id = {e.name: e.id for e in ep.entities}
+        fid = {(shot_of[k], name_to_id[n]): f["overall"]
+               for k, s in g["episodes"][eid]["intra"].items() for n, f in s["fidelity"].items()}
+        presence = consistency.presence_rows("fixture", ep, gdf)
+        cross, _ = consistency.cross_shot_rows("fixture", ep, gdf, models.embed, None, store, clips, fid,
+                                               "dinov2-seeded")
+        fidelity = judged.fidelity_rows("fixture", ep, gdf, store.get_png, _ask_many)
+        llm = judged.llm_entity_rows("fixture", ep, gdf, fid, models.embed, None, store.get_png, _ask_many)
+        out[eid] = {"ep": ep, "keys": keys, "shot_of": shot_of, "grounding": gdf, "name_to_id": name_to_id,
+                    "rows": pd.DataFrame(presence + cross + fidelity + llm)}
+    return out
+
+
+def _item_value(df: pd.DataFrame, metric: str):
+    r = df[(df["level"] == "item") & (df["metric_id"] == metric)]
+    assert len(r) == 1, (metric, len(r))
+    v = r["value"].iloc[0]
+    return None if v is None or pd.isna(v) else float(v)
+
+
+def _same(got, want, tol, what):
+    if want is None or got is None:
+        assert got is None and want is None, f"{what}: project {got}, authors {want}"
+    else:
+        assert abs(got - want) <= tol, f"{what}: project {got:.6f}, authors {want:.6f}"
+
+
+@pytest.mark.parametrize("eid", fx.EPISODE_IDS)
+def test_grounding_matches_the_authors_pass(project, eid):
+    """Status, sampled frame and box of every (shot, scheduled entity): the authors sample 5 frames over
+    [1, n-2], crop with int(10 %) padding at native size, score sharpness as var of second differences of the
+    channel mean and area on the padded crop."""
+    from bench_assets.entitybench import frames as fr
+    p, want = project[eid], golden()["episodes"][eid]["grounding"]
+    g = p["grounding"]
+    for k, ents in want.items():
+        shot = p["shot_of"][k]
+        idx = fr.authors_indices(fx.N_FRAMES, 5)
+        for name, w in ents.items():
+            r = g[(g["shot"] == shot) & (g["entity_id"] == p["name_to_id"][name])].iloc[0]
+            assert r["status"] == w["status"], (k, name, r["status"], w)
+            if w["frame_idx"] is None:
+                continue
+            assert int(r["frame_index"]) == idx[w["frame_idx"]], (k, name, r["frame_index"], w["frame_idx"])
+            assert [int(r[c]) for c in ("x1", "y1", "x2", "y2")] == w["bbox"], (k, name)
+            _same(float(r["a_clip"]), w["clip"], TOL, f"{eid} {k} {name} clip")
+
+
+PRESENCE = ("intra_character_presence", "intra_object_presence", "intra_location_presence")
+CROSS = ("cs_face", "cs_object", "cs_transition_boundary")
+FIDELITY = tuple(f"intra_{p}_{c}" for p, cs in (("face", ("fidelity", "face", "hair", "clothing", "build")),
+                                                 ("object", ("fidelity", "shape", "color_texture", "proportions",
+                                                             "details")),
+                                                 ("location", ("fidelity", "layout", "color_mood", "landmarks",
+                                                               "perspective"))) for c in cs)
+
+
+LLM = tuple(f"llm_{p}_{c}" for p, cs in (("face", ("accuracy", "mean_score", "face", "hair", "clothing", "build")),
+                                         ("object", ("accuracy", "mean_score", "shape", "color_texture", "proportions",
+                                                     "details"))) for c in cs)
+
+
+@pytest.mark.parametrize("metric", PRESENCE + CROSS + FIDELITY + LLM)
+@pytest.mark.parametrize("eid", fx.EPISODE_IDS)
+def test_episode_metric_matches_the_authors(project, eid, metric):
+    want = golden()["episodes"][eid]["metrics"].get(metric, {}).get("value")
+    tol = TOL if metric in CROSS else EXACT
+    _same(_item_value(project[eid]["rows"], metric), want, tol, f"{eid} {metric}")
+
+
+@pytest.mark.parametrize("eid", fx.EPISODE_IDS)
+def test_gap_decay_pairs_match_the_authors(project, eid):
+    """The authors' gap decay: every pair of admitted appearances (characters, objects), DINOv2 cosine, distance
+    in shot positions; the project's adjacent and all-pairs rows together are that set."""
+    p = project[eid]
+    want = sorted((d["entity_type"], d["gap"], round(d["similarity"], 4))
+                  for d in golden()["episodes"][eid]["gap_decay_data"])
+    rows = p["rows"][p["rows"]["metric_id"].isin(["gap_decay_embedding", "gap_decay_embedding_allpairs"])
+                     & (p["rows"]["level"] == "pair")]
+    got = sorted((json.loads(r.detail)["entity_type"], json.loads(r.detail)["shot_distance"], round(r.value, 4))
+                 for r in rows.itertuples())
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert a[:2] == b[:2] and abs(a[2] - b[2]) <= 2 * TOL, (a, b)
+
+
+def _report_rows(project, metrics) -> pd.DataFrame:
+    rows = []
+    for eid, p in project.items():
+        df = p["rows"]
+        rows.append(df[(df["level"] == "item") & df["metric_id"].isin(metrics)].assign(item=eid))
+    return pd.concat(rows)
+
+
+@pytest.mark.xfail(strict=True, reason="the board's raw mean weights episodes by n_eval and its value applies "
+                   "coverage; the authors' report is the unweighted mean of the episodes' values (board.py: 36b)")
+def test_tier_report_matches_the_authors(project):
+    """aggregate_results: per tier, the mean over episodes whose value is not None, rounded to 4 decimals."""
+    from bench_assets.entitybench import board
+    report = json.loads((GOLD / "report.json").read_text())["report"]
+    metrics = PRESENCE + CROSS + FIDELITY + LLM
+    recs = _report_rows(project, metrics)
+    tier_of = {e: t for t, ids in fx.TIERS.items() for e in ids}
+    bad = []
+    for tier in ("all", "easy", "medium"):
+        for m in metrics:
+            sub = recs[(recs["metric_id"] == m) & (recs["item"].isin([e for e in tier_of if tier in ("all",
+                                                                                                   tier_of[e])]))]
+            got = board.cell(sub, "raw")["value"]
+            want = report[tier][m].get("mean")
+            if (got is None) != (want is None) or (want is not None and abs(got - want) > 5e-5 + TOL):
+                bad.append((tier, m, got, want))
+    assert not bad, bad
