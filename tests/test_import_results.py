@@ -16,6 +16,7 @@ import pytest
 from bench_assets.core import imported_results as IR
 from bench_assets.core.metric_spec import board_frame
 from bench_assets.entitybench import official as EOff
+from bench_assets.entitybench import official_export as EO
 from bench_assets.entitybench.metric_specs import METRIC_TABLES, METRICS as EB_METRICS
 from bench_resources.store import Store
 
@@ -141,7 +142,8 @@ def test_cli_import_results_stores_marks_and_puts_items_side_by_side(tmp_path, s
     assert cs.loc["ep_a", "ours"] == pytest.approx(0.41) and cs.loc["ep_a", "theirs"] == pytest.approx(0.4)
     assert cs.loc["ep_b", "delta"] == pytest.approx(0.03)
     assert pd.isna(cs.loc["ep_c", "ours"]) and pd.isna(cs.loc["ep_z", "theirs"])
-    assert "2 item values on both sides" in out
+    # per episode 5 valued metrics of ours and imaging_quality null (cs_face_v2 is none of ours): 3 x 6 rows
+    assert "2 item values on both sides, 13 only theirs, 1 only ours, 3 null on both" in out
     # the board: our row and the imported one, marked, never comparable, its source named
     assert cli.main(["leaderboard", "--benchmark", "entitybench", "--json"]) == 0
     board = pd.DataFrame(json.loads(capsys.readouterr().out))
@@ -172,3 +174,48 @@ def test_cli_import_results_bad_path_is_one_error(tmp_path, store_env, capsys):
     assert cli.main(["import-results", "entitybench", str(tmp_path / "nowhere.json")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nowhere.json" in err
+
+
+@pytest.fixture
+def eb_run(small_world, tmp_path, monkeypatch):
+    data, _ = small_world(("faithful",))
+    for k, v in {"BENCH_DATA_ROOT": data, "BENCH_GENERATORS_ROOT": data / "generators",
+                 "BENCH_STORE_ROOT": tmp_path / "store", "DAGSTER_HOME": tmp_path / "home",
+                 "BENCH_WEIGHTS_DIR": tmp_path / "weights", "BENCH_JUDGE_MODE": "off"}.items():
+        monkeypatch.setenv(k, str(v))
+    return data
+
+
+def test_our_official_export_imports_back_item_for_item(eb_run, tmp_path, capsys):
+    """A real run (bench evaluate, offline profile), exported in the authors' schema and imported back as if it were
+    theirs: every item value pairs with ours at delta 0, nulls stay null on both sides, and the board gets the
+    imported row set beside ours."""
+    from bench_assets import cli
+    gen = eb_run / "generators" / "faithful"
+    assert cli.main(["evaluate", "--benchmark", "entitybench", "--generator", str(gen)]) == 0
+    out = tmp_path / "official"
+    assert cli.main(["export", "--benchmark", "entitybench", "--format", "official", "--out", str(out)]) == 0
+    capsys.readouterr()
+    sbs = tmp_path / "sbs.csv"
+    assert cli.main(["import-results", "entitybench", str(out / "faithful"), "--method", "faithful-authors",
+                     "--against", "faithful", "--side-by-side", str(sbs)]) == 0
+    df = pd.read_csv(sbs)
+    both = df.dropna(subset=["ours", "theirs"])
+    # judge off: the judged metrics are null on both sides; every value either side has, the other has too, equal
+    assert len(both) >= 8 and (both["delta"].abs() < 1e-12).all()
+    assert df.loc[df["ours"].isna(), "theirs"].isna().all()
+    # what only we have are our additions, which the authors' files never carry (_additions_<method>.json)
+    only_ours = set(df.loc[df["theirs"].isna() & df["ours"].notna(), "metric_id"])
+    assert only_ours and not only_ours & {*EO.ALL_METRICS, *EO.VBENCH_DIMENSIONS}
+    assert {"cs_face", "subject_consistency", "intra_character_presence"} <= set(both["metric_id"])
+    out_text = capsys.readouterr().out
+    assert f"{len(both)} item values on both sides, 0 only theirs, {len(only_ours)} only ours" in out_text
+    assert cli.main(["leaderboard", "--benchmark", "entitybench", "--json"]) == 0
+    board = pd.DataFrame(json.loads(capsys.readouterr().out))
+    imp = board[(board.generator == "faithful-authors [imported]") & (board.slice == "all")].set_index("metric_id")
+    ours = board[(board.generator == "faithful") & (board.slice == "all")].set_index("metric_id")
+    assert len(imp) >= 8 and not imp["comparable"].any()
+    # their report's overall value of a per-episode metric is the mean over episodes: one episode here, so equal
+    # to our board's raw mean where the board keeps no coverage correction
+    sc = "subject_consistency"
+    assert imp.loc[sc, "value"] == pytest.approx(ours.loc[sc, "raw_mean"], abs=1e-4)
