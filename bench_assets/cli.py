@@ -817,22 +817,11 @@ def _descendants(pid: int) -> list[int]:
         return []
 
 
-def stop_process_tree(proc: subprocess.Popen, grace_s: float = 8.0, rest_s: float = 1.5) -> None:
-    """SIGTERM ``proc`` alone and give it ``grace_s`` to stop what it started in order, then SIGTERM its process
-    group (and any descendant that left it: a run it launched) and SIGKILL what remains after ``rest_s``.
-
-    `dagster dev` stops its webserver, daemon and code server itself (about 3 s). Signalling the whole group at
-    once made the webserver see its code server die and start a new one, which then sat out the whole grace
-    period: 16-20 s per stop, and a 'Restarting the code server process' warning."""
+def stop_process_tree(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
+    """SIGTERM the process group of ``proc`` (and any descendant that left it), then SIGKILL what remains."""
     import signal
     import time
     pids = _descendants(proc.pid)
-    try:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=grace_s)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        pass
-    pids = [p for p in pids if _pid_alive(p)] + _descendants(proc.pid)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
@@ -843,7 +832,7 @@ def stop_process_tree(proc: subprocess.Popen, grace_s: float = 8.0, rest_s: floa
                 os.kill(pid, sig)
             except ProcessLookupError:
                 pass
-        deadline = time.monotonic() + (rest_s if sig == signal.SIGTERM else 5.0)
+        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 5.0)
         while time.monotonic() < deadline:
             alive = [p for p in pids if _pid_alive(p)]
             if proc.poll() is not None and not alive:
