@@ -10,7 +10,6 @@ clipped, ``astype(uint8)``) before the difference is taken.
 """
 from __future__ import annotations
 
-import importlib
 from typing import Sequence
 
 import numpy as np
@@ -21,8 +20,10 @@ AMT_S_PARAMS = {"corr_radius": 3, "corr_lvls": 4, "num_flows": 3}   # vbench/thi
 
 
 def amt_s_module():
-    """VBench's AMT-S network class, untrained."""
-    return importlib.import_module("vbench.third_party.amt.networks.AMT-S").Model(**AMT_S_PARAMS)
+    """VBench's AMT-S network class, untrained. Where VBench's ``__init__`` cannot run (it imports decord and its
+    evaluation stack; the device kit carries only AMT's files), the network file is imported without it."""
+    from bench_resources.lightimport import import_module
+    return import_module("vbench.third_party.amt.networks.AMT-S", {"vbench": ()}).Model(**AMT_S_PARAMS)
 
 
 def pad16(h: int, w: int) -> tuple[int, int, int, int]:

@@ -14,13 +14,18 @@ import numpy as np
 
 from bench_resources.models.base import counted
 
+# pyiqa's packages stood in for when their __init__ cannot run, and what musiq_arch reads from them
+PYIQA_BARE = {"pyiqa": (), "pyiqa.archs": (), "pyiqa.utils": ("registry", "download_util"),
+              "pyiqa.matlab_utils": ("padding",), "pyiqa.data": ()}
 LONGER_SIDE = 512  # VBench's default imaging_quality_preprocessing_mode 'longer'
 
 
 def musiq_module(num_class: int = 1):
-    """pyiqa's MUSIQ, untrained (SPAQ's head is one MOS output)."""
-    from pyiqa.archs.musiq_arch import MUSIQ
-    return MUSIQ(num_class=num_class, pretrained=False)
+    """pyiqa's MUSIQ, untrained (SPAQ's head is one MOS output). Where pyiqa's ``__init__`` cannot run (the device
+    kit carries the network's own files, not scipy and pyiqa's other metrics), the file is imported without it."""
+    from bench_resources.lightimport import import_module
+    arch = import_module("pyiqa.archs.musiq_arch", PYIQA_BARE)
+    return arch.MUSIQ(num_class=num_class, pretrained=False)
 
 
 def vbench_longer_side(frame: np.ndarray, longer: int = LONGER_SIDE):
