@@ -1,4 +1,5 @@
-"""`bench`: demo, ui, evaluate, import, leaderboard, metrics, report, validate, human-alignment, weights.
+"""`bench`: demo, ui, evaluate, import, import-results, leaderboard, metrics, report, validate, human-alignment,
+weights.
 
 User-facing problems (unknown benchmark, missing data root, a generator matching no item, a bad generator.yaml)
 are one `error:` line and exit status 2; a step failure is one line naming the step, the item and the message.
