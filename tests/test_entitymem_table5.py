@@ -96,3 +96,26 @@ def test_a_category_from_substitute_values_is_marked():
     obj_line = next(line for line in md.splitlines() if line.startswith("| Object presence"))
     assert f"{t5.loc[FACE, 'avg_d']:+.2f} [" in face_line and "]* |" in face_line and label in face_line
     assert "*" not in obj_line
+
+
+def test_table19_marks_cosines_from_a_substitute_embedder():
+    """The offline profile's cosines come from EfficientNet-Lite0, not the paper's DINOv2: each value is starred
+    and the row names the embedder; DINOv2's and the LLM's rows carry no mark (HEAD printed all of them bare)."""
+    def g(gen, sig, b, m, n, emb):
+        return {"generator": gen, "signal": sig, "entity_type": "character", "tier": "all", "gap_bin": b,
+                "mean": m, "pairs": n, "embedder": emb}
+    lite = "EfficientNet-Lite0 ImageNet (pooled 1280-d features)"
+    gap = pd.DataFrame([g("entitymem_x", "embedding_cosine", "1-2", 0.95, 5, lite),
+                        g("storymem-control_x", "embedding_cosine", "1-2", 0.86, 3, lite),
+                        g("entitymem_y", "embedding_cosine", "1-2", 0.9, 4, "DINOv2 ViT-B/14"),
+                        g("storymem-control_y", "embedding_cosine", "1-2", 0.8, 4, "DINOv2 ViT-B/14"),
+                        g("entitymem_x", "llm_sim", "3-5", 0.7, 2, "")])
+    t19 = rows.table19(gap)
+    assert t19.set_index(["configuration", "arm", "signal"]).loc[("x", "EntityMem", "embedding_cosine"),
+                                                                  "substitute"] == lite
+    assert t19[t19.configuration == "y"]["substitute"].isna().all()
+    md = rows.table19_markdown(t19).splitlines()
+    line = {tuple(c.strip() for c in x.split("|")[1:4]): x for x in md if x.startswith("| x") or x.startswith("| y")}
+    assert "0.950 (5)*" in line[("x", "embedding_cosine", "EntityMem")]
+    assert line[("x", "embedding_cosine", "control")].endswith(f"| {lite} (paper: DINOv2) |")
+    assert "*" not in line[("y", "embedding_cosine", "EntityMem")] and "*" not in line[("x", "llm_sim", "EntityMem")]

@@ -236,10 +236,15 @@ def table5(records: pd.DataFrame, resamples: int = 2000) -> pd.DataFrame:
     return out.sort_values(["configuration", "_o"]).drop(columns="_o").reset_index(drop=True)
 
 
+PAPER_EMBEDDER = "dinov2"   # Table 20's cosines are DINOv2's; any other embedder is a substitute
+
+
 def table19(gap: Optional[pd.DataFrame]) -> pd.DataFrame:
     """Character identity by recurrence gap for each pair's two arms (tier 'all'): the LLM 'sim' (paper
-    Table 19) and the embedding cosine (Table 20), 'mean (pairs)' per gap bin."""
-    cols = ["configuration", "arm", "signal", "gap_bin", "mean", "pairs"]
+    Table 19) and the embedding cosine (Table 20), 'mean (pairs)' per gap bin; ``model`` is the embedder that
+    made a cosine and ``substitute`` repeats it when it is not the paper's DINOv2 (the offline profile's
+    EfficientNet-Lite0), so the printed table marks it."""
+    cols = ["configuration", "arm", "signal", "gap_bin", "mean", "pairs", "model", "substitute"]
     if gap is None or gap.empty:
         return pd.DataFrame(columns=cols)
     g = gap[(gap["entity_type"] == "character") & (gap["tier"] == "all")
@@ -248,8 +253,11 @@ def table19(gap: Optional[pd.DataFrame]) -> pd.DataFrame:
     for cfg, (a, b) in pairs_of(gap["generator"].unique()).items():
         for arm, gen in (("EntityMem", a), ("control", b)):
             for r in g[g.generator == gen].to_dict("records"):
+                model = r.get("embedder") if r["signal"] == "embedding_cosine" else None
+                model = model if isinstance(model, str) and model else None
+                sub = model if model and PAPER_EMBEDDER not in model.lower().replace(" ", "") else None
                 rows.append({"configuration": cfg, "arm": arm, "signal": r["signal"], "gap_bin": r["gap_bin"],
-                             "mean": r["mean"], "pairs": int(r["pairs"])})
+                             "mean": r["mean"], "pairs": int(r["pairs"]), "model": model, "substitute": sub})
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -290,11 +298,16 @@ def table19_markdown(t19: pd.DataFrame) -> str:
     if t19.empty:
         return "no character pair admitted by the gate in either arm (no identity-by-gap data)"
     bins = [f"{lo}-{hi}" for lo, hi in ((1, 2), (3, 5), (6, 10), (11, 20), (21, 50))]
-    out = ["| configuration | signal | arm | " + " | ".join(f"gap {b}" for b in bins) + " |",
-           "|---|---|---|" + "---|" * len(bins)]
+    out = ["| configuration | signal | arm | " + " | ".join(f"gap {b}" for b in bins) + " | substitute |",
+           "|---|---|---|" + "---|" * (len(bins) + 1)]
     for (cfg, sig, arm), part in t19.groupby(["configuration", "signal", "arm"], sort=False):
-        cells = {r["gap_bin"]: f"{r['mean']:.3f} ({r['pairs']})" for r in part.to_dict("records")}
-        out.append(f"| {cfg} | {sig} | {arm} | " + " | ".join(cells.get(b, "-") for b in bins) + " |")
+        subs = sorted({s for s in part.get("substitute", pd.Series(dtype=object)) if isinstance(s, str)})
+        star = "*" if subs else ""
+        cells = {r["gap_bin"]: f"{r['mean']:.3f} ({r['pairs']}){star}" for r in part.to_dict("records")}
+        note = f"{'; '.join(subs)} (paper: DINOv2)" if subs else ""
+        out.append(f"| {cfg} | {sig} | {arm} | " + " | ".join(cells.get(b, "-") for b in bins) + f" | {note} |")
+    if "*" in "\n".join(out):
+        out.append("\n* computed by a substitute model, named in its substitute column")
     return "\n".join(out)
 
 
