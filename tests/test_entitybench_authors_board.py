@@ -19,7 +19,8 @@ from bench_assets.entitybench.metric_specs import METRICS, PAPER_TEXT, REFERENCE
 def test_every_metric_names_its_reference_to_the_authors_code():
     allowed = {"authors' code", PAPER_TEXT, "addition"}
     for s in METRICS:
-        assert s.reference in allowed or s.reference.startswith(("authors' code (", "differs from the authors' code:")), s.id
+        assert s.reference in allowed or s.reference.startswith(("authors' code (", "differs from the authors' code:")), \
+            s.id
         # a paper-text variant is an addition with its documented difference; an addition is never 'authors' code'
         if s.reference == PAPER_TEXT and s.kind != "diagnostic":
             assert s.addition and s.definition, s.id
@@ -51,15 +52,16 @@ def test_board_rows_carry_the_reference_and_the_authors_aggregate():
     tiers = pd.DataFrame({"item": ["e1", "e2"], "tier": ["easy", "hard"]})
     board = board_frame("entitybench", eb_board.leaderboard_rows(records, tiers, METRICS, judge_prompts="authors@x"),
                         METRICS)
-    d = detail_of(board)
-    at = board[(board.slice == "all")].set_index("metric_id")
-    da = d.loc[at["metric_id"].index if "metric_id" in at else board.index[board.slice == "all"]]
-    da.index = at.index
+    main = board[board.slice == "all"]
+    at, da = main.set_index("metric_id"), detail_of(main).set_index(main["metric_id"])
     assert at.loc["cs_face", "value"] == pytest.approx((0.2 + 0.8 * 3) / 4)
     assert da.loc["cs_face", "authors_value"] == pytest.approx(0.5) and da.loc["cs_face", "authors_n_episodes"] == 2
-    assert da.loc["cs_face", "reference"] == "authors' code" and da.loc["cs_face", "aggregation_reference"] == PAPER_TEXT
-    assert da.loc["llm_face_accuracy", "authors_value"] == 1.0 and da.loc["llm_face_accuracy", "authors_n_episodes"] == 1
-    assert da.loc["llm_face_accuracy", "judge_prompts"] == "authors@x" and pd.isna(da.loc["cs_face"].get("judge_prompts"))
+    assert da.loc["cs_face", "reference"] == "authors' code"
+    assert da.loc["cs_face", "aggregation_reference"] == PAPER_TEXT
+    assert da.loc["llm_face_accuracy", "authors_value"] == 1.0
+    assert da.loc["llm_face_accuracy", "authors_n_episodes"] == 1
+    assert da.loc["llm_face_accuracy", "judge_prompts"] == "authors@x"
+    assert pd.isna(da.loc["cs_face"].get("judge_prompts"))
     assert da.loc["subject_consistency_eq2", "reference"] == PAPER_TEXT
     assert at.loc["subject_consistency_eq2", "definition"].startswith("paper's definition: Eq. 2")
 

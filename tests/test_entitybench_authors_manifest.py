@@ -4,10 +4,6 @@ name in the project's manifest, their ``run_manifest.json`` fields in ``bench ex
 their own module is imported (it needs no GPU) and checked against ours; the rest runs on our reproduction."""
 from __future__ import annotations
 
-import importlib.util
-import os
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
@@ -15,22 +11,12 @@ from bench_assets.entitybench import manifest as M
 from bench_assets.entitybench.official_export import export
 from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry
+from tests.support.entitybench_authors_code import authors_module
 
 # build_run_manifest's keys, then what the authors' main() adds before writing run_manifest.json
 RUN_MANIFEST_KEYS = ["method_name", "timestamp_utc", "config", "python_version", "platform", "libraries",
                      "model_checkpoints", "strict", "allow_partial", "allow_config_override", "pillars",
                      "n_vlm_keys"]
-
-
-def _authors_module():
-    root = os.environ.get("BENCH_ENTITYBENCH_AUTHORS_CODE", "").strip()
-    path = Path(root) / "eval" / "evaluate_benchmark.py" if root else None
-    if path is None or not path.is_file():
-        pytest.skip("set BENCH_ENTITYBENCH_AUTHORS_CODE to a clone of Catherine-R-He/EntityBench (3776439)")
-    spec = importlib.util.spec_from_file_location("authors_evaluate_benchmark", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture(scope="module")
@@ -88,13 +74,13 @@ def test_manifest_comparable_rule(ours, change, n_diffs):
 
 @pytest.mark.parametrize("change,n_diffs", CASES)
 def test_the_authors_own_rule_agrees(ours, change, n_diffs):
-    authors = _authors_module()
+    authors = authors_module()
     other = _variant(ours, **change)
     assert authors.manifest_comparable(ours, other) == M.manifest_comparable(ours, other)
 
 
 def test_the_authors_config_and_manifest_schema(ours):
-    authors = _authors_module()
+    authors = authors_module()
     assert authors.BENCHMARK_CONFIG == M.AUTHORS_CONFIG
     theirs = authors.build_run_manifest("x", authors.BENCHMARK_CONFIG)
     assert list(theirs) == RUN_MANIFEST_KEYS[:7] and list(theirs["libraries"]) == list(M.AUTHORS_LIBRARIES)

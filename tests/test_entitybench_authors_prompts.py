@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bench_assets.entitybench import judging as J
-from tests.support.entitybench_authors_code import write_clone
+from tests.support.entitybench_authors_code import authors_module, write_clone
 
 IM = np.zeros((4, 4, 3), np.uint8)
 
@@ -142,16 +142,7 @@ def test_authors_action_grid_layout():
 
 def test_authors_action_grid_is_their_drawing():
     """Pixel for pixel the authors' _draw_labeled_bbox + _build_action_grid (their module, from a clone)."""
-    import importlib.util
-    import os
-    from pathlib import Path
-    root = os.environ.get("BENCH_ENTITYBENCH_AUTHORS_CODE", "").strip()
-    path = Path(root) / "eval" / "evaluate_benchmark.py" if root else None
-    if path is None or not path.is_file():
-        pytest.skip("set BENCH_ENTITYBENCH_AUTHORS_CODE to a clone of Catherine-R-He/EntityBench (3776439)")
-    spec = importlib.util.spec_from_file_location("authors_eb_grid", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = authors_module()
     frames, dets, colours = _grid_inputs()
     theirs = []
     for fr, ds in zip(frames, dets):

@@ -280,9 +280,9 @@ def dinov2_pair(tmp_path_factory):
 def test_subject_consistency_embeddings(name, n, dinov2_pair, clip_frames, close, cut_loader):
     """vbench.subject_consistency.subject_consistency (decord frames, dino_transform(224): short side 224 bilinear
     without antialias, no crop) run with the slot's module: the frame features it computes equal the paper
-    profile's (image_embedder ``embed_frames``, project decoding) within the bar, and the addition subject_consistency_eq2 is Eq. 2
-    over VBench's features. The crop path (``embed``, frames squashed to 224 x 224, the paper's crop rule) is
-    asserted to differ: the comparison can tell the preprocessing apart."""
+    profile's (image_embedder ``embed_frames``, project decoding) within the bar, and the addition
+    subject_consistency_eq2 is Eq. 2 over VBench's features. The crop path (``embed``, frames squashed to
+    224 x 224, the paper's crop rule) is asserted to differ: the comparison can tell the preprocessing apart."""
     import torch.nn.functional as F
     import vbench.subject_consistency as vsc
     from bench_resources.models.vision import _whole_patches

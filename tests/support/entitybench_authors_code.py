@@ -4,6 +4,8 @@ the EntityBench release has no licence, so none of its text is stored here. ``wr
 clone (``<dir>/eval/evaluate_benchmark.py``); ``drop`` removes one function, ``inject`` one expression."""
 from __future__ import annotations
 
+import importlib.util
+import os
 from pathlib import Path
 
 SOURCE = '''
@@ -74,3 +76,17 @@ def write_clone(root: Path, drop: str | None = None, inject: str | None = None) 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(src, encoding="utf-8")
     return path
+
+
+def authors_module():
+    """The authors' own evaluate_benchmark.py imported from the clone at BENCH_ENTITYBENCH_AUTHORS_CODE (it needs no
+    GPU to import); the calling test is skipped without one."""
+    import pytest
+    root = os.environ.get("BENCH_ENTITYBENCH_AUTHORS_CODE", "").strip()
+    path = Path(root) / "eval" / "evaluate_benchmark.py" if root else None
+    if path is None or not path.is_file():
+        pytest.skip("set BENCH_ENTITYBENCH_AUTHORS_CODE to a clone of Catherine-R-He/EntityBench (3776439)")
+    spec = importlib.util.spec_from_file_location("authors_evaluate_benchmark", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
