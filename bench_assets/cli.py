@@ -818,11 +818,27 @@ def _descendants(pid: int) -> list[int]:
         return []
 
 
-def stop_process_tree(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
-    """SIGTERM the process group of ``proc`` (and any descendant that left it), then SIGKILL what remains."""
+def stop_process_tree(proc: subprocess.Popen, grace_s: float = 3.0, rest_s: float = 1.0,
+                      wait_for: tuple[str, ...] = ("dagster._daemon", "dagster-daemon")) -> None:
+    """SIGTERM ``proc`` alone; once it has ended, or the processes whose command line holds one of ``wait_for``
+    have (the daemon: it writes ticks and launches runs), or ``grace_s`` passed, SIGTERM its process group (and
+    any descendant that left it: a run it launched) and SIGKILL what remains after ``rest_s``.
+
+    `dagster dev` stops its webserver, daemon and code servers in order, but the webserver and the code servers
+    (no state of their own) took 4-7 s more after the daemon, and signalling the whole group at once made the
+    webserver restart the code server it saw die, which then sat out the whole grace: 16-20 s per stop."""
     import signal
     import time
     pids = _descendants(proc.pid)
+    watched = [p for p in pids if any(w in _cmdline(p) for w in wait_for)]
+    try:
+        proc.send_signal(signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and proc.poll() is None and (not watched or any(map(_pid_alive, watched))):
+        time.sleep(0.05)
+    pids = [p for p in pids if _pid_alive(p)] + _descendants(proc.pid)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
@@ -833,13 +849,21 @@ def stop_process_tree(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
                 os.kill(pid, sig)
             except ProcessLookupError:
                 pass
-        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 5.0)
+        deadline = time.monotonic() + (rest_s if sig == signal.SIGTERM else 5.0)
         while time.monotonic() < deadline:
             alive = [p for p in pids if _pid_alive(p)]
             if proc.poll() is not None and not alive:
                 return
             time.sleep(0.1)
         pids = [p for p in pids if _pid_alive(p)] + _descendants(proc.pid)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _pid_alive(pid: int) -> bool:
@@ -861,10 +885,13 @@ def cmd_ui(args) -> int:
     webserver also serves the report site (core/ui_webserver), so the root-relative report and audit links the
     assets wrote open on the UI's own address; the site is served on --report-port too, for a browser alone."""
     import signal
-    from bench_assets.core.runner import dagster_home
+    from bench_assets.core.runner import open_instance
     from bench_assets.core.site import serve_site
     from bench_resources.config import build_resources
-    home = dagster_home()
+    # the home's schema created or completed (a half-made home from a killed process), as `bench evaluate` does,
+    # before the webserver and the daemon open it concurrently
+    open_instance().dispose()
+    home = Path(os.environ["DAGSTER_HOME"])
     try:
         server, site_url = serve_site(build_resources()["store"], args.report_port)
     except OSError as e:
@@ -874,8 +901,12 @@ def cmd_ui(args) -> int:
            "-h", "127.0.0.1", "-p", str(args.port)]
     print(f"DAGSTER_HOME={home}: {' '.join(cmd)}", flush=True)
     print(f"report site: {site_url}/index.html", flush=True)
-    proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True)
+    proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True, env=ui_env(os.environ),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     stopping = {"sig": None}
+    log_path = home / "bench-ui.log"
+    relay = UiOutput(proc.stdout, log_path, stopping)
+    watch_ui_start(args.port, proc, stopping)
 
     def _stop(signum, _frame):
         stopping["sig"] = signum
@@ -890,12 +921,104 @@ def cmd_ui(args) -> int:
     finally:
         stop_process_tree(proc)
         server.shutdown()
+        relay.close()
         for s, h in old.items():
             signal.signal(s, h)
+    if relay.hidden:
+        print(f"bench ui: {relay.hidden} traceback(s) of processes being stopped kept out of the terminal: "
+              f"{log_path}")
     if stopping["sig"] is not None:
         print(f"bench ui: stopped webserver, daemon and their runs ({signal.Signals(stopping['sig']).name})")
         return 128 + stopping["sig"]
     return proc.returncode or 0
+
+
+# Dagster's gRPC and code-server start timeouts (60 s and 180 s) for `bench ui`'s processes, unless set: loading
+# the code location imports every benchmark (40-50 s on a loaded 2-CPU machine), and a sensor-launched run then
+# failed with the code server's timeout
+UI_TIMEOUTS = {"DAGSTER_GRPC_TIMEOUT_SECONDS": "300", "DAGSTER_REPOSITORY_GRPC_TIMEOUT_SECONDS": "300",
+               "DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS": "300", "DAGSTER_SCHEDULE_GRPC_TIMEOUT_SECONDS": "300",
+               "DAGSTER_CODE_SERVER_STARTUP_TIMEOUT": "600"}
+
+
+def ui_env(env) -> dict:
+    """``env`` with ``UI_TIMEOUTS`` where the user set none."""
+    return {**UI_TIMEOUTS, **dict(env)}
+
+
+class UiOutput:
+    """`dagster dev`'s output relayed to the terminal and appended to ``log_path`` (the home's bench-ui.log).
+    Once a stop was asked for, a traceback (processes interrupted mid-call while they stop: 'cannot schedule new
+    futures after shutdown', KeyboardInterrupt) goes to the log only, and ``hidden`` counts them for one line."""
+
+    def __init__(self, stream, log_path: Path, stopping: dict):
+        import threading
+        self.stream, self.stopping, self.hidden = stream, stopping, 0
+        self.log = open(log_path, "ab")
+        self.thread = threading.Thread(target=self._relay, name="bench-ui-output", daemon=True)
+        self.thread.start()
+
+    def _relay(self) -> None:
+        out = getattr(sys.stdout, "buffer", None)
+        in_tb = False
+        for line in iter(self.stream.readline, b""):
+            self.log.write(line)
+            if self.stopping["sig"] is not None:
+                text = line.decode(errors="replace")
+                if text.startswith("Traceback (most recent call last)"):
+                    in_tb, self.hidden = True, self.hidden + 1
+                    continue
+                if in_tb:   # indented frames, then the exception's own line ends it
+                    in_tb = text[:1] in (" ", "\t") or not text.strip()
+                    continue
+                if text.strip() in ("Aborted!", "KeyboardInterrupt"):
+                    continue
+            if out is not None:
+                out.write(line)
+                out.flush()
+            else:
+                print(line.decode(errors="replace"), end="", flush=True)
+
+    def close(self) -> None:
+        self.thread.join(timeout=5)
+        self.log.close()
+
+
+def ui_loaded(port: int) -> bool | None:
+    """Whether the UI on ``port`` has its code location loaded (None: the webserver does not answer yet)."""
+    import urllib.request
+    query = b'{"query": "{ workspaceOrError { ... on Workspace { locationEntries { loadStatus } } } }"}'
+    try:
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/graphql", data=query,
+                                     headers={"Content-Type": "application/json"})
+        body = json.loads(urllib.request.urlopen(req, timeout=5).read())
+        entries = body["data"]["workspaceOrError"]["locationEntries"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return bool(entries) and all(e["loadStatus"] == "LOADED" for e in entries)
+
+
+def watch_ui_start(port: int, proc, stopping: dict, every_s: float = 10.0) -> None:
+    """Say, while `bench ui` starts, what it is waiting for and for how long (the webserver, then the code
+    location, which imports every benchmark), and once when the UI is ready: the terminal was silent for 40 s."""
+    import threading
+    import time
+
+    def watch():
+        t0 = last = time.monotonic()
+        while proc.poll() is None and stopping["sig"] is None:
+            state = ui_loaded(port)
+            waited = time.monotonic() - t0
+            if state:
+                print(f"bench ui: ready at http://127.0.0.1:{port} (code location loaded in {waited:.0f} s)",
+                      flush=True)
+                return
+            if time.monotonic() - last >= every_s:
+                last = time.monotonic()
+                what = "the webserver to answer" if state is None else "the code location to load"
+                print(f"bench ui: waiting for {what} ({waited:.0f} s)", flush=True)
+            time.sleep(1.0)
+    threading.Thread(target=watch, name="bench-ui-start", daemon=True).start()
 
 
 def cmd_weights(args) -> int:

@@ -32,3 +32,34 @@ def test_bench_metrics_wide_keeps_one_line_per_metric(capsys):
     assert cli.main(["metrics", "--benchmark", "mbench", "--wide"]) == 0
     lines = [x for x in capsys.readouterr().out.splitlines() if x.strip()]
     assert len([x for x in lines if x.split()[0] == "mbench"]) == len(cli._metric_specs("mbench").specs)
+
+
+def test_bench_ui_keeps_stop_tracebacks_out_of_the_terminal_and_in_its_log(tmp_path, capfdbinary):
+    """`dagster dev`'s output is relayed as it comes; once a stop was asked for, a traceback of a process being
+    stopped goes to the home's bench-ui.log only (counted), everything before it stays on the terminal."""
+    import os
+    import time
+
+    r, w = os.pipe()
+    stopping = {"sig": None}
+    relay = cli.UiOutput(os.fdopen(r, "rb"), tmp_path / "bench-ui.log", stopping)
+    tb = (b"Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n    g()\n"
+          b"RuntimeError: cannot schedule new futures after shutdown\n")
+    os.write(w, b"serving\n" + tb)               # a traceback while running is the user's to see
+    time.sleep(0.5)
+    stopping["sig"] = 2
+    os.write(w, b"Shutting down\n" + tb + b"Aborted!\nDagster services shut down.\n")
+    os.close(w)
+    relay.close()
+    out = capfdbinary.readouterr().out.decode()
+    assert out.count("Traceback") == 1 and "Shutting down\nDagster services shut down.\n" in out, out
+    assert relay.hidden == 1
+    log = (tmp_path / "bench-ui.log").read_text()
+    assert log.count("Traceback") == 2 and "Aborted!" in log
+
+
+def test_bench_ui_raises_dagsters_timeouts_unless_the_user_set_them():
+    env = cli.ui_env({"DAGSTER_GRPC_TIMEOUT_SECONDS": "90", "PATH": "/bin"})
+    assert env["DAGSTER_GRPC_TIMEOUT_SECONDS"] == "90" and env["PATH"] == "/bin"
+    assert int(env["DAGSTER_CODE_SERVER_STARTUP_TIMEOUT"]) >= 600
+    assert int(env["DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS"]) >= 300

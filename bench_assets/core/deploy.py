@@ -10,6 +10,20 @@ brings back step-level parallelism (useful only when steps are cheap and models 
 from __future__ import annotations
 
 import os
+import warnings
+
+
+def quiet_dagster_notices() -> None:
+    """Hide Dagster's BetaWarning / PreviewWarning: they speak of Dagster's own API stability for features this
+    code uses on purpose (``Output(data_version=...)``, sensor ``owners``), never of the data, and Dagster re-arms
+    them per step, so `bench evaluate` and `bench ui` printed one per partition between the progress lines.
+    Called where the code location loads (this module) and by the in-process runner. Every other warning stays."""
+    from dagster import BetaWarning, PreviewWarning
+    for category in (BetaWarning, PreviewWarning):
+        warnings.filterwarnings("ignore", category=category)
+
+
+quiet_dagster_notices()
 
 # On pool="gpu" assets. Celery: the step goes to the GPU host's queue (a worker there listens on it).
 # Kubernetes: the step's pod (k8s_job_executor) or the run's pod asks for one GPU.

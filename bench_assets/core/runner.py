@@ -31,6 +31,7 @@ from typing import Callable, Iterator, Optional, Sequence
 from dagster import AssetKey, DagsterInstance, DagsterRunStatus, RunsFilter, materialize
 
 from bench_assets.core import interrupts, media
+from bench_assets.core.deploy import quiet_dagster_notices
 from bench_assets.core.automation import STALENESS_UNKNOWN_TAG, evaluator_state, evaluator_tags, rerun_plan
 from bench_assets.core.generators import GeneratorInfo
 from bench_assets.core.partitions import BenchmarkPartitions
@@ -248,6 +249,7 @@ class Watchdog:
 
     def _watch(self, own: Optional[DagsterInstance]) -> None:
         last_reap = time.monotonic()
+        told: dict[tuple, float] = {}   # (run, step, pool) -> when its wait was last said
         while not self._stop.wait(0.1):
             if self.tick is not None:
                 self.tick()
@@ -275,8 +277,76 @@ class Watchdog:
                 last_reap = time.monotonic()
                 try:
                     reap_dead_runs(own, log=self.log)
+                    say_slot_waits(own, told, self.log)
                 except Exception as e:  # a locked database now is retried at the next tick
                     self.log(f"watchdog: {type(e).__name__}: {e}")
+
+
+SAY_WAIT_EVERY_S = 30.0  # a wait for a pool slot is said when first seen, then every this many seconds
+
+
+@dataclass
+class SlotWait:
+    run_id: str
+    step_key: str
+    pool: str
+    since: float                 # epoch seconds the step was queued for the slot
+    holders: list[str]           # the runs holding the pool's slots
+
+    def words(self, instance: DagsterInstance) -> str:
+        held = ", ".join(describe_run(instance, r) for r in self.holders) or "no run (slots being freed)"
+        return (f"waiting for a slot of pool {self.pool!r} (held by {held}) for {time.time() - self.since:.0f} s: "
+                f"{self.step_key} starts when it is free")
+
+
+def describe_run(instance: DagsterInstance, run_id: str) -> str:
+    """``run 1a2b3c4d (mbench_scores, partition a|b, pid 123)``: what a user needs to find the run holding a slot."""
+    run = instance.get_run_by_id(run_id)
+    if run is None:
+        return f"run {run_id[:8]}"
+    bits = [run.job_name]
+    if run.tags.get("dagster/partition"):
+        bits.append(f"partition {run.tags['dagster/partition']}")
+    if run.tags.get(PID_TAG):
+        bits.append(f"pid {run.tags[PID_TAG]}")
+    return f"run {run_id[:8]} ({', '.join(bits)})"
+
+
+def slot_waits(instance: DagsterInstance, run_ids: Sequence[str]) -> list[SlotWait]:
+    """The steps of ``run_ids`` queued for a pool slot they have not been given (Dagster's pool concurrency: a
+    second evaluation in the same home waits on the ``gpu`` pool while the first holds it)."""
+    mine = set(run_ids)
+    if not mine:
+        return []
+    storage = instance.event_log_storage
+    out = []
+    for pool in sorted(storage.get_concurrency_keys()):
+        info = storage.get_concurrency_info(pool)
+        claimed = {(c.run_id, c.step_key) for c in info.claimed_slots}
+        for p in info.pending_steps:
+            if p.run_id in mine and p.assigned_timestamp is None and (p.run_id, p.step_key) not in claimed:
+                out.append(SlotWait(p.run_id, p.step_key, pool, p.enqueued_timestamp.timestamp(),
+                                    sorted({c.run_id for c in info.claimed_slots if c.run_id not in mine})))
+    return out
+
+
+def say_slot_waits(instance: DagsterInstance, told: dict, log: Callable[[str], None]) -> list[SlotWait]:
+    """Say each wait of this process's runs for a pool slot: on the CLI (``log``) and in the waiting run's own
+    event log (an engine event: the UI's run page shows it), when first seen and then every SAY_WAIT_EVERY_S."""
+    runs = instance.get_runs(filters=RunsFilter(statuses=_LIVE_STATUSES, tags={PID_TAG: str(os.getpid()),
+                                                                             HOST_TAG: socket.gethostname()}))
+    waits = slot_waits(instance, [r.run_id for r in runs])
+    by_id = {r.run_id: r for r in runs}
+    now = time.monotonic()
+    for w in waits:
+        key = (w.run_id, w.step_key, w.pool)
+        if now - told.get(key, -1e9) < SAY_WAIT_EVERY_S:
+            continue
+        told[key] = now
+        words = w.words(instance)
+        log(words)
+        instance.report_engine_event(words, by_id[w.run_id])
+    return waits
 
 
 def _fail_own_runs(instance: DagsterInstance) -> None:
@@ -723,6 +793,7 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
     A partition also re-runs when its last materialisation counted evaluator failures (judge outage, replay
     miss, missing weights) and the evaluator state changed since (core/automation.py).
     """
+    quiet_dagster_notices()   # a caller (a test, a notebook) may have reset the filters since the import
     stats = RunStats()
     t0 = time.perf_counter()
     f0, s0 = _model_counters()
