@@ -69,3 +69,28 @@ def test_no_wait_is_said_when_the_slot_is_free():
         assert runner.guarded_materialize([gpu_work], instance=instance, log=said.append).success
         assert not [x for x in said if "waiting" in x]
         assert runner.slot_waits(instance, []) == []
+
+
+def test_dagster_beta_notices_are_not_printed_once_per_partition(tmp_path):
+    """An asset giving Output(data_version=...) (as every input asset does) materialised for three partitions in
+    one process through the runner: Dagster's BetaWarning was printed for each; now for none. Another warning
+    raised by the asset still shows."""
+    code = f"""
+import warnings
+from dagster import DagsterInstance, DynamicPartitionsDefinition, Output, asset
+from bench_assets.core import runner
+P = DynamicPartitionsDefinition(name="items")
+@asset(partitions_def=P)
+def item(context):
+    warnings.warn("the asset's own warning", UserWarning)
+    return Output(1, data_version=__import__("dagster").DataVersion(context.partition_key))
+instance = DagsterInstance.ephemeral()
+instance.add_dynamic_partitions("items", ["a", "b", "c"])
+for pk in ("a", "b", "c"):
+    assert runner.guarded_materialize([item], instance=instance, partition_key=pk).success
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=str(runner.PROJECT_ROOT))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "BetaWarning" not in proc.stderr, proc.stderr[-2000:]
+    assert "the asset's own warning" in proc.stderr
