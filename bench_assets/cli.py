@@ -618,8 +618,11 @@ def cmd_import_results(args) -> int:
         raise CLIError(f"import-results {args.benchmark} {args.path}: {e}") from None
     src = IR.Source(args.benchmark, args.method or method, args.code or mod.RESULTS_CODE,
                     args.commit or (info or {}).get("commit"), str(Path(args.path).resolve()))
-    df = IR.frame(rows, src, _time.strftime("%Y-%m-%dT%H:%M:%SZ", _time.gmtime()))
     resources = build_resources()
+    # comparable only where the benchmark's protocol has a rule for it (EntityBench: the run manifests)
+    verdict = getattr(mod, "protocol_comparable", None)
+    comparable, why = verdict(info, resources) if verdict else (False, IR.NOT_COMPARABLE)
+    df = IR.frame(rows, src, _time.strftime("%Y-%m-%dT%H:%M:%SZ", _time.gmtime()), comparable, why)
     where = IR.store_rows(resources["store"], df)
     for line in IR.summary_lines(df):
         print(line)

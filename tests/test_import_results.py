@@ -169,6 +169,33 @@ def test_cli_import_results_stores_marks_and_puts_items_side_by_side(tmp_path, s
     assert "other [imported]: " + EOff.RESULTS_CODE + " @ commit not stated" in capsys.readouterr().out
 
 
+def test_cli_import_results_comparable_only_when_the_run_manifests_match(tmp_path, store_env, capsys):
+    """EntityBench's protocol: two runs are comparable iff the authors' manifest_comparable accepts their
+    run_manifest.json files. A run whose manifest equals the one this platform writes for its runs (same config,
+    checkpoints, libraries) is marked comparable; one knob changed, it is not, and the reason names the knob."""
+    from bench_assets import cli
+    from bench_assets.entitybench.manifest import run_manifest
+    from bench_resources.config import build_resources
+    res = build_resources()
+    man = run_manifest("theirs", res["models"], res.get("judge"), timestamp_utc="2026-01-01T00:00:00Z")
+    run = _write_run(tmp_path / "same", method="theirs")
+    (run / "run_manifest.json").write_text(json.dumps(man))
+    assert cli.main(["import-results", "entitybench", str(run)]) == 0
+    assert "; comparable with ours: run manifests match" in capsys.readouterr().out
+    other = _write_run(tmp_path / "other", method="other")
+    changed = {**man, "config": {**man["config"], "gdino_box_threshold": 0.35}}
+    (other / "run_manifest.json").write_text(json.dumps(changed))
+    assert cli.main(["import-results", "entitybench", str(other)]) == 0
+    out = capsys.readouterr().out
+    assert "not comparable with ours: run manifests differ" in out and "config" in out
+    assert cli.main(["leaderboard", "--benchmark", "entitybench", "--json"]) == 0
+    board = pd.DataFrame(json.loads(capsys.readouterr().out))
+    same = board[board.generator == "theirs [imported]"]
+    diff = board[board.generator == "other [imported]"]
+    assert len(same) and same["comparable"].all() and len(diff) and not diff["comparable"].any()
+    assert "gdino_box_threshold" in json.loads(diff["detail"].iloc[0])["comparable_reason"]
+
+
 def test_cli_import_results_bad_path_is_one_error(tmp_path, store_env, capsys):
     from bench_assets import cli
     assert cli.main(["import-results", "entitybench", str(tmp_path / "nowhere.json")]) == 2
@@ -214,7 +241,8 @@ def test_our_official_export_imports_back_item_for_item(eb_run, tmp_path, capsys
     board = pd.DataFrame(json.loads(capsys.readouterr().out))
     imp = board[(board.generator == "faithful-authors [imported]") & (board.slice == "all")].set_index("metric_id")
     ours = board[(board.generator == "faithful") & (board.slice == "all")].set_index("metric_id")
-    assert len(imp) >= 8 and not imp["comparable"].any()
+    # our own run re-imported: its run_manifest.json matches ours under the authors' rule, so it is comparable
+    assert len(imp) >= 8 and imp["comparable"].all()
     # their report's overall value of a per-episode metric is the mean over episodes: one episode here, so equal
     # to our board's raw mean where the board keeps no coverage correction
     sc = "subject_consistency"

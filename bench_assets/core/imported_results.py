@@ -9,9 +9,9 @@ kept as published (``value_official``) and, where the metric is one of ours, on 
 is the benchmark reader's, e.g. ViStoryBench cosine 0-1 -> x100).
 
 On the board an imported source is its own row set: generator ``<method> [imported]``, ``protocol`` naming the code
-and commit it came from, ``comparable`` False (no benchmark's protocol makes another evaluator's run comparable with
-ours: EntityBench's only when the run manifests match, which a different code base never does), and the source in
-``detail``. The per-item side by side (``side_by_side``) puts our value and theirs for each item and metric.
+and commit it came from, ``comparable`` False unless the benchmark's own protocol says otherwise (EntityBench's: two
+runs are comparable iff the authors' ``manifest_comparable`` accepts their run manifests; no other benchmark has
+such a rule), the verdict's reason and the source in ``detail``. The per-item side by side (``side_by_side``) puts our value and theirs for each item and metric.
 Pure but for ``store_rows`` / ``read_rows``, which go through the project's Store.
 """
 from __future__ import annotations
@@ -36,7 +36,11 @@ COLUMNS: dict[str, str] = {
     "value_official": "Float64",                # as the file has it
     "n_eval": "Int64", "n_failed": "Int64", "n_skipped": "Int64",
     "note": "string", "imported_at": "string",
+    # whether the benchmark's own protocol makes this run comparable with ours (EntityBench: the authors'
+    # manifest_comparable on the two run manifests), and why (or why not)
+    "comparable": "boolean", "comparable_reason": "string",
 }
+NOT_COMPARABLE = "no rule of this benchmark's protocol makes another evaluator's run comparable with ours"
 LEVELS = ("item", "overall")
 
 
@@ -105,15 +109,18 @@ def row(level: str, metric: str, value_official: Any, *, item: Optional[str] = N
             "n_eval": n_eval, "n_failed": n_failed, "n_skipped": n_skipped, "note": note}
 
 
-def frame(rows: Iterable[dict], src: Source, imported_at: str) -> pd.DataFrame:
-    """The rows of one source in the table's schema (source, code, commit and file on every row)."""
+def frame(rows: Iterable[dict], src: Source, imported_at: str, comparable: bool = False,
+          comparable_reason: str = NOT_COMPARABLE) -> pd.DataFrame:
+    """The rows of one source in the table's schema (source, code, commit, file and the protocol's verdict on
+    comparability on every row)."""
     df = pd.DataFrame(list(rows), columns=[c for c in COLUMNS if c not in
                                            ("benchmark", "source", "method", "code", "commit", "file",
-                                            "imported_at")])
+                                            "imported_at", "comparable", "comparable_reason")])
     if df.empty:
         raise ValueError(f"{src.file}: no result values found for {src.benchmark}")
     df["benchmark"], df["source"], df["method"] = src.benchmark, source_id(src), src.method
     df["code"], df["commit"], df["file"], df["imported_at"] = src.code, src.commit, src.file, imported_at
+    df["comparable"], df["comparable_reason"] = bool(comparable), comparable_reason
     for c in ("n_eval", "n_failed", "n_skipped"):
         df[c] = df[c].map(lambda v: None if _num(v) is None else int(_num(v)))
     return df.reindex(columns=list(COLUMNS)).astype(COLUMNS)
@@ -146,9 +153,11 @@ def board_rows(imported: pd.DataFrame, known: Iterable[str]) -> list[dict]:
     out = []
     ov = imported[(imported["level"] == "overall") & imported["metric_id"].isin(known)]
     for _, r in ov.iterrows():
+        comparable = bool(r["comparable"]) if not pd.isna(r["comparable"]) else False
         src = {"imported": True, "code": r["code"], "commit": None if pd.isna(r["commit"]) else r["commit"],
                "file": r["file"], "official_metric": r["metric"], "value_official": _num(r["value_official"]),
-               "imported_at": r["imported_at"]}
+               "imported_at": r["imported_at"], "comparable_reason": None if pd.isna(r["comparable_reason"])
+               else r["comparable_reason"]}
         n_eval = _num(r["n_eval"])
         out.append({"generator": f"{r['method']}{LABEL}", "metric_id": r["metric_id"], "slice": r["slice"],
                     "value": _num(r["value"]), "n_eval": n_eval, "n_failed": _num(r["n_failed"]),
@@ -156,7 +165,7 @@ def board_rows(imported: pd.DataFrame, known: Iterable[str]) -> list[dict]:
                     "reason": None if _num(r["value"]) is not None else (r["note"] if isinstance(r["note"], str)
                                                                           else "no value in the official file"),
                     "protocol": f"imported: {r['code']} @ {r['commit'] if isinstance(r['commit'], str) else 'commit not stated'}",
-                    "comparable": False, "detail": src})
+                    "comparable": comparable, "detail": src})
     return out
 
 
@@ -169,7 +178,7 @@ def legend_lines(board: pd.DataFrame) -> list[str]:
     if "generator" not in board or not board["generator"].map(is_imported).any():
         return []
     lines = [f"{LABEL.strip()} a result file of the benchmark's own evaluation code, imported as published "
-             "(bench import-results); never comparable with ours ('!'): other code, other models"]
+             "(bench import-results); not comparable with ours ('!') unless the benchmark's protocol says so"]
     part = board[board["generator"].map(is_imported)]
     for gen, proto in sorted(set(zip(part["generator"], part["protocol"].astype(str)))):
         lines.append(f"    {gen}: {proto.removeprefix('imported: ')}")

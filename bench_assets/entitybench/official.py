@@ -579,3 +579,17 @@ def read_results(path: str | Path, known: set[str]) -> tuple[str, list[dict], li
         raise ValueError(f"{p}: no EntityBench episode result or report read" +
                          (f" ({'; '.join(problems[:3])})" if problems else ""))
     return method, rows, problems, manifest
+
+
+def protocol_comparable(info: dict, resources) -> tuple[bool, str]:
+    """The authors' rule for an imported run: comparable with ours iff their ``manifest_comparable`` accepts its
+    run manifest against the one this project writes for its own runs (entitybench/manifest.py)."""
+    from bench_assets.entitybench.manifest import manifest_comparable, run_manifest
+    if not isinstance(info, dict) or "config" not in info:
+        return False, "no run manifest with the results (the authors' rule compares run_manifest.json files)"
+    ours = run_manifest("this platform", resources["models"], resources.get("judge"))
+    ok, diffs = manifest_comparable(info, ours)
+    if ok:
+        return True, "run manifests match under the authors' manifest_comparable"
+    more = f"; +{len(diffs) - 4} more" if len(diffs) > 4 else ""
+    return False, "run manifests differ under the authors' manifest_comparable: " + "; ".join(diffs[:4]) + more
