@@ -626,7 +626,8 @@ def cmd_import_results(args) -> int:
     where = IR.store_rows(resources["store"], df)
     for line in IR.summary_lines(df):
         print(line)
-    print(f"stored as {src.method}{IR.LABEL} in {where}; on the board as not comparable with ours")
+    print(f"stored as {src.method}{IR.LABEL} in {where}; {'comparable' if comparable else 'not comparable'} "
+          f"with ours: {why}")
     for p in problems:
         print(f"error: {p}", file=sys.stderr)
     ours = _item_records(resources["store"], args.benchmark)
