@@ -22,6 +22,12 @@ false-merge / false-split rates on them and the best Youden J any threshold reac
 stored file and renews only that entry, leaving every fitted value and every other field as it is. The committed
 files are a full rerun on the committed code (session 5, after the cut detector of session 4 changed the embedded
 videos' shot numbers: same thresholds and held-out rates, 1073 / 4387 NarrativeTrack pairs instead of 1090 / 4475).
+
+Issue 37: each file also states the distinct people and pictures behind its pairs (``distinct``: 16 people in 11
+pictures; 16,092 of MBench's 16,095 same-person pairs compare one photograph with its copies pasted into the embedded
+videos, 3 are different pictures of one person; the rule on the package pictures alone gives .5402) and per content
+domain the threshold or why there is none (``domains``); and ``bench_assets/core/face_domain.json`` holds the
+real-vs-drawn classifier fitted on MBench's single calibration faces (core/face_calibration.py).
 """
 from __future__ import annotations
 
@@ -35,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_assets.core import face_calibration as FC  # noqa: E402
 from bench_assets.core import footage as F  # noqa: E402
 
+DOMAIN_REL = "bench_assets/core/face_domain.json"
 TARGETS = {
     "narrativetrack": (4, "bench_assets/narrativetrack/face_calibration.json", 5,
                        "FACE_MERGE_COSINE: SFace cosine between tracklet mean faces (groups of 4), fitted on "
@@ -80,15 +87,26 @@ def main(argv=None) -> int:
     with F.use_split(F.VALIDATION):
         val_srcs, val_same = FC.validation_sources()
         val_faces = FC.collect_faces(face, val_srcs, shot_ids=shot_ids, step_s=a.step)
+    docs = {}
     for bench, (size, rel, digits, what) in TARGETS.items():
         doc = FC.heldout_doc(cal_faces, cal_srcs, cal_same, val_faces, val_srcs, val_same, size, what,
                              reg.status("face").checkpoint, digits, drawn=drawn)
+        # per content domain: a threshold where that domain's calibration pairs allow one, else None + reason
+        doc["domains"] = FC.domain_thresholds(doc)
+        # the distinct people and pictures the pairs rest on, and the rule without a picture's pasted copies
+        doc["distinct"] = FC.distinct_summary(doc)
+        docs[bench] = doc
         summary = {k: doc[k] for k in ("threshold", "max_different", "min_same_above", "n_same", "n_different",
                                        "same_recall", "false_merges", "fitted_on")}
         print(bench, json.dumps(summary), "\n  held out:", json.dumps(doc["held_out"]["rates"]))
         _print_drawn(bench, doc)
         if not a.dry_run:
             target(rel).write_text(json.dumps(doc, sort_keys=True) + "\n")
+    # the real-vs-drawn classifier on the single faces (MBench's file), which decides a video's domain
+    clf = FC.fit_domain_classifier(docs["mbench"])
+    print("face domain classifier:", json.dumps({k: v for k, v in clf.items() if k != "coef"}))
+    if not a.dry_run:
+        target(DOMAIN_REL).write_text(json.dumps(clf, sort_keys=True, indent=1) + "\n")
     return 0
 
 

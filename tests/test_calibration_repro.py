@@ -4,7 +4,8 @@ module that reads it). A refit that is not committed, a constant edited by hand 
 no longer gives what it once wrote fails here, naming the value.
 
 * scripts/calibrate_faces.py -> narrativetrack/face_calibration.json and mbench/identity_calibration.json (the
-  thresholds, their counts and checks, every group embedding, the held-out rates and the drawn report);
+  thresholds, their counts and checks, every group embedding, the held-out rates, the drawn report, the per-domain
+  thresholds and the distinct people and pictures) and core/face_domain.json (the real-vs-drawn classifier);
 * scripts/calibrate_face_quality.py -> bench_resources/models/face.py QUALITY_MIN_BLUR;
 * scripts/calibrate_cuts.py -> narrativetrack/constants.py CUT_COMPENSATED_FRACTION, CUT_ABRUPT_FRACTION,
   CUT_BLEND_RESIDUAL, CUT_BLACK_LEVEL (written there by hand, to the digits the script prints);
@@ -32,6 +33,7 @@ SCRIPTS = ROOT / "scripts"
 FACE_FILES = {"face_calibration.json": ROOT / "bench_assets" / "narrativetrack" / "face_calibration.json",
               "identity_calibration.json": ROOT / "bench_assets" / "mbench" / "identity_calibration.json"}
 LINK_FILE = ROOT / "bench_assets" / "narrativetrack" / "link_calibration.json"
+DOMAIN_FILE = ROOT / "bench_assets" / "core" / "face_domain.json"
 
 
 def _script(name: str):
@@ -85,6 +87,12 @@ def test_calibrate_faces_reproduces_both_shipped_files(tmp_path):
         # the stored embeddings are rounded to 4-5 digits: one unit of the last digit is the same face
         problems = json_diff(got, want, tol=1.01e-4 if name == "identity_calibration.json" else 1.01e-5)
         assert not problems, f"{name}: the re-run differs from the shipped file: {problems[:20]}"
+    # the face-domain classifier, refitted on the re-run's faces: its weights move with the faces' last digits, its
+    # choices (C, every held-out decision and count) do not
+    got = json.loads((tmp_path / "face_domain.json").read_text())
+    want = json.loads(DOMAIN_FILE.read_text())
+    problems = json_diff(got, want, tol=2e-3)
+    assert not problems and got["C"] == want["C"] and got["held_out"] == want["held_out"], problems[:20]
 
 
 def test_calibrate_face_quality_reproduces_the_shipped_blur_floor():
@@ -137,3 +145,57 @@ def test_the_shipped_face_files_recompute_from_their_groups():
         assert FC.held_out_rates(doc) == doc["held_out"]["rates"], name
         assert FC.drawn_rates(doc) == {k: doc["drawn_calibration"][k] for k in ("at_threshold", "best_youden")}, name
         assert all(abs(np.linalg.norm(g["emb"]) - 1) < 1e-3 for g in doc["groups"]), name
+
+
+def test_the_face_files_state_distinct_people_and_pictures():
+    """Issue 37: the pair counts rest on few people and pictures; each file says how few, and what the rule gives
+    without a picture's own pasted copies."""
+    from bench_assets.core import face_calibration as FC
+    for name, p in FACE_FILES.items():
+        doc = json.loads(p.read_text())
+        d = doc["distinct"]
+        assert d == FC.distinct_summary(doc), name
+        assert d["same_pairs"] == doc["n_same"]
+        assert d["same_pairs_one_picture_and_its_copies"] + d["same_pairs_across_pictures"] == d["same_pairs"]
+        assert (d["people"], d["pictures"], d["same_pairs_across_pictures"]) == (16, 11, 3), (name, d)
+        assert d["without_copies"]["threshold"] > doc["threshold"], (name, d)
+
+
+EMBEDDERS_FILE = ROOT / "bench_assets" / "core" / "face_embedders.json"
+
+
+def test_the_embedder_comparison_file_follows_its_rule():
+    """Issue 37 item 2: every real-face embedder a package ships, fitted on calibration and measured on validation
+    (scripts/calibrate_face_embedders.py); the stored choice is what its rule gives on the stored rates."""
+    doc = json.loads(EMBEDDERS_FILE.read_text())
+    mod = _script("calibrate_face_embedders")
+    assert doc["rule"] == mod.CHOICE_RULE and doc["chosen"] == mod.choose(doc["embedders"])
+    assert {"sface", "dlib_resnet"} <= set(doc["embedders"])
+    for name, e in doc["embedders"].items():
+        real = e["held_out"]["real"]
+        assert e["real_errors"] == real["false_merges"] + real["false_splits"], name
+    # a different outcome picks differently: the rule is not a constant
+    worse = json.loads(json.dumps(doc["embedders"]))
+    worse["sface"]["real_errors"] = 1
+    assert mod.choose(worse) == "dlib_resnet"
+
+
+def test_calibrate_face_embedders_reproduces_the_shipped_comparison(tmp_path):
+    """Needs dlib (PyPI dlib-bin, not a project dependency) and face-recognition-models' weights in
+    BENCH_DLIB_MODELS; skips naming them otherwise."""
+    import os
+    _cached(F.CALIBRATION)
+    _cached(F.VALIDATION, kinds=("video", "image"))
+    models = os.environ.get("BENCH_DLIB_MODELS")
+    try:
+        import dlib  # noqa: F401
+    except ImportError:
+        pytest.skip("dlib is not installed (pip install dlib-bin==20.0.1.post1)")
+    if not models:
+        pytest.skip("BENCH_DLIB_MODELS: the models folder of the face-recognition-models==0.3.0 sdist")
+    out = tmp_path / "face_embedders.json"
+    r = subprocess.run([sys.executable, str(SCRIPTS / "calibrate_face_embedders.py"), "--dlib-models", models,
+                        "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    problems = json_diff(json.loads(out.read_text()), json.loads(EMBEDDERS_FILE.read_text()), tol=1.01e-4)
+    assert not problems, problems[:20]

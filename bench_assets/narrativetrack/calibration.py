@@ -26,6 +26,7 @@ fitted on real faces only, and the drawn calibration stills (Ren'Py's sprites) a
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -157,3 +158,25 @@ def link_thresholds(reid_model: Optional[str], path: Path = LINK_FILE) -> Option
 def link_thresholds_doc(path: Path = LINK_FILE) -> Optional[dict]:
     p = Path(path)
     return json.loads(p.read_text()) if p.is_file() else None
+
+
+# ------------------------------------------------------------------------------------- content domains (issue 37)
+# the classifier is part of the identities' code version: a refit (scripts/calibrate_faces.py) re-runs them
+DOMAIN_VERSION = (hashlib.sha256(face_calibration.DOMAIN_FILE.read_bytes()).hexdigest()[:8]
+                  if face_calibration.DOMAIN_FILE.is_file() else "none")
+
+
+def identity_domain(face_embeddings, face_model: Optional[str], path: Path = FILE) -> dict:
+    """Which content domain a video's faces are in (core/face_domain.json's classifier, fitted on calibration faces
+    of the face model it names) and whether identity has a model there: {"domain", "n_faces", "drawn_share",
+    "face_merge": the domain's threshold or None, "unknown_reason": None or why identity is unknown}. Faces of a
+    model the classifier was not fitted for are not classified (the shipped real-face threshold applies, as before)."""
+    clf = face_calibration.load_domain_classifier()
+    embs = [e for e in face_embeddings if e is not None]
+    if clf is not None and (face_model != clf.get("model") or any(len(e) != len(clf["coef"]) for e in embs)):
+        dom = {"domain": None, "n_faces": len(embs), "reason": f"the face-domain classifier is fitted for "
+                                                              f"{clf.get('model')!r}, not {face_model!r}"}
+    else:
+        dom = face_calibration.classify_faces(clf, embs)
+    thr, why = face_calibration.domain_threshold(load(path), dom["domain"])
+    return {**dom, "face_merge": thr, "unknown_reason": None if thr is not None else why}

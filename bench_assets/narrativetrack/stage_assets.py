@@ -164,7 +164,7 @@ def narrativetrack_faces(context: AssetExecutionContext, narrativetrack_video: p
 # the face-merge and link thresholds are part of the code version: a refit (scripts/calibrate_faces.py,
 # scripts/calibrate_links.py) re-runs the identities
 @asset(partitions_def=P.items, group_name=GROUP,
-       code_version=f"5+merge{FACE_MERGE:.4f}+links{LINKS_VERSION}+motion")
+       code_version=f"5+merge{FACE_MERGE:.4f}+links{LINKS_VERSION}+motion+domain{calibration.DOMAIN_VERSION}")
 def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_video: pd.DataFrame,
                               narrativetrack_frames: pd.DataFrame, narrativetrack_detections: pd.DataFrame,
                               narrativetrack_tracklets: pd.DataFrame, narrativetrack_reid: pd.DataFrame,
@@ -195,6 +195,17 @@ def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_vid
     ids, info = stages.identities(dets, tids, emb, face_rows, threshold, FACE_MERGE, shots=shots,
                                   sample_fps=float(video["sample_fps"]), colours=stages.torso_colours(frames, dets),
                                   links=links, frame_height=float(video["height"]), motion_ids=motion)
+    # identity needs a face model fitted on the video's kind of faces (issue 37): drawn or uncertain faces (the
+    # domain classifier, core/face_domain.json) have none, so every identity is unknown with the reason, never a merge
+    big = stages.min_face_height(float(video["height"]))
+    domain = calibration.identity_domain([r["face_embedding"] for r in face_rows
+                                          if r["face_embedding"] is not None and stages._face_height(r) >= big],
+                                         models.status("face").checkpoint)
+    if domain["unknown_reason"]:
+        why = (f"identity unknown: {domain['unknown_reason']} ({domain['n_drawn']} of {domain['n_faces']} faces read "
+               f"as drawn, core/face_domain.json)")
+        ids = [None] * len(ids)
+        info.update(cluster_of={}, decision=[why] * len(ids), decision_margin=[None] * len(ids))
     faces_df = faces.assign(face_box=[r["face_box"] for r in face_rows])
     seconds = time.perf_counter() - t0  # the judge's latency is not the pipeline's speed
     judged, vlog = verify_identities(judge, frames, dets, ids, info["tracklet_ids"], faces_df)
@@ -221,5 +232,6 @@ def narrativetrack_identities(context: AssetExecutionContext, narrativetrack_vid
     meta["link_decisions"] = MetadataValue.json(info["link_log"][:50])
     meta["reid_decisions"] = MetadataValue.json(info["reid_log"][:50])
     meta["voted_out_tracklets"] = sum(v is False for v in judged.values())
+    meta["face_domain"] = MetadataValue.json({k: v for k, v in domain.items() if k != "face_merge"})
     return Output(df, metadata={**meta, "face_decisions": MetadataValue.json(info["face_log"]),
                                 "verification": MetadataValue.json(vlog[:20])})

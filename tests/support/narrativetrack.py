@@ -69,3 +69,31 @@ def fork_items(src_root: str | Path, dst_root: str | Path, assets: list[str], it
     if (src / "artifacts").exists():
         shutil.copytree(src / "artifacts", dst / "artifacts", dirs_exist_ok=True)
     return dst
+
+
+def run_clips(tmp_path: Path, clips: dict) -> object:
+    """Every item asset of NarrativeTrack (judge off, offline models) on the given clips (video id -> file, copied
+    into the dataset folder: media stays inside it); the store."""
+    import json
+
+    from dagster import instance_for_test, materialize
+
+    from bench_assets.narrativetrack import assets as A
+    from bench_resources.config import build_resources
+    from bench_resources.judge import Judge
+    from bench_resources.paths import BenchPaths
+    root = Path(tmp_path) / "data" / "narrativetrack"
+    (root / "videos").mkdir(parents=True)
+    for k, v in clips.items():
+        shutil.copyfile(v, root / "videos" / Path(v).name)
+    (root / "videos.json").write_text(json.dumps({"videos": [{"video_id": k, "file": f"videos/{Path(v).name}"}
+                                                             for k, v in clips.items()]}))
+    paths = BenchPaths(data_root=str(Path(tmp_path) / "data"), generators_root=str(Path(tmp_path) / "gens"))
+    res = build_resources(store_root=str(Path(tmp_path) / "store"), paths=paths, judge=Judge(mode="off"))
+    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    with instance_for_test() as inst:
+        inst.add_dynamic_partitions(A.P.items.name, list(clips))
+        for vid in clips:
+            assert materialize(A.ASSETS, selection=A.ITEM_ASSETS, partition_key=vid, instance=inst, resources=res,
+                               run_config=quiet).success, vid
+    return res["store"]
