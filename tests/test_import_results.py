@@ -19,6 +19,7 @@ from bench_assets.entitybench import official as EOff
 from bench_assets.entitybench import official_export as EO
 from bench_assets.entitybench.metric_specs import METRIC_TABLES, METRICS as EB_METRICS
 from bench_resources.store import Store
+from tests.support import cli_env
 
 KNOWN = {s.id for s in EB_METRICS.specs}
 
@@ -114,9 +115,7 @@ def _board(gen: str, value: float) -> pd.DataFrame:
 
 @pytest.fixture
 def store_env(tmp_path, monkeypatch):
-    for k, v in {"BENCH_STORE_ROOT": tmp_path / "store", "DAGSTER_HOME": tmp_path / "home",
-                 "BENCH_DATA_ROOT": tmp_path / "data", "BENCH_JUDGE_MODE": "off"}.items():
-        monkeypatch.setenv(k, str(v))
+    cli_env(monkeypatch, tmp_path)
     store = Store(root=str(tmp_path / "store"))
     store.write_table(_board("mymethod", 0.55), store.table_path("entitybench_leaderboard", None))
     # our item rows of the same generator, in the table the specs read cs_face from
@@ -206,10 +205,7 @@ def test_cli_import_results_bad_path_is_one_error(tmp_path, store_env, capsys):
 @pytest.fixture
 def eb_run(small_world, tmp_path, monkeypatch):
     data, _ = small_world(("faithful",))
-    for k, v in {"BENCH_DATA_ROOT": data, "BENCH_GENERATORS_ROOT": data / "generators",
-                 "BENCH_STORE_ROOT": tmp_path / "store", "DAGSTER_HOME": tmp_path / "home",
-                 "BENCH_WEIGHTS_DIR": tmp_path / "weights", "BENCH_JUDGE_MODE": "off"}.items():
-        monkeypatch.setenv(k, str(v))
+    cli_env(monkeypatch, tmp_path, data)
     return data
 
 

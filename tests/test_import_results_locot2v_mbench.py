@@ -16,6 +16,7 @@ from bench_assets.mbench import official as MOff
 from bench_assets.mbench import official_export as MO
 from bench_assets.mbench.metric_specs import METRICS as M_METRICS
 from bench_resources.store import Store
+from tests.support import cli_env
 
 L_KNOWN = {s.id for s in L_METRICS.specs}
 M_KNOWN = {s.id for s in M_METRICS.specs}
@@ -64,9 +65,7 @@ def test_locot2v_one_file_of_every_metric_and_list_scores(tmp_path):
 
 
 def _env(tmp_path, monkeypatch):
-    for k, v in {"BENCH_STORE_ROOT": tmp_path / "store", "DAGSTER_HOME": tmp_path / "home",
-                 "BENCH_DATA_ROOT": tmp_path / "data", "BENCH_JUDGE_MODE": "off"}.items():
-        monkeypatch.setenv(k, str(v))
+    cli_env(monkeypatch, tmp_path)
     return Store(root=str(tmp_path / "store"))
 
 

@@ -112,10 +112,9 @@ def test_not_a_list_is_one_error(tmp_path):
 def test_cli_export_and_import_results(tmp_path, monkeypatch, capsys):
     """bench export --format official from released-QA tables in a real Store, then import-results of the file."""
     from bench_assets import cli
+    from tests.support import cli_env
     from bench_resources.store import Store
-    for k, v in {"BENCH_STORE_ROOT": tmp_path / "store", "DAGSTER_HOME": tmp_path / "home",
-                 "BENCH_DATA_ROOT": tmp_path / "data", "BENCH_JUDGE_MODE": "off"}.items():
-        monkeypatch.setenv(k, str(v))
+    cli_env(monkeypatch, tmp_path)
     store = Store(root=str(tmp_path / "store"))
     qas, answers, _ = NO.answers_from_eval(_records()[:5], "mine", "fixture")
     store.write_table(qas, store.table_path("narrativetrack_released_qa", None))

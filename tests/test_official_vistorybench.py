@@ -155,11 +155,10 @@ def test_cli_export_official_and_import_results_round_trip(tmp_path, monkeypatch
     """bench export --format official from a store (board + story rows written into a real Store), then
     bench import-results of the written tree: the imported rows sit beside ours, never comparable."""
     from bench_assets import cli
+    from tests.support import cli_env
     from bench_assets.core.metric_spec import board_frame
     from bench_resources.store import Store
-    for k, v in {"BENCH_STORE_ROOT": tmp_path / "store", "DAGSTER_HOME": tmp_path / "home",
-                 "BENCH_DATA_ROOT": tmp_path / "data", "BENCH_JUDGE_MODE": "off"}.items():
-        monkeypatch.setenv(k, str(v))
+    cli_env(monkeypatch, tmp_path)
     store = Store(root=str(tmp_path / "store"))
     board = board_frame("vistorybench", [
         {"generator": "mygen", "metric_id": "cids_cross", "slice": "full", "value": 50.0, "n_eval": 2},

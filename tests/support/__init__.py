@@ -40,3 +40,15 @@ def run_benchmark(name: str, instance, data: Path, store_root, judge=None, gener
                      generator_assets=b.generator_assets if generator_assets is None else generator_assets,
                      aggregate_assets=b.aggregate_assets, progress=lambda s: None)
     return stats, resources, errors
+
+
+def cli_env(monkeypatch, tmp_path: Path, data: Path | None = None, **extra) -> None:
+    """The environment one in-process ``bench`` command runs under in a test: a store, a Dagster home and weights
+    under ``tmp_path``, the judge off, the data root ``data`` (generators under it) or an empty one; ``extra``:
+    more variables (name -> value)."""
+    data = data if data is not None else tmp_path / "data"
+    env = {"BENCH_DATA_ROOT": data, "BENCH_GENERATORS_ROOT": data / "generators",
+           "BENCH_STORE_ROOT": tmp_path / "store", "DAGSTER_HOME": tmp_path / "home",
+           "BENCH_WEIGHTS_DIR": tmp_path / "weights", "BENCH_JUDGE_MODE": "off", **extra}
+    for k, v in env.items():
+        monkeypatch.setenv(k, str(v))
