@@ -119,3 +119,27 @@ def test_table19_marks_cosines_from_a_substitute_embedder():
     assert "0.950 (5)*" in line[("x", "embedding_cosine", "EntityMem")]
     assert line[("x", "embedding_cosine", "control")].endswith(f"| {lite} (paper: DINOv2) |")
     assert "*" not in line[("y", "embedding_cosine", "EntityMem")] and "*" not in line[("x", "llm_sim", "EntityMem")]
+
+
+def test_table19_llm_rows_carry_the_judge_mark_of_their_records():
+    """The LLM 'sim' of an arm judged by a non-paper judge: its Table 19 row is starred with the judge's label,
+    read from the arm's llm_face_mean_score records (the gap table does not carry it); the other arm, judged by
+    the paper's model, is bare."""
+    label = "judge: claude-sonnet-4-6 (paper: gemini-2.5-pro)"
+    gap = pd.DataFrame([{"generator": gen, "signal": "llm_sim", "entity_type": "character", "tier": "all",
+                         "gap_bin": "1-2", "mean": m, "pairs": 3, "embedder": ""}
+                        for gen, m in (("entitymem_x", 0.7), ("storymem-control_x", 0.6))])
+    records = pd.DataFrame([
+        {"generator": "entitymem_x", "item": "e1", "metric_id": "llm_face_mean_score", "value": 0.7,
+         "protocol": "p", "substitute": label},
+        {"generator": "storymem-control_x", "item": "e1", "metric_id": "llm_face_mean_score", "value": 0.6,
+         "protocol": "p", "substitute": None},
+        {"generator": "storymem-control_x", "item": "e1", "metric_id": "intra_face_hair", "value": 0.6,
+         "protocol": "p", "substitute": "another judge"}])   # another metric's mark does not leak in
+    t19 = rows.table19(gap, records).set_index("arm")
+    assert t19.loc["EntityMem", "substitute"] == label and pd.isna(t19.loc["control", "substitute"])
+    md = rows.table19_markdown(rows.table19(gap, records))
+    em = next(x for x in md.splitlines() if "| EntityMem |" in x)
+    ctl = next(x for x in md.splitlines() if "| control |" in x)
+    assert "0.700 (3)*" in em and em.endswith(f"| {label} |") and "*" not in ctl
+    assert rows.table19(gap)["substitute"].isna().all()        # without records: nothing to read a mark from

@@ -172,7 +172,7 @@ def entitymem_comparison(context: AssetExecutionContext, store: Store) -> Output
     category (paper Table 5) and the LLM face identity by recurrence gap (Table 19; DINOv2 beside it)."""
     records, gap = rows.read_scores(store)
     t5 = rows.table5(records)
-    t19 = rows.table19(gap)
+    t19 = rows.table19(gap, records)
     return Output(t5, metadata={"pairs": int(t5["configuration"].nunique()) if len(t5) else 0,
                                 "table5": MetadataValue.md(rows.table5_markdown(t5)),
                                 "table19": MetadataValue.md(rows.table19_markdown(t19))})

@@ -160,7 +160,7 @@ def evaluate_and_compare(cfg, episodes: list[str], resources: dict) -> tuple[str
     mine = {g.name for g in gens}
     records = records[records.generator.isin(mine)]
     gap = gap[gap.generator.isin(mine)] if gap is not None else None
-    return rows.table5_markdown(rows.table5(records)), rows.table19_markdown(rows.table19(gap)), stats.failed
+    return rows.table5_markdown(rows.table5(records)), rows.table19_markdown(rows.table19(gap, records)), stats.failed
 
 
 def cmd_entitymem(args) -> int:

@@ -239,11 +239,16 @@ def table5(records: pd.DataFrame, resamples: int = 2000) -> pd.DataFrame:
 PAPER_EMBEDDER = "dinov2"   # Table 20's cosines are DINOv2's; any other embedder is a substitute
 
 
-def table19(gap: Optional[pd.DataFrame]) -> pd.DataFrame:
+LLM_SIM_METRIC = "llm_face_mean_score"   # the character pairs whose 'sim' the gap table bins
+
+
+def table19(gap: Optional[pd.DataFrame], records: Optional[pd.DataFrame] = None) -> pd.DataFrame:
     """Character identity by recurrence gap for each pair's two arms (tier 'all'): the LLM 'sim' (paper
     Table 19) and the embedding cosine (Table 20), 'mean (pairs)' per gap bin; ``model`` is the embedder that
     made a cosine and ``substitute`` repeats it when it is not the paper's DINOv2 (the offline profile's
-    EfficientNet-Lite0), so the printed table marks it."""
+    EfficientNet-Lite0), so the printed table marks it. The LLM rows take the substitute mark of the arm's
+    ``llm_face_mean_score`` records (``read_scores``: a judge other than the paper's names itself there), since
+    the gap table does not carry it."""
     cols = ["configuration", "arm", "signal", "gap_bin", "mean", "pairs", "model", "substitute"]
     if gap is None or gap.empty:
         return pd.DataFrame(columns=cols)
@@ -253,12 +258,22 @@ def table19(gap: Optional[pd.DataFrame]) -> pd.DataFrame:
     for cfg, (a, b) in pairs_of(gap["generator"].unique()).items():
         for arm, gen in (("EntityMem", a), ("control", b)):
             for r in g[g.generator == gen].to_dict("records"):
-                model = r.get("embedder") if r["signal"] == "embedding_cosine" else None
-                model = model if isinstance(model, str) and model else None
-                sub = model if model and PAPER_EMBEDDER not in model.lower().replace(" ", "") else None
+                if r["signal"] == "embedding_cosine":
+                    model = r.get("embedder") if isinstance(r.get("embedder"), str) and r.get("embedder") else None
+                    sub = model if model and PAPER_EMBEDDER not in model.lower().replace(" ", "") else None
+                else:
+                    model, sub = None, _judge_marks(records, gen)
                 rows.append({"configuration": cfg, "arm": arm, "signal": r["signal"], "gap_bin": r["gap_bin"],
                              "mean": r["mean"], "pairs": int(r["pairs"]), "model": model, "substitute": sub})
     return pd.DataFrame(rows, columns=cols)
+
+
+def _judge_marks(records: Optional[pd.DataFrame], generator: str) -> Optional[str]:
+    if records is None or "substitute" not in records.columns:
+        return None
+    r = records[(records["generator"] == generator) & (records["metric_id"] == LLM_SIM_METRIC)]
+    marks = sorted({s for s in r["substitute"] if isinstance(s, str) and s})
+    return "; ".join(marks) or None
 
 
 def _fmt(v, digits: int = 2, sign: bool = True) -> str:
@@ -304,7 +319,7 @@ def table19_markdown(t19: pd.DataFrame) -> str:
         subs = sorted({s for s in part.get("substitute", pd.Series(dtype=object)) if isinstance(s, str)})
         star = "*" if subs else ""
         cells = {r["gap_bin"]: f"{r['mean']:.3f} ({r['pairs']}){star}" for r in part.to_dict("records")}
-        note = f"{'; '.join(subs)} (paper: DINOv2)" if subs else ""
+        note = "; ".join(subs) + (" (paper: DINOv2)" if subs and sig == "embedding_cosine" else "")
         out.append(f"| {cfg} | {sig} | {arm} | " + " | ".join(cells.get(b, "-") for b in bins) + f" | {note} |")
     if "*" in "\n".join(out):
         out.append("\n* computed by a substitute model, named in its substitute column")
