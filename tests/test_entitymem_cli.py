@@ -79,6 +79,7 @@ def test_a_bad_configuration_file_is_one_error_and_no_folders(data_root, tmp_pat
     assert len(lines) == 1 and lines[0].startswith("error: EntityMem configuration") and words in lines[0], cap.err
     assert "entitymem_bad" not in cap.out and "control:" not in cap.out
     assert not (tmp_path / "gens").exists()
+    assert not (data_root / "entitymem" / "configs").exists()      # a refused file is not registered
 
 
 def test_the_probe_episode_runs_every_step_and_its_audit_page_shows_them(data_root, tmp_path, capsys):

@@ -45,11 +45,11 @@ def _episodes(spec: str, data_root) -> list[str]:
 def prepare(cfg_name: str, resources: dict, log=print):
     """The configuration, registered under the data root when given as a path, and its backends built once here,
     so a bad file or backend is one error before anything runs (``ConfigError``)."""
-    from bench_assets.entitymem.configs import ConfigError, register_config
-
-    cfg, copied = register_config(cfg_name, resources["paths"].data_dir)
     from bench_assets.entitymem.agents import Agents
+    from bench_assets.entitymem.configs import ConfigError, load_config, register_config
     from bench_resources.generation import ImageGenerator, Segmenter, VideoBackbone
+
+    cfg = load_config(cfg_name, resources["paths"].data_dir)
     for section, build in (("agents", lambda: Agents.from_config(cfg.agents, resources.get("judge"))),
                            ("image", lambda: ImageGenerator(**cfg.image)),
                            ("segmentation", lambda: Segmenter(**cfg.segmentation)),
@@ -58,6 +58,8 @@ def prepare(cfg_name: str, resources: dict, log=print):
             build()
         except Exception as e:  # noqa: BLE001 - any backend's refusal (unknown backend, bad field) is the file's
             raise ConfigError(f"EntityMem configuration {cfg_name}: {section}: {_one_line(e)}") from None
+    # registered only once it is known good: a refused file leaves nothing behind under the data root
+    cfg, copied = register_config(cfg_name, resources["paths"].data_dir)
     if copied is not None:
         log(f"configuration {cfg.name}: registered as {copied}")
     return cfg
