@@ -162,7 +162,7 @@ def test_subject_consistency_streamed_equals_consecutive_pairs():
 
 # ------------------------------------------------------------------------------------------ defect 3
 
-LOC = lambda r: {"description_a": "a", "description_b": "b", "same": 1, "sim": 0.8,  # noqa: E731
+LOC = lambda r: {"consistency": 8, "all_consistent": True, "outlier_indices": [],  # noqa: E731
                  "layout": 8, "color_mood": 8, "landmarks": 8, "perspective": 8}
 
 
@@ -175,10 +175,12 @@ class _Clip:
         idx = list(range(min(k, 8)))
         return idx, self.frames[idx]
 
+    grounding = even
+
 
 def test_location_llm_metrics_pass_the_fidelity_gate():
-    """l1 in 3 shots, present, fidelity .9 / .2 / .9. Old: the .2 shot was judged (2 pairs) and the gate count
-    ignored locations. New: 1 pair, and the gated-out shot is in _meta_cross_shot_gate."""
+    """l1 in 3 shots, present, fidelity .9 / .2 / .9. Old: the .2 shot was judged and the gate count ignored
+    locations. New: one set question over the 2 admitted shots, and the gated-out shot is in _meta_cross_shot_gate."""
     ep = episode(n_shots=3, entities=(("l1", "location"),))
     g = grounding([(k, "l1", "location", "present") for k in (1, 2, 3)])
     clips = {k: _Clip(k) for k in (1, 2, 3)}
@@ -190,7 +192,7 @@ def test_location_llm_metrics_pass_the_fidelity_gate():
         return ok_judge(LOC)(reqs)
 
     rows = JD.llm_location_rows("g", ep, g, clips, embed, None, ask_many, fidelity=fid)
-    assert len(asked) == 1
+    assert len(asked) == 1 and len(asked[0].images) == 4   # shots 1 and 3, 2 frames each
     assert item(rows, "llm_scene_accuracy")["n_eval"] == 1
     _, gated = CS.cross_shot_rows("g", ep, g, None, "none", None, clips, fid)
     assert gated == 1

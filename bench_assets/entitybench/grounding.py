@@ -145,22 +145,15 @@ def grounding_rows(generator: str, episode_id: str, ep: dataset.Episode, clips: 
 
 
 def action_detector(detector, reg):
-    """frames, entity ids -> per frame {entity: box}: the highest-confidence box of each scheduled entity;
-    entities a closed-vocabulary detector cannot tell apart get distinct boxes by score."""
+    """frames, entity ids -> per frame [(entity id, box), ...]: EVERY detection of each entity (the authors'
+    action grid draws all boxes their grounding pass returned, ``return_all=True``), in entity order, then the
+    detector's order (highest confidence first), boxes as the authors' int pixel boxes."""
     def boxes(frames, entity_ids):
-        out = [dict() for _ in frames]
-        by_label: dict[str, list[str]] = defaultdict(list)
-        dets = {}
+        out = [[] for _ in frames]
         for e in entity_ids:
-            d, why = detect(detector, frames, reg[e].description, reg[e].type)
-            dets[e] = d
-            label = getattr(detector, "last_label", None) if getattr(detector, "closed_vocabulary", False) else e
-            by_label[label or e].append(e)
-        for members in by_label.values():
-            for t in range(len(frames)):
-                d = dets[members[0]][t]
-                order = list(np.argsort(-d.confidence)) if len(d) else []
-                for e, j in zip(members, order):
-                    out[t][e] = tuple(float(v) for v in d.xyxy[j])
+            dets, _ = detect(detector, frames, reg[e].description, reg[e].type)
+            for t, d in enumerate(dets):
+                order = sorted(range(len(d)), key=lambda j: -float(d.confidence[j])) if len(d) else []
+                out[t].extend((e, pixel_box(d.xyxy[j], frames[t].shape)) for j in order)
         return out
     return boxes

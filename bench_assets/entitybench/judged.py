@@ -18,7 +18,7 @@ import pandas as pd
 from bench_assets.core.records import MetricRecord
 from bench_assets.core.tables import instance_row, record_row
 from bench_assets.entitybench import counts, dataset, judging
-from bench_assets.entitybench.constants import ACTION_FRAMES, LOCATION_FRAMES
+from bench_assets.entitybench.constants import GROUNDING_FRAMES
 from bench_assets.entitybench.metrics import centroid_scores
 from bench_resources.judge import JUDGE_OFF, JudgeResult
 
@@ -287,10 +287,18 @@ def resolve_action(action: str, registry: dict, entity_ids) -> tuple[str, list[s
     return text, named
 
 
+def authors_names_object(action: str, object_names) -> bool:
+    """The authors' rule for ``object_interaction``: a scheduled object's name occurs in the action text as a
+    whole word (case-insensitive)."""
+    return any(n and re.search(rf"\b{re.escape(n)}\b", action or "", re.IGNORECASE) for n in object_names)
+
+
 def action_rows(generator: str, ep: dataset.Episode, clips: dict, errors: dict, detect: Optional[Callable],
                 detect_reason: Optional[str], ask_many, judge_reason: Optional[str] = None) -> list[dict]:
-    """``judge_reason`` set (judge off, no key): every shot is the evaluator's failure, no detection or grid
-    is built. Missing shot -> the generator's n_failed; no scheduled character -> n_skipped."""
+    """The authors' action judge: the shot's 5 grounding frames with every detection of each scheduled character
+    and object drawn (judging.authors_action_grid), the action text and the labels. ``judge_reason`` set (judge off,
+    no key): every shot is the evaluator's failure, no detection or grid is built. Missing shot -> the generator's
+    n_failed; no action text -> n_skipped (the authors' only skip)."""
     keys = {"benchmark": "entitybench", "generator": generator, "item": ep.episode_id}
     reg = ep.registry
     jobs, rows = [], []
@@ -299,24 +307,28 @@ def action_rows(generator: str, ep: dataset.Episode, clips: dict, errors: dict, 
     evaluator: dict[str, int] = defaultdict(int)
     reasons: set[str] = set()
     for shot in ep.shots:
+        # the authors' annotation targets: scheduled characters, then objects, one colour each in that order
         chars = [e for e in shot.entities if reg[e].type == "character"]
-        subjects = [e for e in shot.entities if reg[e].type in ("character", "object")]
+        subjects = chars + [e for e in shot.entities if reg[e].type == "object"]
+        # canonical episodes may name entities by id ('c1 picks up o1'): written as names first (official text has
+        # names, so it reaches the judge unchanged, as in the authors' code)
+        text = resolve_action(shot.action, reg, subjects)[0]
+        names_object = authors_names_object(text, [reg[e].name for e in subjects if reg[e].type == "object"])
         clip = clips.get(shot.index)
         if clip is None:
             why = errors.get(shot.index, "shot missing")
             reasons.add(why)
-            names_object = bool(resolve_action(shot.action, reg, subjects)[1])
             for f in judging.ACTION_FIELDS:
                 if f == "object_interaction" and not names_object:
                     continue  # never an instance of this shot, delivered or not
                 failed[f] += 1
                 rows.append(counts.failed_instance(f"intra_action_{f}", "shot", why, shot=shot.index, **keys))
             continue
-        if not chars:
-            reasons.add("no scheduled character")
+        if not (shot.action or "").strip():   # the authors skip a shot only when it has no action text
+            reasons.add("no action description")
             for f in judging.ACTION_FIELDS:
                 skipped[f] += 1
-                rows.append(instance_row(f"intra_action_{f}", None, "shot", reason="no scheduled character",
+                rows.append(instance_row(f"intra_action_{f}", None, "shot", reason="no action description",
                                          shot=shot.index, **keys))
             continue
         why = judge_reason or (detect_reason if detect is None else None)
@@ -326,14 +338,16 @@ def action_rows(generator: str, ep: dataset.Episode, clips: dict, errors: dict, 
                 evaluator[f] += 1
                 rows.append(counts.evaluator_instance(f"intra_action_{f}", "shot", why, shot=shot.index, **keys))
             continue
-        idx, frames = clip.even(ACTION_FRAMES)
-        boxes = detect(list(frames), subjects)
-        names = {e: reg[e].name for e in subjects}
-        grid = judging.action_grid(list(frames), boxes, names)
-        text, named = resolve_action(shot.action, reg, subjects)
-        names_object = bool(named)
+        # the 5 grounding frames with every detection drawn, tiled as the authors' grid
+        idx, frames = clip.grounding(GROUNDING_FRAMES)
+        per_frame = detect(list(frames), subjects)
+        colours = judging.schedule_colours([reg[e].name for e in chars],
+                                           [reg[e].name for e in subjects if reg[e].type == "object"])
+        grid = judging.authors_action_grid(list(frames), [[(reg[e].name, b) for e, b in dets] for dets in per_frame],
+                                           colours)
         legend = {reg[e].name: reg[e].description for e in subjects}
-        jobs.append((shot, clip, names_object, judging.action_request(grid, text, legend, names_object), grid))
+        jobs.append((shot, clip, names_object,
+                     judging.action_request(grid, text, legend, names_object, n_frames=len(frames)), grid))
     results = ask_many([j[3] for j in jobs])
     values: dict[str, list] = defaultdict(list)
     for (shot, clip, names_object, req, grid), res in zip(jobs, results):
@@ -485,13 +499,27 @@ def location_admitted(ep: dataset.Episode, grounding: pd.DataFrame, fidelity: di
     return ok, gated, ungated
 
 
+def scene_frames(clip, k: int = 2) -> list[np.ndarray]:
+    """The authors' scene frames of a shot: its grounding frames ranked by var of first differences of the channel
+    mean (horizontal + vertical), sharpest first (ties in frame order), the first k."""
+    _, frames = clip.grounding(GROUNDING_FRAMES)
+    sharp = []
+    for f in frames:
+        gray = np.mean(f, axis=2).astype(np.float64)
+        sharp.append(float(np.diff(gray, axis=1).var() + np.diff(gray, axis=0).var()))
+    ranked = sorted(range(len(frames)), key=lambda i: sharp[i], reverse=True)
+    return [frames[i] for i in ranked[:k]]
+
+
 def llm_location_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFrame, clips: dict,
                       embed: Optional[Callable],
                       embed_reason: Optional[str], ask_many, judge_reason: Optional[str] = None,
                       fidelity: Optional[dict] = None) -> list[dict]:
-    """Locations on full frames, pairwise against the anchor shot (closest to the location's centroid); each call
-    gets <= 2 sharpness-ranked frames per shot. Per location: allcons = product of same, cons = mean sim.
-    Instance: a location scheduled in >= 2 shots; fewer than 2 admitted shots is the generator's skip."""
+    """Locations on full frames as the authors' code judges them: ONE question per location over its admitted shots
+    (present, through the fidelity gate), each shot's 2 sharpest grounding frames, <= 8 shots evenly sampled
+    (judging.location_set_request). Per location: accuracy = all_consistent (0/1), mean_score = consistency / 10,
+    the criteria / 10; episode value: mean over locations. (The paper text's pairwise-against-an-anchor variant is
+    not run.) Instance: a location scheduled in >= 2 shots; fewer than 2 admitted shots is the generator's skip."""
     keys = {"benchmark": "entitybench", "generator": generator, "item": ep.episode_id}
     ids = llm_metric_ids("location")
     rows, jobs = [], []
@@ -526,53 +554,35 @@ def llm_location_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFra
             reasons.add(why)
             rows.append(instance_row("llm_scene_accuracy", None, "entity", entity_id=loc.id, reason=why, **keys))
             continue
-        if embed is None or judge_reason:
+        if judge_reason:
             evaluator += 1
-            why = judge_reason or embed_reason
-            reasons.add(why)
-            rows.append(counts.evaluator_instance("llm_scene_accuracy", "entity", why, entity_id=loc.id, **keys))
+            reasons.add(judge_reason)
+            rows.append(counts.evaluator_instance("llm_scene_accuracy", "entity", judge_reason, entity_id=loc.id,
+                                                  **keys))
             continue
-        mids = [clips[k].frames[clips[k].n_frames // 2] for k in ok]
-        _, scores = centroid_scores(embed(mids))
-        anchor = ok[int(np.argmax(scores))]
-
-        def pick(k: int) -> list[np.ndarray]:
-            _, frames = clips[k].even(LOCATION_FRAMES)
-            return [frames[i] for i in judging.sharpest(list(frames), 2)]
-
-        for k in ok:
-            if k != anchor:
-                jobs.append((loc, k, anchor,
-                             judging.location_request(loc.name, loc.description, pick(anchor), pick(k))))
+        # the authors' vlm_judge_scene_set: one question over the admitted shots in shot order, each shot's 2
+        # sharpest grounding frames (their scene-frame ranking), <= 8 shots evenly sampled by the request
+        labels = [f"{ep.shots[k - 1].scene}:{ep.shots[k - 1].scene_shot}" if ep.shots[k - 1].scene is not None
+                  else str(k) for k in ok]
+        req, kept = judging.location_set_request(loc.name, loc.description, [scene_frames(clips[k]) for k in ok],
+                                                 labels)
+        jobs.append((loc, [ok[j] for j in kept], req))
     results = ask_many([j[-1] for j in jobs])
-    per_loc: dict[str, list] = defaultdict(list)
-    for (loc, k, anchor, _), res in zip(jobs, results):
-        detail = _answer_detail(res, anchor_shot=anchor, shot_distance=abs(k - anchor),
-                                gap_bin=judging.gap_bin(abs(k - anchor)), entity_type="location",
-                                ungated=k in ungated_by_loc.get(loc.id, []))
-        if res.status != "ok":
-            reasons.add(res.reason or res.status)
-            per_loc[loc.id].append("failed")
-            rows.append(instance_row("llm_scene_pair", None, "pair", shot=k, entity_id=loc.id, reason=res.reason,
-                                     detail=detail, **keys) | {"n_skipped": 0, counts.EVAL: 1})
-            continue
-        pv = judging.pair_values(res.answer, "location")
-        per_loc[loc.id].append(pv)
-        rows.append(instance_row("llm_scene_pair", pv["sim"], "pair", shot=k, entity_id=loc.id, detail=detail,
-                                 source_sha256=clips[k].sha256, **keys))
     vals: dict[str, list] = defaultdict(list)
-    for lid, pairs in per_loc.items():
-        if any(p == "failed" for p in pairs):
+    for (loc, sent, _), res in zip(jobs, results):
+        if res.status != "ok":
             evaluator += 1
+            reasons.add(res.reason or res.status)
+            rows.append(counts.evaluator_instance("llm_scene_accuracy", "entity", res.reason, entity_id=loc.id,
+                                                  **keys))
             continue
-        loc_vals = {"llm_scene_accuracy": float(np.prod([p["same"] for p in pairs])),
-                    "llm_scene_mean_score": float(np.mean([p["sim"] for p in pairs])),
-                    **{f"llm_scene_{c}": float(np.mean([p[c] for p in pairs])) for c in judging.CRITERIA["location"]}}
+        sv = judging.location_set_values(res.answer)
+        loc_vals = {"llm_scene_accuracy": sv["all_consistent"], "llm_scene_mean_score": sv["consistency"],
+                    **{f"llm_scene_{c}": sv[c] for c in judging.CRITERIA["location"]}}
+        detail = _answer_detail(res, shots=sent, ungated_shots=ungated_by_loc.get(loc.id, []))
         for m, v in loc_vals.items():
             vals[m].append(v)
-            rows.append(instance_row(m, v, "entity", entity_id=lid,
-                                     detail={"pairs": len(pairs), "ungated_shots": ungated_by_loc.get(lid, [])},
-                                     **keys))
+            rows.append(instance_row(m, v, "entity", entity_id=loc.id, detail=detail, **keys))
     why = _why(reasons)
     for m in ids:
         n = skipped + failed + evaluator + len(vals[m])

@@ -10,7 +10,8 @@ counts and values both sides compute from the same judge integers):
 - the grounding pass: status, sampled frame and box of every (shot, scheduled entity);
 - presence (3), CS-Face, CS-Object (against the centroid, gate from the authors' recorded fidelity),
   CS-Transition (last / first frame of continuation pairs), gap decay (all pairs);
-- intra fidelity (15) through the project's fidelity rows;
+- intra fidelity (15), action (6), LLM face / object (12, pairwise against the centroid-representative anchor) and
+  LLM scene (6, one set question per location) through the project's judged rows;
 - the per-tier report (means over episodes, None excluded).
 """
 from __future__ import annotations
@@ -120,6 +121,10 @@ def _answer_for(key: str, schema: dict) -> dict:
     for k, p in schema["properties"].items():
         if p.get("type") == "string":
             out[k] = "fixture"
+        elif p.get("type") == "array":
+            out[k] = []
+        elif p.get("type") == "boolean":
+            out[k] = bool(fx.judge_value(key, "is_same"))
         elif "enum" in p:
             out[k] = int(fx.judge_value(key, "is_same"))
         elif p.get("type") == "number" and p.get("maximum") == 1:
@@ -174,8 +179,11 @@ def project(tmp_path_factory):
                                                "dinov2-seeded")
         fidelity = judged.fidelity_rows("fixture", ep, gdf, store.get_png, _ask_many)
         llm = judged.llm_entity_rows("fixture", ep, gdf, fid, models.embed, None, store.get_png, _ask_many)
+        scene = judged.llm_location_rows("fixture", ep, gdf, clips, models.embed, None, _ask_many, fidelity=fid)
+        action = judged.action_rows("fixture", ep, clips, {}, grounding.action_detector(_Detector(), ep.registry),
+                                    None, _ask_many)
         out[eid] = {"ep": ep, "keys": keys, "shot_of": shot_of, "grounding": gdf, "name_to_id": name_to_id,
-                    "rows": pd.DataFrame(presence + cross + fidelity + llm)}
+                    "rows": pd.DataFrame(presence + cross + fidelity + llm + scene + action)}
     return out
 
 
@@ -225,10 +233,14 @@ FIDELITY = tuple(f"intra_{p}_{c}" for p, cs in (("face", ("fidelity", "face", "h
 
 LLM = tuple(f"llm_{p}_{c}" for p, cs in (("face", ("accuracy", "mean_score", "face", "hair", "clothing", "build")),
                                          ("object", ("accuracy", "mean_score", "shape", "color_texture", "proportions",
-                                                     "details"))) for c in cs)
+                                                     "details")),
+                                         ("scene", ("accuracy", "mean_score", "layout", "color_mood", "landmarks",
+                                                    "perspective"))) for c in cs)
+ACTION = tuple(f"intra_action_{f}" for f in ("overall", "depicted", "subject_identity", "subject_action",
+                                             "object_interaction", "motion_quality"))
 
 
-@pytest.mark.parametrize("metric", PRESENCE + CROSS + FIDELITY + LLM)
+@pytest.mark.parametrize("metric", PRESENCE + CROSS + FIDELITY + LLM + ACTION)
 @pytest.mark.parametrize("eid", fx.EPISODE_IDS)
 def test_episode_metric_matches_the_authors(project, eid, metric):
     want = golden()["episodes"][eid]["metrics"].get(metric, {}).get("value")
@@ -266,7 +278,7 @@ def test_tier_report_matches_the_authors(project):
     """aggregate_results: per tier, the mean over episodes whose value is not None, rounded to 4 decimals."""
     from bench_assets.entitybench import board
     report = json.loads((GOLD / "report.json").read_text())["report"]
-    metrics = PRESENCE + CROSS + FIDELITY + LLM
+    metrics = PRESENCE + CROSS + FIDELITY + LLM + ACTION
     recs = _report_rows(project, metrics)
     tier_of = {e: t for t, ids in fx.TIERS.items() for e in ids}
     bad = []
