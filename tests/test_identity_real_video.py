@@ -86,3 +86,27 @@ def test_a_morph_through_low_quality_faces_is_reported_not_hidden(real):
     assert row["value"] is not None and "only low-quality faces" in row["reason"], row
     assert "only low-quality faces" in IV.detail(row)["finding"]
     assert IV.detail(IV.item(got, "cs_face_within_shot"))["n_low_quality_sets"] == 1
+
+
+def test_a_two_shot_episode_whose_second_shot_is_another_person_gets_a_value_not_none(real):
+    """The issue's second run: replacing the lead's second of two shots by another real man made identity None
+    ("fewer than 2 appearances show a good-quality face") where the faithful episode read a value. Now the face in
+    the ungrounded shot is the comparison: a low value, labelled neither way (one own appearance: no spread)."""
+    shots = IV.pieces(real["carphone"], 2)
+    ref = IV.item(IV.score(shots, real["face"]), "cs_face_identity")
+    rows = IV.score([shots[0], IV.pieces(real["suit"], 2)[0]], real["face"], {2: "weak"})
+    swp = IV.item(rows, "cs_face_identity")
+    assert swp["value"] is not None and ref["value"] - swp["value"] >= DROP, (ref, swp)
+    row = IV.appearances(rows, "cs_face_identity")[2]
+    assert IV.detail(row)["another_person"] is None and "another person or the character" in row["reason"]
+
+
+def test_the_character_missed_by_grounding_is_not_called_another_person(real):
+    """Grounding rates the character's own middle shot weak: its face there is scored as its appearance and is not
+    labelled another person (it is as like the character as the character's own appearances are)."""
+    shots = IV.pieces(real["carphone"], 3)
+    ref = IV.item(IV.score(shots, real["face"]), "cs_face_identity")
+    rows = IV.score(shots, real["face"], {2: "weak"})
+    row = IV.appearances(rows, "cs_face_identity")[2]
+    assert IV.detail(row)["another_person"] is False and "the character, not grounded" in row["reason"]
+    assert abs(IV.item(rows, "cs_face_identity")["value"] - ref["value"]) < DROP
