@@ -112,7 +112,8 @@ def bounded_size(size: tuple[int, int], max_side: int) -> tuple[Optional[tuple[i
 _lock = threading.Lock()
 _counts = {"passes": 0, "frames_decoded": 0, "frames_converted": 0, "frames_needed": 0,
            "legacy_passes": 0, "legacy_frames": 0,  # whole-clip decodes (decode_video / ClipCache) among them
-           "decode_s": 0.0, "convert_s": 0.0}       # wall seconds in FFmpeg's decoder / in RGB conversion
+           "decode_s": 0.0, "convert_s": 0.0,       # wall seconds in FFmpeg's decoder / in RGB conversion
+           "container_opens": 0, "reopens": 0}       # av.open calls; passes that could not reuse the probe's
 
 
 _opened = {"n": 0}              # videos opened in this process
@@ -261,7 +262,10 @@ class VideoSource:
             _opened["n"] += 1
             _opened_paths.append(self.path)
             del _opened_paths[:-_OPENED_KEPT]
-        info = _probe(Path(path), min_side)
+        info = _probe(Path(path), min_side, keep=True)
+        # the probe's container stays open for the pass (one open per pass: opening and finding the stream info
+        # cost more than the decode on short clips); the pass rewinds it, or opens afresh if it cannot
+        self._container, self._first_pts = info["container"], info["first_pts"]
         self.n_frames, self.fps = info["n_frames"], info["fps"]
         self.codec, self.container_format = info["codec"], info["format"]
         self.declared_frames: Optional[int] = info["declared_frames"]   # what the container says (None: silent)
@@ -391,6 +395,45 @@ class VideoSource:
         while box:
             yield box.pop(0)
 
+    def _rewound(self):
+        """(container, frame iterator) for the pass: the probe's container rewound to its start when its first frame
+        is the stream's first (the pts the probe read first), else a fresh open (what every pass did before; the
+        frames are the same, tests/test_media.py)."""
+        import av
+        import itertools
+        c, self._container = self._container, None
+        if c is not None:
+            try:
+                c.seek(0)
+                it = c.decode(c.streams.video[0])
+                first = next(it)
+                if self._first_pts is not None and first.pts == self._first_pts:
+                    return c, itertools.chain([first], it)
+            except Exception:  # noqa: BLE001 - a rewind that fails is no verdict on the file: open it afresh
+                pass
+            c.close()
+            _add(reopens=1)
+        try:
+            c = av.open(self.path)
+        except Exception as e:  # probed fine a moment ago: changed or unreadable now
+            raise DecodeError(f"{self.path}: cannot be opened as a video ({e})") from e
+        _add(container_opens=1)
+        stream = c.streams.video[0]
+        stream.thread_type = "AUTO"  # frame + slice threads inside FFmpeg; the GIL is released
+        return c, c.decode(stream)
+
+    def close(self) -> None:
+        """Close the probe's container if no pass took it (a source probed and never run)."""
+        c, self._container = getattr(self, "_container", None), None
+        if c is not None:
+            c.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
     def _pass(self, pull: Optional[Request]) -> Iterator[None]:
         if self._started:
             raise RuntimeError(f"{self.path}: decode pass already run (one pass per VideoSource)")
@@ -419,16 +462,9 @@ class VideoSource:
         decoded = 0
         failed_at = ""
         if last >= 0:
-            import av
-            try:
-                container = av.open(self.path)
-            except Exception as e:  # probed fine a moment ago: changed or unreadable now
-                raise DecodeError(f"{self.path}: cannot be opened as a video ({e})") from e
             decode_s = convert_s = 0.0   # summed here, counted once per pass (not a lock per frame)
+            container, frames_iter = self._rewound()
             try:
-                stream = container.streams.video[0]
-                stream.thread_type = "AUTO"  # frame + slice threads inside FFmpeg; the GIL is released
-                frames_iter = container.decode(stream)
                 while decoded <= last:
                     t = time.perf_counter()
                     try:
@@ -566,12 +602,13 @@ def _describe(stream) -> str:
     return f"stream #{stream.index}: {cc.name} {cc.width or 0}x{cc.height or 0}{frames}"
 
 
-def _probe(p: Path, min_side: int) -> dict:
+def _probe(p: Path, min_side: int, keep: bool = False) -> dict:
     """What the file holds, without decoding: n_frames (frame packets present), declared_frames, fps (from the
     timestamps), fps_header, times, size (W, H), codec, format, warnings. DecodeError when unusable.
 
     Every packet is demuxed (read, not decoded): the count is what the file really holds (a container cut short
-    declares more) and the timestamps give the frame times (a header can state the wrong rate)."""
+    declares more) and the timestamps give the frame times (a header can state the wrong rate). ``keep``: the open
+    container is returned under ``container`` (the pass reuses it) and ``first_pts`` is the smallest timestamp."""
     import av
     if not p.exists():
         raise DecodeError(f"{p}: file not found")
@@ -585,7 +622,9 @@ def _probe(p: Path, min_side: int) -> dict:
         raise DecodeError(f"{p}: ends before any frame (zero frames, or a truncated container)") from e
     except Exception as e:
         raise DecodeError(f"{p}: cannot be opened as a video ({e})") from e
+    _add(container_opens=1)
     warnings: list[str] = []
+    kept = False
     try:
         fmt = container.format.name
         if fmt in _IMAGE_FORMATS or fmt.endswith("_pipe"):
@@ -605,6 +644,8 @@ def _probe(p: Path, min_side: int) -> dict:
         declared = int(s.frames or 0) or None
         stamps: list[int] = []
         n = 0
+        if keep:   # the pass decodes with this codec context: threads are set before it opens
+            s.thread_type = "AUTO"
         first = _FirstFrame(s)
         try:
             for pkt in container.demux(s):
@@ -639,15 +680,18 @@ def _probe(p: Path, min_side: int) -> dict:
                     warnings.append(f"{p}: the header states {fps_header:.3f} fps but the timestamps give "
                                     f"{fps_ts:.3f} fps; frame times follow the timestamps")
                     fps = fps_ts
+        kept = keep
         return {"n_frames": n, "declared_frames": declared, "fps": fps, "fps_header": fps_header, "times": times,
                 "size": (w, h), "codec": s.codec_context.name, "format": fmt, "warnings": warnings,
-                "rotation": rotation, "video_streams": 1 + len(others)}
+                "rotation": rotation, "video_streams": 1 + len(others),
+                "container": container if keep else None, "first_pts": min(stamps) if stamps else None}
     except DecodeError:
         raise
     except Exception as e:
         raise DecodeError(f"{p}: cannot be read as a video ({e})") from e
     finally:
-        container.close()
+        if not kept:
+            container.close()
 
 
 # ---------------------------------------------------------------------------------------------- legacy whole clip
