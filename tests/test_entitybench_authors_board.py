@@ -35,7 +35,7 @@ def test_bench_metrics_lists_the_reference(capsys):
     rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["subject_consistency_eq2"]["reference"] == PAPER_TEXT and rows["subject_consistency_eq2"]["addition"]
     assert rows["dynamic_degree"]["reference"] == "authors' code"
-    assert rows["intra_action_overall"]["reference"].startswith("differs from the authors' code:")
+    assert rows["intra_action_overall"]["reference"].startswith("authors' code (their prompt texts")
 
 
 def _rec(gen, item, mid, value, n_eval):

@@ -129,7 +129,8 @@ def _action() -> list[MetricSpec]:
             "subject_action": "does the named subject perform the verb (1-10, /10)",
             "object_interaction": "is the named object used as described (None when the action names none)",
             "motion_quality": "is the motion natural across frames (1-10, /10)"}
-    return [MetricSpec(f"intra_action_{f}", ACTION, "higher", f"judge on a 2x3 grid of boxed frames: {d}",
+    return [MetricSpec(f"intra_action_{f}", ACTION, "higher",
+                       f"judge on the grid of the 5 grounding frames with every detection boxed: {d}",
                        slots=("open_vocab_detector",), inputs=(METRIC_TABLES["action"],),
                        coverage_policy="applied", aggregation=_GATE_AGG)
             for f, d in desc.items()]
@@ -175,9 +176,10 @@ def _llm() -> list[MetricSpec]:
     for t, p in LLM_PREFIX.items():
         if t == "location":
             table = (METRIC_TABLES["llm"], "entitybench_grounding", "entitybench_fidelity")
-            head = [(f"llm_{p}_accuracy", "per location: product of the judge's 'same' over its pairs against the "
-                                          "anchor shot (allcons)"),
-                    (f"llm_{p}_mean_score", "per location: mean of the judge's 'sim' over its pairs")]
+            head = [(f"llm_{p}_accuracy", "per location: the judge's all_consistent over one question showing its "
+                                          "admitted shots (<= 8, 2 sharpest grounding frames each)"),
+                    (f"llm_{p}_mean_score", "per location: the judge's overall consistency (1-10, /10) in that "
+                                            "question")]
             agg = "gate-corrected mean over locations scheduled in >= 2 shots"
         else:
             table = (METRIC_TABLES["llm"], "entitybench_grounding", "entitybench_fidelity")
@@ -208,7 +210,8 @@ def _diagnostics() -> list[MetricSpec]:
                    paper_id=ADDITION, coverage_policy="none", kind="diagnostic",
                    slots=("image_embedder", *GROUNDING), inputs=(METRIC_TABLES["presence"],)),
         MetricSpec("llm_scene_pair", DIAGNOSTICS, "none",
-                   "the judge's 'sim' of one location pair (feeds llm_scene_* and the gap-decay curve)",
+                   "the judge's 'sim' of one location pair (the pairwise location judge before issue 36; rows of "
+                   "older runs only)",
                    coverage_policy="none", kind="diagnostic", slots=("image_embedder", *GROUNDING),
                    inputs=(METRIC_TABLES["llm"],)),
     ]
@@ -229,10 +232,8 @@ REFERENCE: dict[str, str] = {
     "subject_consistency_eq2": PAPER_TEXT, "dynamic_degree_pair_fraction": PAPER_TEXT,
     **{f"intra_{t}_presence": AUTHORS for t in ("character", "object", "location")},
     **{f"intra_{p}_{c}": _JUDGED for t, p in FIDELITY_PREFIX.items() for c in ("fidelity", *CRITERIA[t])},
-    **{f"intra_action_{f}": "differs from the authors' code: the judged grid is 6 even frames with each entity's "
-                            "best box (theirs: the 5 grounding frames, every detection, 3 columns of 360 x 240 "
-                            "cells)" for f in ("overall", "depicted", "subject_identity", "subject_action",
-                                               "object_interaction", "motion_quality")},
+    **{f"intra_action_{f}": _JUDGED for f in ("overall", "depicted", "subject_identity", "subject_action",
+                                              "object_interaction", "motion_quality")},
     "cs_face": AUTHORS, "cs_object": AUTHORS, "cs_transition_boundary": AUTHORS,
     "cs_face_identity": OWN, "cs_face_within_shot": OWN,
     **{f"llm_{p}_{c}": _JUDGED for t, p in LLM_PREFIX.items() if t != "location"
@@ -240,7 +241,7 @@ REFERENCE: dict[str, str] = {
     **{f"llm_scene_{c}": _JUDGED for c in ("accuracy", "mean_score", *CRITERIA["location"])},
     "_meta_cross_shot_gate": AUTHORS,
     "gap_decay_embedding": PAPER_TEXT, "gap_decay_embedding_allpairs": AUTHORS,
-    "llm_scene_pair": OWN,
+    "llm_scene_pair": OWN,   # the pairwise location judge before issue 36 (no longer produced)
 }
 # The board's value aggregates episodes by the paper text (Eq. 23-25: instance-weighted, coverage policy, an
 # undelivered shot a zero); the authors' report is the plain mean over episodes with a value (None excluded), which
