@@ -107,6 +107,9 @@ def test_the_probe_episode_runs_every_step_and_its_audit_page_shows_them(data_ro
     err = [line for line in cap.err.splitlines() if line.startswith("[")]
     assert any(f"offline-stand-in x {PROBE}: entitymem_bank" in line and re.search(r"8/14 shots, .*ETA \d", line)
                for line in err), cap.err
+    # inside an episode the count moves as its steps start (each an equal share of its shots), below its total
+    probe = [int(re.search(r"(\d+)/14 shots", line).group(1)) for line in err if f"x {PROBE}:" in line]
+    assert probe == sorted(probe) and probe[0] == 8 and 8 < probe[-1] < 14, probe
     assert re.search(r"entitymem 14/14 shots, .* shot/min, .*\| done$", err[-1]), err[-1]
     # a probe is not an EntityBench episode: --evaluate says so, before running anything
     assert main(["entitymem", "--episodes", PROBE, "--evaluate", "--out", str(out)]) == 2

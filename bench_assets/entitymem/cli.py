@@ -107,12 +107,15 @@ def generate(cfg_name: str, episodes: list[str], resources: dict, log=print,
     data_root = resources["paths"].data_dir
     units = {ep: _shots(data_root, ep) for ep in episodes}
     kind = "config x episode"
-    bar = Progress(sum(units.values()), "entitymem", enabled=show_progress, unit="shot")
+    # the count moves inside an episode too, one equal share per step as each starts (Progress: "a stage that
+    # opens no video moves it when the next stage starts"; these steps read no shot files, hence no files listed)
+    bar = Progress(sum(units.values()), "entitymem", enabled=show_progress, unit="shot", opened=lambda _n: (0, []))
     bar.plan(kind, sum(units.values()), unit="shot")
     failed, recomputed, reused = [], {}, {}
     try:
         for ep in episodes:
-            bar.label(f"{cfg.name} x {ep}", kind, units[ep])
+            bar.label(f"{cfg.name} x {ep}", kind, units[ep], root=str(resources["paths"].generators_dir))
+            bar.expect(len(A.PARTITIONED))
             key = MultiPartitionKey({"config": cfg.name, "episode": ep})
             with step_starts(instance, bar.stage):
                 result = guarded_materialize(A.PARTITIONED, instance=instance, log=bar.write, tick=bar.tick,
