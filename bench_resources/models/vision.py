@@ -32,22 +32,24 @@ def shortest_crop_tensor(images: Sequence[np.ndarray], size: int, mean, std, dev
     return x.to(device=device, dtype=dtype)
 
 
-def clip_processor_tensor(images: Sequence[np.ndarray], size: int, mean, std, device, dtype):
+def clip_processor_tensor(images: Sequence[np.ndarray], size: int, mean, std, device, dtype, crop: int = 0):
     """The CLIP checkpoint's Hugging Face processor (``CLIPImageProcessor``: shortest_edge ``size``, resample 3,
     crop ``size``) as ViStoryBench's CIDS runs it (transformers 4, PIL): the short side to ``size`` and the long side
     to int(size * long / short), PIL bicubic (antialiased), back to uint8; centre crop with the top-left corner at
     ((h - size) // 2, (w - size) // 2); / 255; normalised. torchvision's antialiased bicubic and its rounded crop
-    corner differ from it by about one grey level (1e-2 to 3e-1 after normalisation)."""
+    corner differ from it by about one grey level (1e-2 to 3e-1 after normalisation). ``crop`` (default ``size``):
+    a centre crop other than the resize, as DINOv2-base's processor (BitImageProcessor: short side 256, crop 224)."""
     import torch
     from PIL import Image
     out = []
+    crop = crop or size
     for im in images:
         h, w = im.shape[:2]
         short, long = min(h, w), max(h, w)
         nh, nw = (size, int(size * long / short)) if h <= w else (int(size * long / short), size)
         x = np.asarray(Image.fromarray(np.ascontiguousarray(im)).resize((nw, nh), Image.BICUBIC, reducing_gap=None))
-        top, left = (nh - size) // 2, (nw - size) // 2
-        out.append(x[top:top + size, left:left + size])
+        top, left = (nh - crop) // 2, (nw - crop) // 2
+        out.append(x[top:top + crop, left:left + crop])
     arr = (np.stack(out).astype(np.float32) * np.float32(1 / 255) - np.asarray(mean, np.float32)) \
         / np.asarray(std, np.float32)
     return torch.from_numpy(arr.transpose(0, 3, 1, 2).copy()).to(device=device, dtype=dtype)
@@ -78,16 +80,22 @@ def to_tensor(images: Sequence[np.ndarray], size: int, mean, std, device, dtype)
 class TorchImageEmbedder:
     """RGB uint8 images -> L2-normalised features, batched, without gradients.
 
-    ``embed`` (crops): the whole image squashed to ``size`` x ``size`` (EntityBench's paper: crops "resized to
-    224 x 224 for embedding"). ``embed_frames`` (whole video frames, subject consistency): ``frames='short_side'``
+    ``embed`` (crops): ``crops='squash'``, the whole image squashed to ``size`` x ``size`` (EntityBench's paper
+    text: crops "resized to 224 x 224 for embedding"; the offline substitute); ``crops='processor'``, the
+    checkpoint's Hugging Face processor steps (short side ``crop_resize``, PIL bicubic, centre crop ``size``), as
+    the EntityBench authors' code embeds crops and boundary frames (AutoImageProcessor of facebook/dinov2-base).
+    ``embed_frames`` (whole video frames, subject consistency): ``frames='short_side'``
     is VBench's ``dino_transform`` (``short_side_tensor``; the paper is silent on frame preprocessing, so the
     reference's); ``frames='squash'`` treats frames as crops (the offline substitute, whose values stay as they
     were)."""
 
     def __init__(self, module, *, size: int, mean, std, features: Callable, device, dtype, batch_size: int,
-                 frames: str = "squash"):
+                 frames: str = "squash", crops: str = "squash", crop_resize: int = 0):
         if frames not in ("squash", "short_side"):
             raise ValueError(f"frames must be 'squash' or 'short_side', not {frames!r}")
+        if crops not in ("squash", "processor"):
+            raise ValueError(f"crops must be 'squash' or 'processor', not {crops!r}")
+        self.crops, self.crop_resize = crops, crop_resize or size
         self.module = module.eval().to(device=device, dtype=dtype)
         self.size, self.mean, self.std, self.features = size, mean, std, features
         self.device, self.dtype, self.batch_size, self.frames = device, dtype, batch_size, frames
@@ -102,6 +110,9 @@ class TorchImageEmbedder:
         return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
 
     def embed(self, images: Sequence[np.ndarray]) -> np.ndarray:
+        if self.crops == "processor":
+            return self._run(images, lambda c: clip_processor_tensor(c, self.crop_resize, self.mean, self.std,
+                                                                     self.device, self.dtype, crop=self.size))
         return self._run(images, lambda c: to_tensor(c, self.size, self.mean, self.std, self.device, self.dtype))
 
     def embed_frames(self, frames: Sequence[np.ndarray]) -> np.ndarray:
@@ -166,8 +177,11 @@ def _whole_patches(m, x):
 
 
 def dinov2_embedder(module, device, dtype, batch_size) -> TorchImageEmbedder:
+    # crops (and EntityBench's boundary frames) as the authors' code feeds facebook/dinov2-base: its processor's
+    # short side 256 + centre crop 224; whole frames of subject consistency as VBench's dino_transform
     return TorchImageEmbedder(module, size=224, mean=IMAGENET_MEAN, std=IMAGENET_STD, features=_whole_patches,
-                              device=device, dtype=dtype, batch_size=batch_size, frames="short_side")
+                              device=device, dtype=dtype, batch_size=batch_size, frames="short_side",
+                              crops="processor", crop_resize=256)
 
 
 def efficientnet_lite0_embedder(weights_path, device, dtype, batch_size) -> TorchImageEmbedder:

@@ -69,3 +69,38 @@ def test_aesthetic_v25_pixels_are_the_siglip_processors(images):
         assert diff <= BAR, im.shape
         if max(im.shape[:2]) > 384:              # shrinking: OpenCV's bicubic does not antialias
             assert before > 100 * BAR, im.shape
+
+
+def test_dinov2_crop_pixels_are_the_authors_processors(images):
+    """EntityBench's authors embed crops and boundary frames through facebook/dinov2-base's AutoImageProcessor
+    (BitImageProcessor: shortest_edge 256, resample 3, centre crop 224, ImageNet); the paper image_embedder's
+    ``embed`` feeds those pixels (the paper text's squash to 224 x 224 is asserted to differ)."""
+    from transformers.models.bit.image_processing_pil_bit import BitImageProcessorPil
+    from bench_resources.models.vision import IMAGENET_MEAN, IMAGENET_STD, clip_processor_tensor, to_tensor
+    proc = BitImageProcessorPil(size={"shortest_edge": 256}, crop_size={"height": 224, "width": 224}, resample=3,
+                                image_mean=list(IMAGENET_MEAN), image_std=list(IMAGENET_STD))
+    for im in images:
+        ref = proc(images=[im], return_tensors="pt")["pixel_values"].float()
+        got = clip_processor_tensor([im], 256, IMAGENET_MEAN, IMAGENET_STD, "cpu", torch.float32, crop=224)
+        diff = float((got - ref).abs().max())
+        squash = float((to_tensor([im], 224, IMAGENET_MEAN, IMAGENET_STD, "cpu", torch.float32) - ref).abs().max())
+        print(f"\nparity image_embedder crop pixels {im.shape}: max diff {diff:.3g} (squash: {squash:.3g})")
+        assert diff <= BAR, im.shape
+        assert squash > 100 * BAR, im.shape
+
+
+def test_the_paper_image_embedder_feeds_processor_crops():
+    import numpy as np
+    from bench_resources.models.vision import dinov2_embedder
+
+    class Flat(torch.nn.Module):       # records what the embedder feeds the network
+        seen = []
+
+        def forward(self, x):
+            self.seen.append(x)
+            return x.flatten(1)[:, :8]
+
+    emb = dinov2_embedder(Flat(), "cpu", torch.float32, 2)
+    emb.features = lambda m, x: m(x)
+    emb.embed([np.zeros((90, 300, 3), np.uint8)])
+    assert tuple(Flat.seen[-1].shape) == (1, 3, 224, 224) and emb.crops == "processor" and emb.crop_resize == 256
