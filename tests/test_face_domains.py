@@ -186,3 +186,18 @@ def test_animated_dialogue_leads_are_never_merged_their_identity_is_unknown_with
 def test_a_real_clip_keeps_its_identity(dialogue_store):
     ident = dialogue_store.query("SELECT * FROM narrativetrack_identities WHERE video_id = 'carphone'")
     assert ident["entity"].notna().any() and not ident["decision"].fillna("").str.startswith("identity unknown").any()
+
+
+def test_validity_reads_a_withheld_identity_as_no_value_with_the_reason(dialogue_store):
+    """bench validate's NarrativeTrack pair agreement: the dialogue's withheld identities give no value and the
+    reason (before, every appearance 'lost' gave 0.0 at every size, which an invariance row reads as unchanged); the
+    real clip still gives its agreement."""
+    from bench_assets.narrativetrack import validity as V
+    lab = V.labels()
+    got = V.unit_values(dialogue_store, {"dialogue_1.0x": lab["Megamind.avi"]["labels"],
+                                         "carphone": lab["carphone_pristine.mp4"]["labels"]}).set_index(
+        ["generator", "unit"])
+    row = got.loc[(V.PIPELINE, "dialogue_1.0x")]
+    assert row["value"] is None or np.isnan(row["value"]), row.to_dict()
+    assert row["reason"].startswith("dialogue_1.0x: identity unknown: "), row["reason"]
+    assert got.loc[(V.PIPELINE, "carphone"), "value"] == 1.0

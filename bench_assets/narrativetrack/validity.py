@@ -350,6 +350,18 @@ def pair_agreement(labelled: list[tuple[str, object]]) -> tuple[float, int]:
     return (ok / len(pairs) if pairs else float("nan")), len(pairs)
 
 
+def _identity_unknown(q) -> str | None:
+    """The reason a video's identities were withheld (every row's ``decision`` 'identity unknown: ...'), else None."""
+    try:
+        d = q("narrativetrack_identities", "entity, identity, decision")
+    except Exception:  # a table written before the decision column: identities were never withheld
+        return None
+    why = d["decision"].dropna().astype(str)
+    if len(d) and d["identity"].isna().all() and len(why) and why.str.startswith("identity unknown").all():
+        return why.iloc[0]
+    return None
+
+
 def unit_values(store, labels_by_video: dict[str, list]) -> pd.DataFrame:
     rows = []
     for vid, labs in labels_by_video.items():
@@ -365,9 +377,16 @@ def unit_values(store, labels_by_video: dict[str, list]) -> pd.DataFrame:
             rows.append({"generator": PIPELINE, "unit": vid, "metric_id": METRIC, "value": None,
                          "reason": f"{vid}: no pipeline tables ({type(e).__name__}: {e})"})
             continue
+        rows.append({"generator": TRUTH, "unit": vid, "metric_id": METRIC, "value": 1.0, "reason": None})
+        # identity withheld (issue 37: no identity model for the video's faces) is not a lost person: no value, the
+        # reason, never an agreement of 0 that an invariance row would read as "unchanged"
+        unknown = _identity_unknown(q)
+        if unknown:
+            rows.append({"generator": PIPELINE, "unit": vid, "metric_id": METRIC, "value": None,
+                         "reason": f"{vid}: {unknown}"})
+            continue
         got = [(who, identity_at(frames, dets, idents, f, where)) for who, f, where in labs]
         value, n = pair_agreement(got)
-        rows.append({"generator": TRUTH, "unit": vid, "metric_id": METRIC, "value": 1.0, "reason": None})
         rows.append({"generator": PIPELINE, "unit": vid, "metric_id": METRIC,
                      "value": None if np.isnan(value) else value,
                      "reason": None if n else f"{vid}: no labelled pair"})
