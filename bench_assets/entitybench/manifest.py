@@ -42,7 +42,7 @@ AUTHORS_IGNORED = ("method_name", "timestamp_utc", "platform", "n_vlm_keys", "n_
                    "llm_call_stats")
 
 
-def _slot(models, name: str) -> dict:
+def _slot_state(models, name: str) -> dict:
     try:
         st = models.status(name)
     except KeyError:
@@ -60,7 +60,7 @@ def authors_config(models, judge) -> dict[str, Any]:
     differs the value says what runs instead (a number, or the checkpoint / 'judge off'), never the authors' value:
     their ``manifest_comparable`` then lists the knob."""
     from bench_assets.entitybench import constants as C
-    det, clip, dino = (_slot(models, s) for s in ("open_vocab_detector", "clip_b32", "image_embedder"))
+    det, clip, dino = (_slot_state(models, s) for s in ("open_vocab_detector", "clip_b32", "image_embedder"))
     gdino = det["available"] and det["paper"] and str(det["checkpoint"]).startswith("GroundingDINO")
     model = _judge_model(judge) or "judge off"
     return {
