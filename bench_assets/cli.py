@@ -739,7 +739,7 @@ def metrics_text(shown: "pd.DataFrame", width: int = 120) -> list[str]:
             for k in range(max(len(x) for x in cells)):
                 out.append("  " + "  ".join((x[k] if k < len(x) else "").ljust(w)
                                             for x, w in zip(cells, widths)).rstrip())
-            for label in ("unit", "aggregation", "models"):
+            for label in ("unit", "aggregation", "models", "reference"):   # reference: to the authors' code
                 text = str(r.get(label) or "")
                 if not text:
                     continue
@@ -792,7 +792,7 @@ def cmd_metrics(args) -> int:
         print("(no metric declared)")
         return 0
     cols = ["benchmark", "id", "paper_id", "family", "direction", "scale", "unit", "aggregation", "coverage_policy",
-            "kind", "models"]
+            "kind", "models", "reference"]
     shown = table[cols].copy()
     shown["paper_id"] = [("addition" if a else p) for a, p in zip(table["addition"], table["paper_id"])]
     shown["models"] = [slot_models(s, registry, short=28) for s in table["slots"]]

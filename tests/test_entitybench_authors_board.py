@@ -36,6 +36,10 @@ def test_bench_metrics_lists_the_reference(capsys):
     assert rows["subject_consistency_eq2"]["reference"] == PAPER_TEXT and rows["subject_consistency_eq2"]["addition"]
     assert rows["dynamic_degree"]["reference"] == "authors' code"
     assert rows["intra_action_overall"]["reference"].startswith("authors' code (their prompt texts")
+    assert cli.main(["metrics", "--benchmark", "entitybench"]) == 0
+    text = capsys.readouterr().out
+    at = text.index("  subject_consistency_eq2 ")
+    assert "      reference: paper text" in text[at:text.index("  dynamic_degree_pair_fraction ")]
 
 
 def _rec(gen, item, mid, value, n_eval):
