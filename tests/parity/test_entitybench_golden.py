@@ -8,7 +8,8 @@ same content key (the names a prompt mentions, each image's size and mean grey l
 What is compared, per episode, with its tolerance (1e-4 where both sides share weights and inputs, 1e-9 for
 counts and values both sides compute from the same judge integers):
 - the grounding pass: status, sampled frame and box of every (shot, scheduled entity);
-- presence (3), CS-Face, CS-Object (against the centroid, gate from the authors' recorded fidelity),
+- presence (3), the fidelity gate's counts, CS-Face, CS-Object (against the centroid, gate from the authors'
+  recorded fidelity),
   CS-Transition (last / first frame of continuation pairs), gap decay (all pairs);
 - intra fidelity (15), action (6), LLM face / object (12, pairwise against the centroid-representative anchor) and
   LLM scene (6, one set question per location) through the project's judged rows;
@@ -19,6 +20,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -175,14 +177,15 @@ def project(tmp_path_factory):
         fid = {(shot_of[k], name_to_id[n]): f["overall"]
                for k, s in g["episodes"][eid]["intra"].items() for n, f in s["fidelity"].items()}
         presence = consistency.presence_rows("fixture", ep, gdf)
-        cross, _ = consistency.cross_shot_rows("fixture", ep, gdf, models.embed, None, store, clips, fid,
-                                               "dinov2-seeded")
+        cross, gated = consistency.cross_shot_rows("fixture", ep, gdf, models.embed, None, store, clips, fid,
+                                                   "dinov2-seeded")
         fidelity = judged.fidelity_rows("fixture", ep, gdf, store.get_png, _ask_many)
         llm = judged.llm_entity_rows("fixture", ep, gdf, fid, models.embed, None, store.get_png, _ask_many)
         scene = judged.llm_location_rows("fixture", ep, gdf, clips, models.embed, None, _ask_many, fidelity=fid)
         action = judged.action_rows("fixture", ep, clips, {}, grounding.action_detector(_Detector(), ep.registry),
                                     None, _ask_many)
         out[eid] = {"ep": ep, "keys": keys, "shot_of": shot_of, "grounding": gdf, "name_to_id": name_to_id,
+                    "gated_out": gated,
                     "rows": pd.DataFrame(presence + cross + fidelity + llm + scene + action)}
     return out
 
@@ -249,6 +252,18 @@ def test_episode_metric_matches_the_authors(project, eid, metric):
 
 
 @pytest.mark.parametrize("eid", fx.EPISODE_IDS)
+def test_fidelity_gate_counts_match_the_authors(project, eid):
+    """_meta_cross_shot_gate: the authors count present appearances (every type) and those their fidelity gate
+    (.5) left out (n_skipped); the project's count of gated-out appearances is the same number."""
+    meta = golden()["episodes"][eid]["metrics"]["_meta_cross_shot_gate"]
+    p = project[eid]
+    present = int((p["grounding"]["status"] == "present").sum())
+    assert meta["n_evaluated"] == present
+    assert p["gated_out"] == meta["n_skipped"], (p["gated_out"], meta)
+    assert meta["value"] == present - p["gated_out"]
+
+
+@pytest.mark.parametrize("eid", fx.EPISODE_IDS)
 def test_gap_decay_pairs_match_the_authors(project, eid):
     """The authors' gap decay: every pair of admitted appearances (characters, objects), DINOv2 cosine, distance
     in shot positions; the project's adjacent and all-pairs rows together are that set."""
@@ -291,3 +306,21 @@ def test_tier_report_matches_the_authors(project):
             if (got is None) != (want is None) or (want is not None and abs(got - want) > 5e-5 + TOL):
                 bad.append((tier, m, got, want))
     assert not bad, bad
+
+
+def test_description_over_clip_context_scores_zero_as_the_authors_code():
+    """The authors call transformers' CLIP without truncation: a description over 77 tokens raises and their
+    except-branch gives clip 0.0 (status weak). The project counts tokens with the slot's own tokenizer."""
+    import open_clip
+    import supervision as sv
+
+    from bench_assets.entitybench import grounding
+    clip = SimpleNamespace(tokenizer=open_clip.get_tokenizer("ViT-B-32"),
+                           similarity=lambda crops, texts: np.full((len(crops), len(texts)), 0.3))
+    frame = np.full((40, 60, 3), 90, np.uint8)
+    det = sv.Detections(xyxy=np.array([[5.0, 5.0, 30.0, 30.0]]), confidence=np.array([0.8]))
+    short = fx.DESCRIPTIONS["Mara"]
+    long = " ".join([short] * 6)          # ~100 tokens
+    assert not grounding.over_clip_context(clip, short) and grounding.over_clip_context(clip, long)
+    assert grounding.candidates([0], [frame], [det], short, clip)[0][0].a_clip == pytest.approx(0.3)
+    assert grounding.candidates([0], [frame], [det], long, clip)[0][0].a_clip == 0.0
