@@ -1,9 +1,11 @@
-"""Where inference runs, as a plain class (no Dagster): auto / cpu / cuda / cuda:N / mps, a dtype and a batch size.
+"""Where inference runs, as a plain class (no Dagster): auto / cpu / cuda / cuda:N / mps, a dtype (``BENCH_DTYPE``,
+granted per slot where parity allows: ``models.precision``) and a batch size.
 ``bench_resources.device.Device`` is the Dagster resource that wraps it; the device kit (scripts/device_kit.py)
 uses this one on a machine that has only torch, torchvision, numpy and OpenCV."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from typing import Any
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -12,7 +14,7 @@ DTYPES = ("float32", "bfloat16", "float16")
 @dataclass(frozen=True)
 class ComputeDevice:
     device: str = "auto"
-    dtype: str = "float32"
+    dtype: str = field(default_factory=lambda: os.environ.get("BENCH_DTYPE") or "float32")   # BENCH_DTYPE
     batch_size: int = 16
 
     def torch_device(self):

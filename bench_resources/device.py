@@ -2,9 +2,11 @@
 there, importable without Dagster)."""
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from dagster import ConfigurableResource
+from pydantic import Field
 
 from bench_resources.compute import DTYPES, ComputeDevice
 
@@ -13,7 +15,7 @@ _DTYPES = set(DTYPES)
 
 class Device(ConfigurableResource):
     device: str = "auto"
-    dtype: str = "float32"
+    dtype: str = Field(default_factory=lambda: os.environ.get("BENCH_DTYPE") or "float32")   # BENCH_DTYPE
     batch_size: int = 16
 
     def plain(self) -> ComputeDevice:

@@ -150,9 +150,17 @@ class Bench:
 
     # each builder returns (object the stage runs, [(meta module, meta args, kwargs, units per shot)] for FLOPs)
     def build(self, stage: str):
+        torch, dev, bs = self.torch, self.device, self.a.batch_size
+        granted = stage_dtype(stage, self.a.dtype)   # what parity allows this stage's slot (float32 otherwise)
+        dt = getattr(torch, granted)
+        model, meta = self._build(stage, torch, dev, dt, bs)
+        if hasattr(model, "autocast_dtype"):
+            model.autocast_dtype = None if granted == "float32" else granted
+        return model, meta
+
+    def _build(self, stage, torch, dev, dt, bs):
         from bench_assets.entitybench import metrics as M
         from bench_resources.models import vision
-        torch, dev, dt, bs = self.torch, self.device, self.dtype, self.a.batch_size
         W, H = PAPER_SIZE
         n = PAPER_FRAMES   # FLOP units: the paper's shot, whatever this run's size and length
         if stage == "raft":
@@ -169,7 +177,7 @@ class Bench:
             p = pad16(H, W)
             x = torch.zeros(1, 3, H + p[2] + p[3], W + p[0] + p[1])
             e = torch.tensor(0.5).view(1, 1, 1, 1)
-            return AmtInterpolator(m, dev), [(amt_s_module(), (x, x, e), {"scale_factor": 1.0, "eval": True},
+            return AmtInterpolator(m, dev, bs), [(amt_s_module(), (x, x, e), {"scale_factor": 1.0, "eval": True},
                                               (n - 1) // 2)]
         if stage == "dino":
             from bench_resources.models.dino import dino_embedder, dino_vitb16_module
@@ -197,7 +205,7 @@ class Bench:
             from bench_resources.models.musiq import MusiqIQA, musiq_module
             m = self.seeded(musiq_module)
             s = 512 / max(W, H)
-            return MusiqIQA(m, dev), [(musiq_module(), (torch.zeros(1, 3, int(s * H), int(s * W)),), {}, n)]
+            return MusiqIQA(m, dev, batch_size=bs), [(musiq_module(), (torch.zeros(1, 3, int(s * H), int(s * W)),), {}, n)]
         if stage == "face":
             m = self.seeded(iresnet50).eval().to(dev)
             return m, [(iresnet50().eval(), (torch.zeros(1, 3, 112, 112),), {}, self.a.grounding_frames)]
@@ -255,7 +263,7 @@ class Bench:
                 if det is not None:
                     det.detect(cv2.cvtColor(frames[i], cv2.COLOR_RGB2BGR))
             faces = torch.from_numpy(np.stack([cv2.resize(frames[i], (112, 112)) for i in g])).permute(0, 3, 1, 2)
-            with torch.inference_mode(), self.autocast():
+            with torch.inference_mode(), self.autocast("face"):
                 model((faces.float() / 127.5 - 1).to(self.device))
             return len(g)
         if stage == "detect":
@@ -266,21 +274,17 @@ class Bench:
                 import cv2
                 x = torch.from_numpy(cv2.resize(frames[i], (gw, gh))).permute(2, 0, 1)[None].float() / 255
                 for _ in range(self.a.entities):
-                    with torch.inference_mode(), self.autocast():
+                    with torch.inference_mode(), self.autocast("detect"):
                         model(pixel_values=x.to(self.device), input_ids=ids.to(self.device),
                               attention_mask=torch.ones_like(ids).to(self.device))
                     n += 1
             return n
         raise KeyError(stage)
 
-    def autocast(self):
-        """The slots' precision: ``bench_resources.models.precision`` when present (BENCH_DTYPE), else none."""
-        try:
-            from bench_resources.models.precision import autocast
-        except ImportError:
-            import contextlib
-            return contextlib.nullcontext()
-        return autocast(self.device, self.a.dtype)
+    def autocast(self, stage: str):
+        """The precision parity grants ``stage``'s slot, as torch.autocast (none at float32)."""
+        from bench_resources.models.precision import autocast
+        return autocast(self.device, stage_dtype(stage, self.a.dtype))
 
     def flops(self, meta) -> float:
         """FLOPs per shot at the paper's size, counted on the meta device (shapes only); a model whose forward reads
@@ -354,20 +358,40 @@ class Bench:
                                          for k, v in self.values.items()}}
 
 
+STAGE_SLOT = {"raft": "flow", "amt": "interpolator", "dino": "vbench_dino", "dinov2": "image_embedder",
+              "clip_aesthetic": "aesthetic", "musiq": "musiq", "crops_dinov2": "image_embedder", "face": "face",
+              "detect": "open_vocab_detector"}
+
+
+def stage_dtype(stage: str, dtype: str) -> str:
+    """The precision a stage's slot is granted at ``dtype`` (``models.precision``: float32 where parity refuses)."""
+    try:
+        from bench_resources.models.precision import slot_dtype
+    except ImportError:
+        return "float32"
+    return slot_dtype(STAGE_SLOT[stage], dtype)[0] if stage in STAGE_SLOT else "float32"
+
+
 def projection(rows: list[dict], shots: int, generators: int, dtype: str, tf32: bool) -> dict:
+    """generator_s = sum(s/shot) x shots, paper_s = generator_s x generators (measured); and per stage
+    FLOPs / (H200 peak of the precision the stage is granted x utilisation) x shots (projected)."""
     ok = [r for r in rows if "s_per_shot" in r]
     measured = sum(r["s_per_shot"] for r in ok)
-    peak = H200_PEAK["tf32" if dtype == "float32" and tf32 else dtype]
     gpu_rows = [r for r in ok if r["gflops_per_shot"]]
+
+    def peak(stage):
+        d = stage_dtype(stage, dtype)
+        return H200_PEAK["tf32" if d == "float32" and tf32 else d]
+
     flops = sum(r["gflops_per_shot"] for r in gpu_rows) * 1e9
     out = {"measured_generator_s": measured * shots, "measured_paper_s": measured * shots * generators,
-           "h200_peak_flops": peak, "flops_per_shot": flops}
+           "h200_peak_flops": H200_PEAK["tf32" if dtype == "float32" and tf32 else dtype], "flops_per_shot": flops,
+           "stage_dtype": {r["stage"]: stage_dtype(r["stage"], dtype) for r in gpu_rows}}
     for u in UTILISATIONS:
-        s = flops / (peak * u)
-        out[f"h200_generator_s_at_{int(u * 100)}pct"] = s * shots
-        out[f"h200_paper_s_at_{int(u * 100)}pct"] = s * shots * generators
-        out[f"h200_by_stage_s_at_{int(u * 100)}pct"] = {r["stage"]: r["gflops_per_shot"] * 1e9 / (peak * u) * shots
-                                                        for r in gpu_rows}
+        by = {r["stage"]: r["gflops_per_shot"] * 1e9 / (peak(r["stage"]) * u) * shots for r in gpu_rows}
+        out[f"h200_by_stage_s_at_{int(u * 100)}pct"] = by
+        out[f"h200_generator_s_at_{int(u * 100)}pct"] = sum(by.values())
+        out[f"h200_paper_s_at_{int(u * 100)}pct"] = sum(by.values()) * generators
     return out
 
 
@@ -433,15 +457,23 @@ def main(argv=None) -> int:
           f"{a.generators} = {p['measured_paper_s']:.0f} s ({_hms(p['measured_paper_s'])})")
     if (bench.w, bench.h) != PAPER_SIZE:
         print(f"  (measured at {bench.w}x{bench.h}, not the paper's 832x480: these seconds are this size's)")
-    print(f"projection (H200, from FLOPs; NOT measured): seconds/shot = {p['flops_per_shot'] / 1e12:.2f} TFLOP / "
-          f"({p['h200_peak_flops'] / 1e12:.0f} TFLOP/s x utilisation), x {a.paper_shots} shots, x {a.generators}")
-    for u in UTILISATIONS:
-        k = int(u * 100)
-        print(f"  at {k:>2} %: generator {_hms(p[f'h200_generator_s_at_{k}pct'])}, paper "
-              f"{_hms(p[f'h200_paper_s_at_{k}pct'])}; by stage (generator): " +
-              ", ".join(f"{s} {_hms(v)}" for s, v in p[f"h200_by_stage_s_at_{k}pct"].items()))
+    projections = {}
+    for d, t in ((a.dtype, tf32), *((x, False) for x in ("float32", "bfloat16") if x != a.dtype)):
+        p = projections[d] = projection(rows, a.paper_shots, a.generators, d, t)
+        print(f"projection (H200, from FLOPs; NOT measured) at BENCH_DTYPE={d}{' + TF32' if t else ''}: per stage "
+              f"seconds/shot = FLOP/shot / (peak of the precision parity grants it x utilisation) x "
+              f"{a.paper_shots} shots; x {a.generators} generators; {p['flops_per_shot'] / 1e12:.2f} TFLOP/shot; "
+              "granted: " + ", ".join(f"{s} {g}" for s, g in p["stage_dtype"].items()))
+        for u in UTILISATIONS:
+            k = int(u * 100)
+            by = p[f"h200_by_stage_s_at_{k}pct"]
+            core = sum(v for s, v in by.items() if s != "detect")
+            print(f"  at {k:>2} %: generator {_hms(p[f'h200_generator_s_at_{k}pct'])} (Pillar 1 + crops' embedders "
+                  f"{_hms(core)}), paper {_hms(p[f'h200_paper_s_at_{k}pct'])}; by stage: " +
+                  ", ".join(f"{s} {_hms(v)}" for s, v in by.items()))
     if a.json:
-        Path(a.json).write_text(json.dumps({"args": {k: v for k, v in vars(a).items()}, **res, "projection": p},
+        Path(a.json).write_text(json.dumps({"args": {k: v for k, v in vars(a).items()}, **res,
+                                            "projection": projections},
                                            indent=1, default=str))
     return 0 if all("s_per_shot" in r for r in rows) else 1
 

@@ -24,18 +24,23 @@ def _script(name: str):
 
 
 def test_projection_is_the_printed_formula():
-    """generator = sum(s/shot) x shots, paper = x generators; the H200 lines = FLOPs / (peak x utilisation)."""
+    """generator = sum(s/shot) x shots, paper = x generators; the H200 lines = per stage FLOPs / (peak of the
+    precision parity grants that stage x utilisation): at bfloat16 RAFT is refused (float32 peak), DINOv2 not."""
     bench = _script("device_bench")
     rows = [{"stage": "raft", "s_per_shot": 2.0, "items": 40, "peak_gib": None, "gflops_per_shot": 1000.0},
-            {"stage": "musiq", "s_per_shot": 0.5, "items": 81, "peak_gib": None, "gflops_per_shot": 3000.0},
+            {"stage": "dinov2", "s_per_shot": 0.5, "items": 81, "peak_gib": None, "gflops_per_shot": 3000.0},
             {"stage": "dino", "skipped": "ImportError"}]
     p = bench.projection(rows, shots=100, generators=4, dtype="bfloat16", tf32=False)
     assert p["measured_generator_s"] == pytest.approx(250.0) and p["measured_paper_s"] == pytest.approx(1000.0)
     assert p["flops_per_shot"] == pytest.approx(4e12)
-    assert p["h200_generator_s_at_10pct"] == pytest.approx(4e12 / (989e12 * 0.10) * 100)
-    assert p["h200_by_stage_s_at_40pct"]["raft"] == pytest.approx(1e12 / (989e12 * 0.40) * 100)
-    # float32 with TF32 allowed reads the TF32 peak; without, the plain float32 one
-    assert bench.projection(rows, 1, 1, "float32", True)["h200_peak_flops"] == 494e12
+    assert p["stage_dtype"] == {"raft": "float32", "dinov2": "bfloat16"}
+    want = (1e12 / (67e12 * 0.10) + 3e12 / (989e12 * 0.10)) * 100
+    assert p["h200_generator_s_at_10pct"] == pytest.approx(want)
+    assert p["h200_paper_s_at_10pct"] == pytest.approx(4 * want)
+    assert p["h200_by_stage_s_at_40pct"]["raft"] == pytest.approx(1e12 / (67e12 * 0.40) * 100)
+    # float32 with TF32 allowed reads the TF32 peak for every stage; without, the plain float32 one
+    assert bench.projection(rows, 1, 1, "float32", True)["h200_by_stage_s_at_40pct"]["raft"] == \
+        pytest.approx(1e12 / (494e12 * 0.40))
     assert bench.projection(rows, 1, 1, "float32", False)["h200_peak_flops"] == 67e12
 
 

@@ -42,37 +42,50 @@ class FlowMidpoint:
 
 
 class AmtInterpolator:
-    """Pairs of RGB uint8 frames -> their uint8 midpoint frames."""
+    """Pairs of RGB uint8 frames -> their uint8 midpoint frames. Pairs of one size run ``batch_size`` at a time
+    (one forward; the same midpoints as one pair per forward, tests/parity/test_parity_amt.py);
+    ``autocast_dtype`` (set by the registry from BENCH_DTYPE where parity allows) runs it under torch.autocast."""
 
-    def __init__(self, module, device):
+    autocast_dtype = None
+
+    def __init__(self, module, device, batch_size: int = 8):
         self.module, self.device = module.eval().to(device), device
+        self.batch_size = max(1, int(batch_size))
 
     @classmethod
-    def load(cls, weights_path, device, slot: str = "interpolator"):
+    def load(cls, weights_path, device, slot: str = "interpolator", batch_size: int = 8):
         import torch
         from bench_resources.models.vision import load_strict
         sd = torch.load(weights_path, map_location="cpu", weights_only=True)
         module = amt_s_module()
         load_strict(module, sd.get("state_dict", sd), slot, weights_path)
-        return cls(module, device)
+        return cls(module, device, batch_size)
 
     def midpoints(self, pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
         import torch
         import torch.nn.functional as F
-        out = []
-        for a, b in pairs:
-            h, w = a.shape[:2]
+        from bench_resources.models.precision import autocast
+        pairs = list(pairs)
+        out: list[np.ndarray] = []
+        i = 0
+        while i < len(pairs):
+            j = i + 1   # a run of one frame size, at most batch_size long
+            while j < len(pairs) and j - i < self.batch_size and pairs[j][0].shape == pairs[i][0].shape:
+                j += 1
+            h, w = pairs[i][0].shape[:2]
             left, right, top, bottom = pad16(h, w)
 
-            def prep(x):
-                t = torch.from_numpy(np.ascontiguousarray(x)).permute(2, 0, 1)[None] / 255.0
+            def prep(frames):
+                t = torch.from_numpy(np.ascontiguousarray(np.stack(frames))).permute(0, 3, 1, 2) / 255.0
                 return F.pad(t, (left, right, top, bottom), mode="replicate").to(self.device)
 
-            embt = torch.tensor(0.5).float().view(1, 1, 1, 1).to(self.device)
-            with torch.no_grad(), counted(1):
-                mid = self.module(prep(a), prep(b), embt, scale_factor=1.0, eval=True)["imgt_pred"]
-            mid = mid[..., top:top + h, left:left + w]
-            out.append((mid * 255.0).squeeze(0).permute(1, 2, 0).cpu().numpy().clip(0, 255).astype(np.uint8))
+            embt = torch.tensor(0.5).float().view(1, 1, 1, 1).expand(j - i, 1, 1, 1).to(self.device)
+            with torch.no_grad(), counted(j - i), autocast(self.device, self.autocast_dtype):
+                mid = self.module(prep([a for a, _ in pairs[i:j]]), prep([b for _, b in pairs[i:j]]), embt,
+                                  scale_factor=1.0, eval=True)["imgt_pred"]
+            mid = mid.float()[..., top:top + h, left:left + w]
+            out += list((mid * 255.0).permute(0, 2, 3, 1).cpu().numpy().clip(0, 255).astype(np.uint8))
+            i = j
         return out
 
 

@@ -111,6 +111,7 @@ class RaftFlow:
     with the same weights)."""
 
     VBENCH_ITERS = 20
+    autocast_dtype = None   # set by the registry from BENCH_DTYPE where parity allows
 
     def __init__(self, module, device, batch_size: int, iters: int = VBENCH_ITERS):
         self.module, self.device, self.batch_size = module.eval().to(device), device, batch_size
@@ -140,8 +141,9 @@ class RaftFlow:
                 x = 2.0 * (x / 255.0) - 1.0
                 return F.pad(x, (left, right, top, bottom), mode="replicate").to(self.device)
 
-            with torch.inference_mode(), counted(len(chunk)):
+            from bench_resources.models.precision import autocast
+            with torch.inference_mode(), counted(len(chunk)), autocast(self.device, self.autocast_dtype):
                 flows = self.module(prep([a for a, _ in chunk]), prep([b for _, b in chunk]),
-                                    num_flow_updates=self.iters)[-1]
+                                    num_flow_updates=self.iters)[-1].float()
             out += [f[:, top:top + h, left:left + w].permute(1, 2, 0).cpu().numpy() for f in flows]
         return out

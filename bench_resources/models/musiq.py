@@ -42,14 +42,19 @@ def vbench_longer_side(frame: np.ndarray, longer: int = LONGER_SIDE):
 
 
 class MusiqIQA:
-    """Frames (RGB uint8) -> MUSIQ scores on the checkpoint's native 0-100 scale, one frame per forward."""
+    """Frames (RGB uint8) -> MUSIQ scores on the checkpoint's native 0-100 scale. Frames of one size are scored
+    ``batch_size`` at a time (one forward; each frame's patches and score are its own: the same values as one frame
+    per forward, tests/test_models.py); ``autocast_dtype`` (set by the registry from BENCH_DTYPE where parity
+    allows) runs the forward under torch.autocast."""
 
-    def __init__(self, module, device, longer: int = LONGER_SIDE):
+    autocast_dtype = None
+
+    def __init__(self, module, device, longer: int = LONGER_SIDE, batch_size: int = 16):
         self.module = module.eval().to(device)
-        self.device, self.longer = device, longer
+        self.device, self.longer, self.batch_size = device, longer, max(1, int(batch_size))
 
     @classmethod
-    def load(cls, weights_path, device, slot: str = "musiq"):
+    def load(cls, weights_path, device, slot: str = "musiq", batch_size: int = 16):
         import torch
         from bench_resources.models.vision import load_strict
         sd = torch.load(weights_path, map_location="cpu", weights_only=True)
@@ -58,12 +63,20 @@ class MusiqIQA:
         head = sd.get("head.weight") if isinstance(sd, dict) else None
         module = musiq_module(num_class=int(head.shape[0]) if head is not None else 1)
         load_strict(module, sd, slot, weights_path)
-        return cls(module, device)
+        return cls(module, device, batch_size=batch_size)
 
     def score(self, images: Sequence[np.ndarray]) -> np.ndarray:
         import torch
-        out = []
-        for im in images:
-            with torch.inference_mode(), counted(1):
-                out.append(float(self.module(vbench_longer_side(im, self.longer).to(self.device))))
+        from bench_resources.models.precision import autocast
+        images = list(images)
+        out: list[float] = []
+        i = 0
+        while i < len(images):
+            j = i + 1   # a run of one frame size, at most batch_size long
+            while j < len(images) and j - i < self.batch_size and images[j].shape == images[i].shape:
+                j += 1
+            x = torch.cat([vbench_longer_side(im, self.longer) for im in images[i:j]]).to(self.device)
+            with torch.inference_mode(), counted(j - i), autocast(self.device, self.autocast_dtype):
+                out += [float(v) for v in self.module(x).float().reshape(j - i, -1)[:, 0].cpu()]
+            i = j
         return np.asarray(out)

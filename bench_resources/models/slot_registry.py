@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from bench_resources.compute import ComputeDevice
 from bench_resources.models.base import SlotStatus, SlotUnavailable, add_load_seconds, fingerprint_path
+from bench_resources.models.precision import requested_dtype, slot_dtype
 from bench_resources.models.specs import SLOTS, Checkpoint, LoadContext
 
 _loaded: dict[tuple, Any] = {}
@@ -52,8 +53,12 @@ class SlotRegistry:
         return spec.paper
 
     def _ctx(self, name: str, device=None) -> LoadContext:
+        import torch
         dev = device or ComputeDevice()
-        return LoadContext(name, Path(self.weights_dir), self.allow_hub, dev.torch_device(), dev.torch_dtype(),
+        dev.torch_dtype()   # an unknown dtype is refused here, by name
+        # the slot's precision: the requested one only where parity allows it for every metric the slot serves
+        dtype, _ = slot_dtype(name, dev.dtype)
+        return LoadContext(name, Path(self.weights_dir), self.allow_hub, dev.torch_device(), getattr(torch, dtype),
                            dev.batch_size, self)
 
     def status(self, name: str) -> SlotStatus:
@@ -88,12 +93,19 @@ class SlotRegistry:
         return [self.status(n) for n in SLOTS]
 
     def manifest(self, names) -> dict[str, Any]:
-        """slot -> checkpoint, source, fingerprint, availability: what a protocol digest and a manifest record."""
+        """slot -> checkpoint, source, fingerprint, availability: what a protocol digest and a manifest record;
+        under BENCH_DTYPE other than float32 also the precision each slot runs at and why one was refused."""
         out = {}
+        dtype = requested_dtype()
         for n in names:
             st = self.status(n)
             out[n] = {"checkpoint": st.checkpoint, "source": st.source, "fingerprint": st.fingerprint,
                       "available": st.available}
+            if dtype != "float32":   # float32 manifests (and their protocol digests) stay as they were
+                used, why = slot_dtype(n, dtype)
+                out[n]["precision"] = used
+                if why:
+                    out[n]["precision_refused"] = why
         return out
 
     def slot_or_reason(self, name: str, device=None) -> tuple[Any, Optional[str]]:
@@ -105,6 +117,7 @@ class SlotRegistry:
 
     def slot(self, name: str, device=None) -> Any:
         """The loaded model of a slot (once per process); SlotUnavailable with one clear message otherwise."""
+        import torch
         ckpt = self._checkpoint(name)
         ctx = self._ctx(name, device)
         # The fingerprint is in the key: weights imported into a slot while the process lives (a code server, the
@@ -129,6 +142,10 @@ class SlotRegistry:
                                       f"({type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''})",
                                       "Install that package in this environment") from e
             add_load_seconds(time.perf_counter() - t0)
+            if hasattr(model, "autocast_dtype"):   # RAFT, AMT-S, MUSIQ: autocast instead of a cast module
+                model.autocast_dtype = None if ctx.dtype == torch.float32 else str(ctx.dtype).removeprefix("torch.")
+            if hasattr(model, "autocast_dtype") and hasattr(model, "batch_size"):
+                model.batch_size = max(1, int(ctx.batch_size))
             _loaded[key] = model
             return model
 
