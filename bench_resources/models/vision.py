@@ -155,16 +155,27 @@ def dinov2_module(state_dict_path=None, hub: bool = False, slot: str = "image_em
     name = "vit_base_patch14_dinov2.lvd142m"
     # dynamic_img_size: whole frames arrive at VBench's short-side 224 without a crop (224 x 398 for 16:9); the
     # position embedding is resampled to their patch grid (a 224 x 224 crop keeps the 16 x 16 grid unchanged)
-    model = timm.create_model(name, pretrained=hub, img_size=224, num_classes=0, dynamic_img_size=True)
-    if state_dict_path is not None:
+    model = timm.create_model(name, pretrained=False, img_size=224, num_classes=0, dynamic_img_size=True)
+    sd = None
+    if hub:   # the hub's weights at their native 518 px, resampled below (timm's own loader would antialias)
+        sd = timm.create_model(name, pretrained=True, num_classes=0).state_dict()
+    elif state_dict_path is not None:
         sd = torch.load(state_dict_path, map_location="cpu", weights_only=True)
         sd = sd.get("state_dict", sd) if isinstance(sd, dict) else sd
+    if sd is not None:
         if "pos_embed" in sd and tuple(sd["pos_embed"].shape) != tuple(model.pos_embed.shape):
-            # checkpoints saved at 518 px (the hub's DINOv2) carry a 37x37 grid: resample it to 16x16 for 224 px
-            from timm.layers import resample_abs_pos_embed
+            # checkpoints saved at 518 px (the hub's DINOv2) carry a 37x37 grid: resample it to 16x16 for 224 px as
+            # transformers' Dinov2Embeddings.interpolate_pos_encoding does for a 224 crop (what the EntityBench
+            # authors' facebook/dinov2-base runs): bicubic to the grid size in float32, no antialias (timm's
+            # resample_abs_pos_embed antialiases, which moves a downsampled grid)
+            import torch.nn.functional as F
             sd = dict(sd)
-            sd["pos_embed"] = resample_abs_pos_embed(sd["pos_embed"], model.patch_embed.grid_size, num_prefix_tokens=1)
-        load_strict(model, sd, slot, state_dict_path)
+            pos = sd["pos_embed"]
+            side, dim = int(round((pos.shape[1] - 1) ** 0.5)), pos.shape[-1]
+            grid = F.interpolate(pos[:, 1:].reshape(1, side, side, dim).permute(0, 3, 1, 2).float(),
+                                 size=tuple(model.patch_embed.grid_size), mode="bicubic", align_corners=False)
+            sd["pos_embed"] = torch.cat((pos[:, :1], grid.permute(0, 2, 3, 1).reshape(1, -1, dim).to(pos.dtype)), 1)
+        load_strict(model, sd, slot, state_dict_path or f"hub:{name}")
     return model
 
 
