@@ -32,7 +32,8 @@ from dagster import AssetKey, DagsterInstance, DagsterRunStatus, RunsFilter, mat
 
 from bench_assets.core import interrupts, media
 from bench_assets.core.deploy import quiet_dagster_notices
-from bench_assets.core.automation import STALENESS_UNKNOWN_TAG, evaluator_state, evaluator_tags, rerun_plan
+from bench_assets.core.automation import (STALENESS_UNKNOWN_TAG, evaluator_state, evaluator_tags, fresh_plan,
+                                         rerun_plan, save_digest_cache)
 from bench_assets.core.generators import GeneratorInfo
 from bench_assets.core.partitions import BenchmarkPartitions
 from bench_resources.judge import judge_counters
@@ -305,6 +306,9 @@ def describe_run(instance: DagsterInstance, run_id: str) -> str:
     if run is None:
         return f"run {run_id[:8]}"
     bits = [run.job_name]
+    if run.job_name.startswith("__") and run.asset_selection:   # `bench evaluate`'s runs: say their assets
+        names = sorted(k.to_user_string() for k in run.asset_selection)
+        bits = [", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "")]
     if run.tags.get("dagster/partition"):
         bits.append(f"partition {run.tags['dagster/partition']}")
     if run.tags.get(PID_TAG):
@@ -476,6 +480,9 @@ class Progress:
 
     HEARTBEAT_S = 30.0
     COUNT_LINE_S = 5.0   # off a terminal, a line when the count moved inside a partition, at most this often
+    # a kind's rate and ETA need at least this much of its measure done (a whole shot, a whole partition): the
+    # first stage of a long partition opens a shot or two, a fraction of a shot whose time said 20-47 hours
+    MIN_MEASURED = 1.0
 
     def __init__(self, total: int, desc: str, enabled: Optional[bool] = None, lines: Optional[bool] = None,
                  clock: Callable[[], float] = time.monotonic, unit: str = "partition",
@@ -634,6 +641,8 @@ class Progress:
             todo = planned - done
             if kind == self.kind and part > 0:
                 ran, spent, todo = ran + part, spent + now - self._item_t0, todo - part
+            if ran < self.MIN_MEASURED:   # a share of one shot is no rate: an ETA from it read 20-47 hours
+                ran, spent = 0, 0.0
             timed[kind] = (ran, spent)
             if todo <= 0:
                 continue
@@ -794,6 +803,7 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
     miss, missing weights) and the evaluator state changed since (core/automation.py).
     """
     quiet_dagster_notices()   # a caller (a test, a notebook) may have reset the filters since the import
+    fresh_plan()
     stats = RunStats()
     t0 = time.perf_counter()
     f0, s0 = _model_counters()
@@ -898,6 +908,7 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
             bar.step()
     finally:
         bar.close("done" if interrupts.received() is None else f"stopped ({interrupts.signal_name()})")
+        save_digest_cache()   # the input digests computed here: the next run stats its files instead
     f1, s1 = _model_counters()
     stats.forwards, stats.forward_s = f1 - f0, s1 - s0
     stats.decodes = media.decode_count() - d0
