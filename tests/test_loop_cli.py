@@ -63,3 +63,51 @@ def test_bench_ui_raises_dagsters_timeouts_unless_the_user_set_them():
     assert env["DAGSTER_GRPC_TIMEOUT_SECONDS"] == "90" and env["PATH"] == "/bin"
     assert int(env["DAGSTER_CODE_SERVER_STARTUP_TIMEOUT"]) >= 600
     assert int(env["DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS"]) >= 300
+
+
+def test_bench_ui_says_when_it_is_ready_and_stops_without_clutter(tmp_path):
+    """The real `bench ui` (dagster dev: webserver, daemon, code servers) on free ports: it says it is ready once
+    its code location loaded; Ctrl-C stops every process it started, and the terminal shows no traceback and no
+    'Restarting the code server' (a group-wide SIGTERM had the webserver restart the code server it saw die);
+    dagster dev's output is in the home's bench-ui.log."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    def free_port():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+    port = free_port()
+    (tmp_path / "data").mkdir()
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "BENCH_DATA_ROOT": str(tmp_path / "data"),
+           "BENCH_STORE_ROOT": str(tmp_path / "store"), "BENCH_JUDGE_MODE": "off"}
+    proc = subprocess.Popen([sys.executable, "-m", "bench_assets.cli", "ui", "--port", str(port), "--report-port",
+                             str(free_port())], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 300
+        for raw in iter(proc.stdout.readline, b""):
+            lines.append(raw.decode(errors="replace"))
+            if "bench ui: ready at" in lines[-1] or time.monotonic() > deadline:
+                break
+        assert any(f"bench ui: ready at http://127.0.0.1:{port} (code location loaded in " in x for x in lines), \
+            "".join(lines)[-3000:]
+        tree = psutil.Process(proc.pid).children(recursive=True)
+        proc.send_signal(signal.SIGINT)
+        out = "".join(lines) + proc.communicate(timeout=120)[0].decode(errors="replace")
+        assert proc.returncode == 128 + signal.SIGINT, out[-2000:]
+        gone, alive = psutil.wait_procs(tree, timeout=20)
+        assert not alive, [" ".join(p.cmdline()) for p in alive]
+        tail = out[out.index("bench ui: ready at"):]
+        assert "Traceback" not in tail and "Restarting the code server" not in tail, tail[-3000:]
+        assert (tmp_path / "home" / "bench-ui.log").stat().st_size > 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
