@@ -64,11 +64,16 @@ def refusal(metric: str, dtype: str) -> Optional[str]:
     return None
 
 
-def slot_dtype(slot: str, dtype: str) -> tuple[str, Optional[str]]:
+def slot_dtype(slot: str, dtype: str, paper_checkpoint: bool = True) -> tuple[str, Optional[str]]:
     """(the dtype ``slot`` runs at, the refusal reason when that is float32 instead of ``dtype``). A slot no paper
-    metric reads (the other benchmarks' slots, never measured) keeps float32 too."""
+    metric reads (the other benchmarks' slots, never measured) keeps float32 too, and so does a slot running another
+    checkpoint than the paper's (an offline substitute, an alternative): the differences were measured on the paper
+    architectures."""
     if dtype == "float32":
         return "float32", None
+    if not paper_checkpoint:
+        return "float32", (f"slot '{slot}': runs a substitute or alternative checkpoint; {dtype} was measured for the "
+                           f"paper architectures only")
     metrics = [m for m, slots in METRIC_SLOTS.items() if slot in slots]
     if not metrics:
         return "float32", f"slot '{slot}': no paper metric's difference at {dtype} was measured for it"

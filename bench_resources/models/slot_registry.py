@@ -52,12 +52,16 @@ class SlotRegistry:
             return spec.offline
         return spec.paper
 
+    def _paper_checkpoint(self, name: str) -> bool:
+        """The slot runs its paper checkpoint (the one whose precision was measured)."""
+        return self.profile == "paper" and not self.checkpoints.get(name)
+
     def _ctx(self, name: str, device=None) -> LoadContext:
         import torch
         dev = device or ComputeDevice()
         dev.torch_dtype()   # an unknown dtype is refused here, by name
         # the slot's precision: the requested one only where parity allows it for every metric the slot serves
-        dtype, _ = slot_dtype(name, dev.dtype)
+        dtype, _ = slot_dtype(name, dev.dtype, self._paper_checkpoint(name))
         return LoadContext(name, Path(self.weights_dir), self.allow_hub, dev.torch_device(), getattr(torch, dtype),
                            dev.batch_size, self)
 
@@ -102,7 +106,7 @@ class SlotRegistry:
             out[n] = {"checkpoint": st.checkpoint, "source": st.source, "fingerprint": st.fingerprint,
                       "available": st.available}
             if dtype != "float32":   # float32 manifests (and their protocol digests) stay as they were
-                used, why = slot_dtype(n, dtype)
+                used, why = slot_dtype(n, dtype, self._paper_checkpoint(n))
                 out[n]["precision"] = used
                 if why:
                     out[n]["precision_refused"] = why
