@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 import pandas as pd
 
 from bench_assets.core import audit as AU
+from bench_assets.core import imported_results as IR
 from bench_assets.core import report as R
 from bench_assets.core import validity as V
 from bench_assets.core.metric_spec import BOARD_COLUMNS, PAPER_DEFINITION, split_substitutes
@@ -212,6 +213,7 @@ class BenchPage:
     tables: list = field(default_factory=list)
     decode_warnings: list = field(default_factory=list)   # "generator: N files read with decode warnings"
     definitions: list = field(default_factory=list)       # (metric id, the paper's definition vs the reference)
+    imported: list = field(default_factory=list)          # imported official results, one block per source
     scale_note: str = ""
     item_label: str = "item"
 
@@ -580,6 +582,12 @@ def read_metric_rows(reader: Reader, tables: Iterable[str], item_col: str = "ite
     return pd.concat(frames, ignore_index=True) if frames else None
 
 
+def board_unit_rows(page: BenchmarkPage, reader: Reader) -> Optional[pd.DataFrame]:
+    """The rows behind the board in the audit shape (the page's own reader, else its metric tables)."""
+    return page.audit_rows(reader, page.metric_tables) if page.audit_rows \
+        else read_metric_rows(reader, page.metric_tables, page.item_column)
+
+
 class RowIndex:
     """The audit rows split once by (generator, metric_id), so each audit page picks its rows without scanning
     the whole table again."""
@@ -613,8 +621,7 @@ def write_audits(page: BenchmarkPage, reader: Reader, board: pd.DataFrame, main_
     """One audit page per (metric, generator): the main slice's cell, or for a metric only other slices have
     (e.g. an addition's own slice) its first one. Headline -> per item -> per instance -> crops, frames, judge
     answers; None rows grouped by reason."""
-    rows = page.audit_rows(reader, page.metric_tables) if page.audit_rows \
-        else read_metric_rows(reader, page.metric_tables, page.item_column)
+    rows = board_unit_rows(page, reader)
     written: set[tuple[str, str]] = set()
     audit_dir = out_dir / "audit" / page.name
     if rows is not None and not rows.empty:
@@ -690,18 +697,20 @@ def build_benchmark(benchmark, reader: Reader, out_dir: Path) -> BenchPage:
     spec, specs = benchmark.page, getattr(benchmark, "metrics", None)
     page = BenchPage(spec.name, spec.title, spec.href, spec.about, scale_note=spec.scale_note,
                      item_label=spec.item_label)
+
+    def not_evaluated(reason: str) -> BenchPage:
+        page.status, page.status_reason = "none", f"{spec.leaderboard}: {reason}"
+        page.imported = imported_sources(spec, reader)  # an imported file shows before any run of ours
+        return page
+
     raw = reader.table(spec.leaderboard)
     if raw is None:
-        page.status = "none"
-        page.status_reason = f"{spec.leaderboard}: {reader.problems.get(spec.leaderboard, 'not readable')}"
-        return page
+        return not_evaluated(reader.problems.get(spec.leaderboard, 'not readable'))
     board, problem = prepare_board(raw, specs)
     if board is None:
-        page.status, page.status_reason = "none", f"{spec.leaderboard}: {problem}"
-        return page
+        return not_evaluated(problem)
     if board.empty:
-        page.status, page.status_reason = "none", f"{spec.leaderboard}: no row with a generator and a metric id"
-        return page
+        return not_evaluated("no row with a generator and a metric id")
     page.baselines = set(board.loc[board["baseline"], "generator"])
     order = order_generators(board["generator"], page.baselines)
     slices = list(dict.fromkeys(board["slice"]))
@@ -767,7 +776,108 @@ def build_benchmark(benchmark, reader: Reader, out_dir: Path) -> BenchPage:
             page.galleries.append({"title": f"frames not shown ({type(e).__name__}: {str(e)[:120]})",
                                    "kind": "frame", "images": []})
     page.tables = sorted(t for t in reader.tables if t.startswith(spec.name))
+    page.imported = imported_sources(spec, reader, board, main_key)
+    if page.imported:
+        page.tables.append(IR.TABLE)
     return page
+
+
+# ----------------------------------------------------------------------------- imported official results
+
+SIDE_BY_SIDE_MAX = 200  # per-item rows shown per source (the CSV of `bench import-results --side-by-side` has all)
+
+
+def imported_sources(spec: BenchmarkPage, reader: Reader, board: Optional[pd.DataFrame] = None,
+                     main_key: Optional[str] = None) -> list[dict]:
+    """The benchmark's official result files imported by `bench import-results` (core/imported_results.py), one
+    block per source: '<method> [imported]', the code and commit it came from, the protocol's verdict on
+    comparability and its reason, its overall values (beside our same-named generator's board value, if any) and
+    the per-item side by side with that generator. Kept out of the board's tables, charts and headline: an imported
+    file is never ranked among ours."""
+    if not reader.has(IR.TABLE):
+        return []
+    safe = spec.name.replace("'", "''")
+    df = reader.table(IR.TABLE, f'SELECT * FROM "{IR.TABLE}" WHERE benchmark = \'{safe}\'')
+    if df is None:
+        return []
+    df = df.reindex(columns=list(IR.COLUMNS))
+    ours_items: Optional[pd.DataFrame] = None
+    gens = set(board["generator"]) if board is not None else set()
+    out = []
+    for _, part in df.groupby("source", sort=True):
+        first = part.iloc[0]
+        method = str(first["method"])
+        commit = None if is_none(first["commit"]) or str(first["commit"]) == "" else str(first["commit"])
+        reason = None if is_none(first["comparable_reason"]) else str(first["comparable_reason"])
+        block = {"label": f"{method}{IR.LABEL}", "method": method, "code": str(first["code"]),
+                 "commit": commit or "commit not stated", "file": str(first["file"]),
+                 "imported_at": None if is_none(first["imported_at"]) else str(first["imported_at"]),
+                 "comparable": _flag(first["comparable"]), "reason": reason or IR.NOT_COMPARABLE,
+                 "n_item_values": int((part["level"] == "item").sum()),
+                 "n_items": int(part.loc[part["level"] == "item", "item"].nunique()),
+                 "unmapped": sorted({str(m) for m in part.loc[part["metric_id"].isna(), "metric"]})}
+        ov = _imported_overall(part, board, method if method in gens else None, main_key)
+        valued = ov["value (our scale)"].notna() | ov["as published"].notna()
+        block["overall"] = table_html(ov[valued], table_id=f"imported-overall-{_key(method)}")
+        # the file's null values, one line per reason (the authors' reports list every metric, most null)
+        none = ov[~valued].fillna({"note": "no value in the official file"})
+        block["overall_none"] = [{"reason": str(r), "count": len(g), "slices": sorted(map(str, g["slice"].unique())),
+                                  "metrics": sorted(map(str, g["metric (official key)"].unique()))}
+                                 for r, g in none.groupby("note", sort=True)]
+        if ours_items is None:
+            rows = board_unit_rows(spec, reader)
+            ours_items = (rows[rows["level"] == "item"][["generator", "item", "metric_id", "value"]]
+                          if rows is not None else pd.DataFrame(columns=["generator", "item", "metric_id", "value"]))
+        block.update(_imported_side_by_side(part, ours_items, method))
+        out.append(block)
+    return out
+
+
+def _key(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", text)
+
+
+def _imported_overall(part: pd.DataFrame, board: Optional[pd.DataFrame], ours: Optional[str],
+                      main_key: Optional[str]) -> pd.DataFrame:
+    """The source's overall values (main slice first), with our same-named generator's board value beside."""
+    ov = part[part["level"] == "overall"].copy()
+    ov["_main"] = ov["slice"].astype(object).map(lambda s: s != main_key)
+    ov = ov.sort_values(["_main", "slice", "metric"], kind="stable")
+    t = pd.DataFrame({"slice": ov["slice"].astype(object), "metric (official key)": ov["metric"].astype(object),
+                      "metric (ours)": ov["metric_id"].astype(object), "value (our scale)": num(ov["value"]),
+                      "as published": num(ov["value_official"])})
+    if ours is not None and board is not None:
+        mine = board[board["generator"] == ours].set_index(["metric_id", "slice"])["value"]
+        mine = mine[~mine.index.duplicated()]
+        t[f"ours: {ours}"] = [mine.get((m, s)) if not is_none(m) else None
+                              for m, s in zip(ov["metric_id"], ov["slice"])]
+    for c in ("n_eval", "n_failed", "n_skipped"):
+        t[c] = num(ov[c])
+    t["note"] = ov["note"].astype(object)
+    return t.reset_index(drop=True)
+
+
+def _imported_side_by_side(part: pd.DataFrame, ours: pd.DataFrame, method: str) -> dict:
+    """Per item and metric, our value and theirs (IR.side_by_side) against our generator of the same name: a
+    summary per metric and the rows themselves; without such a generator, why there is none."""
+    if not (part["level"] == "item").any():
+        return {"sbs_note": "the imported file has no per-item values", "sbs_summary": "", "sbs_rows": ""}
+    if method not in set(ours["generator"]):
+        return {"sbs_note": f"no generator of ours is named {method!r}: no per-item side by side here "
+                            f"(bench import-results --against GENERATOR --side-by-side FILE writes one)",
+                "sbs_summary": "", "sbs_rows": ""}
+    sbs = IR.side_by_side(part, ours, method)
+    o, t = sbs["ours"].notna(), sbs["theirs"].notna()
+    both = sbs[o & t]
+    summary = both.groupby("metric_id").agg(items=("item", "nunique"), ours=("ours", "mean"),
+                                            theirs=("theirs", "mean"),
+                                            mean_abs_delta=("delta", lambda d: d.abs().mean())).reset_index()
+    rows = sbs[["item", "metric_id", "ours", "theirs", "delta"]]
+    return {"sbs_note": f"against our {method}: {len(both)} item values on both sides, {int((t & ~o).sum())} only "
+                        f"theirs, {int((o & ~t).sum())} only ours, {int((~o & ~t).sum())} null on both",
+            "sbs_summary": table_html(summary, table_id=f"imported-sbs-summary-{_key(method)}"),
+            "sbs_rows": table_html(rows, table_id=f"imported-sbs-{_key(method)}", limit=SIDE_BY_SIDE_MAX),
+            "sbs_count": len(rows)}
 
 
 def build_validity(reader: Reader) -> Optional[dict]:
