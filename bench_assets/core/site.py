@@ -616,6 +616,19 @@ class RowIndex:
 AUDIT_FRAMES = 4  # frames per item row on an audit page (item_video benchmarks)
 
 
+def entity_names(reader: Reader, page: BenchmarkPage) -> dict[tuple[str, str], str]:
+    """(item, entity id) -> the entity's name, from the benchmark's ``<name>_entity_registry`` table when it has
+    (item or ``page.item_column``, ``entity_id``, ``name``); per item, as two episodes may reuse an id for
+    different entities. Empty when the benchmark keeps no such table: the audit pages then show the ids."""
+    table = f"{page.name}_entity_registry"
+    df = reader.table(table) if reader.has(table) else None
+    item = item_column(df, page.item_column) if df is not None else None
+    if item is None or not {"entity_id", "name"} <= set(df.columns):
+        return {}
+    return {(str(i), str(e)): str(n) for i, e, n in zip(df[item], df["entity_id"], df["name"])
+            if not is_none(n) and str(n).strip()}
+
+
 def write_audits(page: BenchmarkPage, reader: Reader, board: pd.DataFrame, main_key: str,
                  out_dir: Path) -> set[tuple[str, str]]:
     """One audit page per (metric, generator): the main slice's cell, or for a metric only other slices have
@@ -642,6 +655,7 @@ def _write_audit_pages(page: BenchmarkPage, reader: Reader, board: pd.DataFrame,
     extra = tuple(dict.fromkeys(k for v in extra_cols.values() for k in v))
     ordered = pd.concat([board[board["slice"] == main_key], board[board["slice"] != main_key]])
     site_root = audit_dir.parent.parent
+    names = entity_names(reader, page)
     seen_frames: dict[tuple[str, str], list[dict]] = {}
 
     def frames_of(gen: str, item: str) -> list[dict]:
@@ -669,14 +683,40 @@ def _write_audit_pages(page: BenchmarkPage, reader: Reader, board: pd.DataFrame,
         if page.item_video is not None:
             items["frames"] = [frames_of(gen, str(i)) for i in items["item"]]
         head = {k: v for k, v in cell.items() if k not in ("spec_scale",)}
+        inst = mine[mine["level"] != "item"]
+        if names and len(inst):
+            inst = inst.assign(entity_name=[names.get((str(i), str(e))) if not is_none(e) else None
+                                            for i, e in zip(inst["item"], inst["entity_id"])])
         AU.render_audit(metric_id=mid, generator=gen, headline=head, episodes=items,
-                        instances=mine[mine["level"] != "item"], artifact_path=reader.store.artifact_path,
+                        instances=inst, artifact_path=reader.store.artifact_path,
                         out_dir=audit_dir, back=f"../../{page.href}", item_label=page.item_label,
                         css="../../site.css", benchmark=page.title, extra_columns=extra)
         written.add((mid, gen))
 
 
 # ----------------------------------------------------------------------------- building
+
+PROTOCOL_METRICS_SHOWN = 12  # metric ids named per protocol line before "and N more"
+
+
+def protocol_lines(board: pd.DataFrame) -> list[dict]:
+    """One entry per distinct protocol digest on the board (a cell under several, '+'-joined, counts for each):
+    the digest, the metrics it covers (in board order) and how many cells, so the page header can say how many
+    protocols there are and list each with what it covers instead of writing every digest in one line."""
+    cover: dict[str, dict[str, int]] = {}
+    for mid, v in zip(board["metric_id"], board["protocol"]):
+        if is_none(v):
+            continue
+        for p in filter(None, re.split(r"[,+]", str(v))):
+            cover.setdefault(p, {}).setdefault(str(mid), 0)
+            cover[p][str(mid)] += 1
+    out = []
+    for p, mids in cover.items():
+        names = list(mids)
+        out.append({"digest": p, "short": p[:12], "metrics": names[:PROTOCOL_METRICS_SHOWN],
+                    "more": max(0, len(names) - PROTOCOL_METRICS_SHOWN), "n_metrics": len(names),
+                    "n_cells": sum(mids.values())})
+    return sorted(out, key=lambda d: (-d["n_metrics"], d["digest"]))
 
 def registry(benchmarks) -> list:
     """The benchmarks to render, in the registry's order (a dict name -> entry, or entries)."""
@@ -721,7 +761,7 @@ def build_benchmark(benchmark, reader: Reader, out_dir: Path) -> BenchPage:
     paper_main = main[~main["addition"] & main["kind"].isin(["metric", "aggregate"])]
     fam_rank = family_order(specs, board)
     notes = Footnotes()
-    page.protocols = sorted({p for v in board["protocol"].dropna() for p in re.split(r"[,+]", v) if p})[:4]
+    page.protocols = protocol_lines(board)
     page.manifest = _manifest(reader, spec)
     page.models = page.manifest.get("models", {}) if isinstance(page.manifest.get("models"), dict) else {}
     page.headline_label, page.headlines = headline(spec, main, notes)
