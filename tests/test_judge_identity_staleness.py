@@ -69,7 +69,7 @@ def test_sensor_and_schedule_runs_record_the_environment_judge(monkeypatch, tmp_
     monkeypatch.setenv("BENCH_STORE_ROOT", str(tmp_path / "store"))
     monkeypatch.setenv("BENCH_JUDGE_MODE", "replay")   # not off: an off judge is one identity whatever its model
     monkeypatch.setenv("BENCH_JUDGE_MODEL", "model-from-env")
-    _paths, _models, tags = automation.sensor_staleness_inputs()
+    _paths, _models, tags, _io = automation.sensor_staleness_inputs()
     assert json.loads(tags[JUDGE_ID_TAG])["model"] == "model-from-env"
     monkeypatch.setenv("BENCH_JUDGE_MODEL", "model-other")
     assert json.loads(automation.sensor_staleness_inputs()[2][JUDGE_ID_TAG])["model"] == "model-other"

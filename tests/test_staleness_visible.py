@@ -148,8 +148,10 @@ def test_the_nightly_schedule_logs_it_too(monkeypatch):
         ctx.log.addHandler(seen)
         schedule(ctx)
     warned = [w for w in seen.warnings() if w.startswith("staleness unknown: ")]
-    assert len(warned) == 2 and warned[0].startswith("staleness unknown: inputs:") \
-        and warned[1].startswith("staleness unknown: weights:"), warned
+    # build_resources broken: the weights check and the store check (issue 39's sensor store check) cannot run
+    assert len(warned) == 3 and warned[0].startswith("staleness unknown: inputs:") \
+        and warned[1].startswith("staleness unknown: weights:") \
+        and warned[2].startswith("staleness unknown: store:"), warned
 
 
 def test_the_store_reads_the_tag_core_writes():

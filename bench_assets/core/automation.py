@@ -836,9 +836,9 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
         folders = {g.name: folder_fingerprint(g.path) for g in gens}
         cur = read_cursor(context.cursor)
         now = time.time()
-        paths, models, fps = sensor_staleness_inputs(context.log)   # a check that cannot run: a warning here
+        # a check that cannot run: a warning here and the same words in the run's tags
+        paths, models, fps, io_manager = sensor_staleness_inputs(context.log)
         judge, _ = _sensor_judge()
-        io_manager = _sensor_io_manager(context.log)
         # the store's table files per item: a table deleted or damaged since (the instance still says
         # "materialised") changes its item's digest, so that item's partitions are checked on the next tick
         tables = table_digests(io_manager, [*item_assets, *generator_assets], partitions.item_dim)
@@ -966,17 +966,15 @@ def _sensor_models():
                       f"not seen")
 
 
-def _sensor_io_manager(log=None):
-    """The IO manager the code location's resources use (the BENCH_STORE_ROOT store): what the sensor asks
-    whether a materialised table is still there and readable. None (logged) when it cannot be built."""
+def _sensor_io_manager():
+    """(the IO manager the code location's resources use (the BENCH_STORE_ROOT store), None): what the sensor asks
+    whether a materialised table is still there and readable; or (None, why) when it cannot be built."""
     try:
         from bench_resources.config import build_resources
-        return build_resources(judge=None)["io_manager"]
-    except Exception as e:  # noqa: BLE001 - no store: the instance alone decides, said on the tick
-        if log is not None:
-            log.warning(staleness_unknown(f"store: the IO manager could not be built ({_why(e)}), so a deleted "
-                                          f"or damaged table is not seen"))
-        return None
+        return build_resources(judge=None)["io_manager"], None
+    except Exception as e:  # noqa: BLE001 - no store: the instance alone decides, said on the tick and in the tags
+        return None, (f"store: the IO manager could not be built ({_why(e)}), so a deleted or damaged table is "
+                      f"not seen")
 
 
 def table_digests(io_manager, asset_names: Sequence[str], item_dim: str) -> dict[str, str] | None:
@@ -1019,23 +1017,25 @@ def _sensor_judge():
 
 
 def sensor_staleness_inputs(log=None) -> tuple:
-    """(paths, models, run tags) for a sensor or schedule tick: what its staleness checks read, and the tags its run
-    requests carry (the slots' fingerprints, the judge's identity; ``STALENESS_UNKNOWN_TAG`` when a check cannot
-    run). Each check that cannot run is logged on the tick as a warning, ``staleness unknown: <why>``."""
+    """(paths, models, run tags, io manager) for a sensor or schedule tick: what its staleness checks read, and the
+    tags its run requests carry (the slots' fingerprints, the judge's identity; ``STALENESS_UNKNOWN_TAG`` when a
+    check cannot run). Each check that cannot run is logged on the tick as a warning, ``staleness unknown: <why>``,
+    and the same words go into the tag (the store's check included)."""
     paths, paths_why = _sensor_paths()
     models, models_why = _sensor_models()
     judge, judge_why = _sensor_judge()
+    io_manager, store_why = _sensor_io_manager()
     tags = dict(slot_tags(models)) if models is not None else {}
     if judge is not None:  # the judge's identity, recorded like the slots' fingerprints (Staleness.judge_changed)
         tags[JUDGE_ID_TAG] = judge_identity(judge)
         tags[JUDGE_PROMPTS_TAG] = json.dumps(prompt_sets(), sort_keys=True, separators=(",", ":"))
-    unknown = join_unknown(paths_why, models_why, judge_why, tags.pop(STALENESS_UNKNOWN_TAG, None))
+    unknown = join_unknown(paths_why, models_why, judge_why, store_why, tags.pop(STALENESS_UNKNOWN_TAG, None))
     if unknown:
         tags[STALENESS_UNKNOWN_TAG] = unknown
         for why in unknown.split("; "):
             if log is not None:
                 log.warning(staleness_unknown(why))
-    return paths, models, tags
+    return paths, models, tags, io_manager
 
 
 def read_cursor(text: str | None) -> dict:
@@ -1097,10 +1097,9 @@ def nightly_stale_schedule(*, name: str, assets_fn: Callable[[], Sequence], asse
         def pks(_key: AssetKey) -> list[str]:
             return partitions.generator_x_item.get_partition_keys(dynamic_partitions_store=instance)
 
-        paths, models, tags = sensor_staleness_inputs(context.log)
+        paths, models, tags, io_manager = sensor_staleness_inputs(context.log)
         stale = stale_or_missing(instance, assets_fn(), [AssetKey(k) for k in asset_keys], pks,
-                                 paths=paths, models=models, judge=_sensor_judge()[0],
-                                 io_manager=_sensor_io_manager(context.log))
+                                 paths=paths, models=models, judge=_sensor_judge()[0], io_manager=io_manager)
         by_partition: dict[str, set[AssetKey]] = {}
         for key, pk, _ in stale:
             by_partition.setdefault(pk, set()).add(key)
