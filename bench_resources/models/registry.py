@@ -6,7 +6,7 @@ from typing import Any, Literal, Optional
 
 from dagster import ConfigurableResource
 
-from bench_resources.models.base import SlotStatus
+from bench_resources.models.base import SlotStatus, SlotUnavailable
 from bench_resources.models.slot_registry import SlotRegistry, clear_loaded  # noqa: F401  (re-exported)
 
 
@@ -34,8 +34,12 @@ class ModelRegistry(ConfigurableResource):
         return self.plain().manifest(names)
 
     def slot_or_reason(self, name: str, device=None) -> tuple[Any, Optional[str]]:
-        """(model, None) or (None, reason): a missing slot is a reason to skip, never a number."""
-        return self.plain().slot_or_reason(name, device)
+        """(model, None) or (None, reason): a missing slot is a reason to skip, never a number. Goes through
+        ``self.slot`` (the one load point of the resource), so whatever wraps or records ``slot`` sees every load."""
+        try:
+            return self.slot(name, device), None
+        except SlotUnavailable as e:
+            return None, str(e)
 
     def slot(self, name: str, device=None) -> Any:
         """The loaded model of a slot (once per process); SlotUnavailable with one clear message otherwise."""
