@@ -154,7 +154,8 @@ def test_entitybench_official_export_end_to_end(eb_env, tmp_path, capsys):
     assert f"under {out}" in capsys.readouterr().out
     eid = json.loads(next((data / "entitybench" / "episodes").glob("*.json")).read_text())["episode_id"]
     names = sorted(p.name for p in (out / "faithful").iterdir())
-    assert names == sorted([f"{eid}.json", "report_faithful.json", "_additions_faithful.json"])
+    # run_manifest.json: the authors' main() writes it beside the results (issue 36's official export writes it too)
+    assert names == sorted([f"{eid}.json", "report_faithful.json", "_additions_faithful.json", "run_manifest.json"])
     ep = json.loads((out / "faithful" / f"{eid}.json").read_text())
     assert ep["episode_id"] == eid and ep["num_shots"] > 0
     assert set(ep["vbench_means"]) == set(EO.VBENCH_DIMENSIONS)
