@@ -19,7 +19,8 @@ def world(tmp, episodes=("e0001",)):
 
 def varied(body: dict) -> dict:
     """Answers that depend on the images asked about (a judge that says 8/10 to everything never closes the
-    gate): scores 3-9 from a hash of the image bytes, same = 1 iff the score >= 5, sim = score / 10."""
+    gate): scores 3-9 from a hash of the image bytes, same = 1 (all_consistent = true) iff the score >= 5,
+    sim = score / 10; the location set question also names one outlier image when not all consistent."""
     content = body["messages"][0]["content"]
     blob = "".join(c["source"]["data"] for c in content if c["type"] == "image")
     score = 3 + int(hashlib.sha256(blob.encode()).hexdigest(), 16) % 7
@@ -27,8 +28,11 @@ def varied(body: dict) -> dict:
     out = {}
     for k in schema["required"]:
         p = schema["properties"][k]
-        out[k] = ("a place" if p["type"] == "string" else int(score >= 5) if "enum" in p else score / 10
-                  if p["type"] == "number" else score)
+        out[k] = ("a place" if p["type"] == "string" else score >= 5 if p["type"] == "boolean" else int(score >= 5)
+                  if "enum" in p else score / 10 if p["type"] == "number" else score)
+    if "outlier_indices" in schema["properties"]:   # the location set question: name the images that differ
+        n = sum(c["type"] == "image" for c in content)
+        out["outlier_indices"] = [] if score >= 5 else [1 + score % max(n, 1)]
     return tool_answer(out)
 
 
