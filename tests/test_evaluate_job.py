@@ -5,35 +5,17 @@ import shutil
 from dagster import AssetKey, DagsterRunStatus, RunsFilter, build_sensor_context, instance_for_test
 
 from bench_assets.benchmarks import BENCHMARKS
-from bench_assets.core.automation import generator_sensor_factory
-from bench_assets.core.evaluate_job import PARENT_TAG, evaluate_job_factory
-from bench_assets.entitybench.dataset import discover_episodes
-from bench_resources.config import build_resources
-from bench_resources.paths import BenchPaths
+from bench_assets.core.evaluate_job import PARENT_TAG
+from tests.support.entitybench import evaluate_job_and_sensor
 
 B = BENCHMARKS["entitybench"]
 OP = "entitybench_evaluate_op"
 
 
-def _job_and_sensor(data, store, **sensor_kw):
-    paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
-    items = lambda: discover_episodes(data / "entitybench" / "episodes")  # noqa: E731
-    job = evaluate_job_factory(
-        benchmark="entitybench", assets_fn=lambda: B.assets, partitions=B.partitions, item_ids=items,
-        generators_root=lambda: str(data / "generators"), item_assets=B.item_assets,
-        generator_assets=B.generator_assets, aggregate_assets=["entitybench_leaderboard"],
-        resources_fn=lambda: build_resources(paths=paths, store_root=str(store)))
-    sensor = generator_sensor_factory(
-        benchmark="entitybench", partitions=B.partitions, item_ids=items,
-        generators_root=lambda: str(data / "generators"), item_assets=B.item_assets,
-        generator_assets=B.generator_assets, assets_fn=lambda: B.assets, evaluate_job=job, **sensor_kw)
-    return job, sensor
-
-
 def test_one_tick_is_one_run_that_evaluates_items_generators_and_the_board(small_world, tmp_path):
     data, episodes = small_world(("faithful",))
     # full_check_seconds=0: every tick checks every partition (else a tick with no folder, item or code change skips)
-    job, sensor = _job_and_sensor(data, tmp_path / "store", full_check_seconds=0)
+    job, sensor = evaluate_job_and_sensor(data, tmp_path / "store", full_check_seconds=0)
     with instance_for_test() as instance:
         first = sensor(build_sensor_context(instance=instance))
         assert len(first.run_requests) == 1
@@ -75,7 +57,7 @@ def test_one_tick_is_one_run_that_evaluates_items_generators_and_the_board(small
 
 def test_unknown_generator_fails_the_run_and_names_it(small_world, tmp_path):
     data, episodes = small_world(("faithful",))
-    job, _ = _job_and_sensor(data, tmp_path / "store")
+    job, _ = evaluate_job_and_sensor(data, tmp_path / "store")
     with instance_for_test() as instance:
         result = job.execute_in_process(
             run_config={"ops": {OP: {"config": {"items": ["e_missing"], "generators": ["ghost"],

@@ -11,12 +11,8 @@ import pytest
 from dagster import AssetKey, DagsterEventType, build_sensor_context, instance_for_test
 
 from bench_assets.benchmarks import BENCHMARKS
-from bench_assets.core.automation import generator_sensor_factory
-from bench_assets.core.evaluate_job import card_folder, evaluate_job_factory
-from bench_assets.entitybench.dataset import discover_episodes
-from bench_resources.config import build_resources
-from bench_resources.paths import BenchPaths
-from tests.support.entitybench import world
+from bench_assets.core.evaluate_job import card_folder
+from tests.support.entitybench import evaluate_job_and_sensor, world
 
 B = BENCHMARKS["entitybench"]
 OP = "entitybench_evaluate_op"
@@ -31,17 +27,7 @@ def loop(tmp_path_factory):
     bad = data / "generators" / "broken"
     bad.mkdir()
     (bad / "generator.yaml").write_text("name: broken\nbenchmark: [entitybench\n")   # not YAML
-    items = lambda: discover_episodes(data / "entitybench" / "episodes")  # noqa: E731
-    paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
-    job = evaluate_job_factory(
-        benchmark="entitybench", assets_fn=lambda: B.assets, partitions=B.partitions, item_ids=items,
-        generators_root=lambda: str(data / "generators"), item_assets=B.item_assets,
-        generator_assets=B.generator_assets, aggregate_assets=["entitybench_leaderboard"],
-        resources_fn=lambda: build_resources(paths=paths, store_root=str(store)))
-    sensor = generator_sensor_factory(
-        benchmark="entitybench", partitions=B.partitions, item_ids=items,
-        generators_root=lambda: str(data / "generators"), item_assets=B.item_assets,
-        generator_assets=B.generator_assets, assets_fn=lambda: B.assets, evaluate_job=job)
+    job, sensor = evaluate_job_and_sensor(data, store)
     with pytest.MonkeyPatch.context() as mp, instance_for_test() as instance:
         # what the code location's resources read (the sensor's store and data)
         mp.setenv("BENCH_STORE_ROOT", str(store))

@@ -57,3 +57,27 @@ def evaluate_judged(instance, data, store, judge, items=("e0001",)):
                      show_progress=False)
     assert not stats.failed, stats.failed
     return stats, resources["store"]
+
+
+def evaluate_job_and_sensor(data, store, **sensor_kw):
+    """(EntityBench's `<benchmark>_evaluate` job, its generator sensor) over a world's data root and a store: what
+    the code location builds, pointed at the test's folders."""
+    from bench_assets.benchmarks import BENCHMARKS
+    from bench_assets.core.automation import generator_sensor_factory
+    from bench_assets.core.evaluate_job import evaluate_job_factory
+    from bench_assets.entitybench.dataset import discover_episodes
+    from bench_resources.config import build_resources
+    from bench_resources.paths import BenchPaths
+    B = BENCHMARKS["entitybench"]
+    paths = BenchPaths(data_root=str(data), generators_root=str(data / "generators"))
+    items = lambda: discover_episodes(data / "entitybench" / "episodes")  # noqa: E731
+    job = evaluate_job_factory(
+        benchmark="entitybench", assets_fn=lambda: B.assets, partitions=B.partitions, item_ids=items,
+        generators_root=lambda: str(data / "generators"), item_assets=B.item_assets,
+        generator_assets=B.generator_assets, aggregate_assets=["entitybench_leaderboard"],
+        resources_fn=lambda: build_resources(paths=paths, store_root=str(store)))
+    sensor = generator_sensor_factory(
+        benchmark="entitybench", partitions=B.partitions, item_ids=items,
+        generators_root=lambda: str(data / "generators"), item_assets=B.item_assets,
+        generator_assets=B.generator_assets, assets_fn=lambda: B.assets, evaluate_job=job, **sensor_kw)
+    return job, sensor
