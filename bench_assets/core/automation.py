@@ -955,26 +955,19 @@ def _sensor_paths():
         return None, f"inputs: the data paths could not be read ({_why(e)}), so a changed input file is not seen"
 
 
-def _sensor_models():
-    """(the model registry the code location's resources use (the environment's: profile, weights dir), None) or
-    (None, why): then no checkpoint's change can be seen."""
+def _sensor_models_and_store():
+    """(model registry, IO manager, weights why, store why): the registry (the environment's profile and weights
+    dir) whose checkpoints the staleness check reads, and the IO manager (the BENCH_STORE_ROOT store) the sensor asks
+    whether a materialised table is still there and readable; both come from one build of the code location's
+    resources. When that build fails, neither check can run and each says so."""
     try:
         from bench_resources.config import build_resources
-        return build_resources(judge=None)["models"], None
-    except Exception as e:  # noqa: BLE001 - no registry: no weights staleness, the resolver alone decides (said)
-        return None, (f"weights: the model registry could not be built ({_why(e)}), so a changed checkpoint is "
-                      f"not seen")
-
-
-def _sensor_io_manager():
-    """(the IO manager the code location's resources use (the BENCH_STORE_ROOT store), None): what the sensor asks
-    whether a materialised table is still there and readable; or (None, why) when it cannot be built."""
-    try:
-        from bench_resources.config import build_resources
-        return build_resources(judge=None)["io_manager"], None
-    except Exception as e:  # noqa: BLE001 - no store: the instance alone decides, said on the tick and in the tags
-        return None, (f"store: the IO manager could not be built ({_why(e)}), so a deleted or damaged table is "
-                      f"not seen")
+        resources = build_resources(judge=None)
+        return resources["models"], resources["io_manager"], None, None
+    except Exception as e:  # noqa: BLE001 - no registry, no store: the instance alone decides (said on the tick)
+        return None, None, (f"weights: the model registry could not be built ({_why(e)}), so a changed checkpoint "
+                            f"is not seen"), (f"store: the IO manager could not be built ({_why(e)}), so a deleted "
+                                              f"or damaged table is not seen")
 
 
 def table_digests(io_manager, asset_names: Sequence[str], item_dim: str) -> dict[str, str] | None:
@@ -1022,9 +1015,8 @@ def sensor_staleness_inputs(log=None) -> tuple:
     check cannot run). Each check that cannot run is logged on the tick as a warning, ``staleness unknown: <why>``,
     and the same words go into the tag (the store's check included)."""
     paths, paths_why = _sensor_paths()
-    models, models_why = _sensor_models()
+    models, io_manager, models_why, store_why = _sensor_models_and_store()
     judge, judge_why = _sensor_judge()
-    io_manager, store_why = _sensor_io_manager()
     tags = dict(slot_tags(models)) if models is not None else {}
     if judge is not None:  # the judge's identity, recorded like the slots' fingerprints (Staleness.judge_changed)
         tags[JUDGE_ID_TAG] = judge_identity(judge)
