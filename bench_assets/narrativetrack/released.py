@@ -54,9 +54,16 @@ def narrativetrack_released_answers(context: AssetExecutionContext, paths: Bench
     qas = narrativetrack_released_qa.assign(entity_id=None)
     gens, _ = discover_generators(paths.generators_dir, constants.BENCH)
     base = released_path(paths).parent
-    rows = []
+    rows, card_errors = [], []
     for g in gens:
-        answerer = dataset.answerer_from_card(g.name, g.card)
+        try:
+            answerer = dataset.answerer_from_card(g.name, g.card)
+        except dataset.DatasetError as e:
+            # one bad card is its own answerer's error, named once; every other answerer is still asked and scored
+            context.log.error(str(e))
+            card_errors.append(str(e))
+            rows += card_failed_rows(qas, g.name, g.card, str(e))
+            continue
         for vpath, group in qas.groupby("video_path", sort=True):
             path = Path(vpath) if Path(vpath).is_absolute() else base / vpath
             try:  # only the answerer's frames are converted (one streamed pass)
@@ -75,7 +82,18 @@ def narrativetrack_released_answers(context: AssetExecutionContext, paths: Bench
     df = answer_frame(rows)
     st = Counter(df["status"])
     return Output(df, metadata={"answered": int(st.get("ok", 0)), "failed": int(st.get("failed", 0)),
-                                "skipped": int(st.get("skipped", 0))})
+                                "skipped": int(st.get("skipped", 0)), "card_errors": len(card_errors),
+                                "card_error_list": MetadataValue.json(card_errors)})
+
+
+def card_failed_rows(qas: pd.DataFrame, name: str, card: dict, why: str) -> list[dict]:
+    """Every kept question of an answerer whose card is invalid: its failure (the card is the answerer's), with the
+    card's error as the reason, so the board shows it unscored (None, never 0 %) and says why."""
+    model = card.get("model")
+    return [{"qa_id": r.qa_id, "video_id": r.video_id, "dimension": r.dimension, "format": r.format,
+             "direction": r.direction, "track_type": r.track_type, "distractor": r.distractor, "answerer": name,
+             "model": model if isinstance(model, str) else None, "backend": None, "status": "failed", "reason": why}
+            for r in qas[qas["kept"].astype(bool)].itertuples()]
 
 
 @asset(group_name=GROUP, code_version="2")
