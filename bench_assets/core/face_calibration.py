@@ -738,3 +738,33 @@ def distinct_summary(doc: dict) -> dict:
             "same_pairs": len(same), "same_pairs_one_picture_and_its_copies": len(copies),
             "same_pairs_across_pictures": len(same) - len(copies),
             "without_copies": without}
+
+
+# --------------------------------------------------------------------- a video's face domain, for any benchmark
+def domain_version(path: Path = DOMAIN_FILE) -> str:
+    """The classifier's content hash (8 hex): part of the code version of whatever it gates, so a refit re-runs it."""
+    p = Path(path)
+    return hashlib.sha256(p.read_bytes()).hexdigest()[:8] if p.is_file() else "none"
+
+
+def face_domain(face_embeddings, face_model: Optional[str], doc: Optional[dict],
+                clf: Optional[dict] = None) -> dict:
+    """Pure given the files: which content domain a set of faces (one video) is in, by the stored classifier (or
+    ``clf``), and whether ``doc``'s face model has an identity threshold there: {"domain", "n_faces", "n_drawn",
+    "drawn_share", "p_real", "reason", "threshold": the domain's cosine or None, "unknown_reason": None or why
+    identity is unknown}. Real faces, no face, or faces of a model the classifier was not fitted for (domain None:
+    not classified) keep identity: ``unknown_reason`` None, ``threshold`` what ``doc`` ships (the caller may hold its
+    own for its face model); drawn or uncertain faces get None and the reason (``domain_threshold``)."""
+    clf = load_domain_classifier() if clf is None else clf
+    embs = [e for e in face_embeddings if e is not None]
+    if clf is not None and (face_model != clf.get("model") or any(len(e) != len(clf["coef"]) for e in embs)):
+        dom = {"domain": None, "n_faces": len(embs),
+               "reason": f"the face-domain classifier is fitted for {clf.get('model')!r}, not {face_model!r}"}
+    else:
+        dom = classify_faces(clf, embs)
+    if dom["domain"] in (None, "real"):     # identity keeps the caller's threshold for its face model
+        thr, why = (float(doc["threshold"]) if doc else None), None
+    else:
+        thr, why = domain_threshold(doc, dom["domain"])
+    return {"n_drawn": None, "drawn_share": None, "p_real": None, **dom, "threshold": thr,
+            "unknown_reason": None if thr is not None else why}

