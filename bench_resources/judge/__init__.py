@@ -11,7 +11,13 @@ bound, circuit breaker and failure counting:
   is spelled out in the prompt and enforced with ``response_format`` (``structured_output``: json_schema |
   json_object | prompt). The answer is the message content parsed as a whole (or a tool call's arguments), never
   the first JSON object found in free text; ``prompt`` alone also takes content that is one fenced JSON block.
-  ``base_url`` is the API root, e.g. ``http://127.0.0.1:8000/v1``.
+  ``base_url`` is the API root, e.g. ``http://127.0.0.1:8000/v1``; with ``azure_api_version`` set, the Azure
+  endpoint (Azure OpenAI's deployment URL and ``api-key`` header).
+* A request's ``wire`` (``Wire``, default None: the judge's own wire as above) reproduces another program's
+  requests exactly, per request: part order, system message, schema in the text, ``response_format``,
+  ``max_tokens``, sampling parameters, image media type, how the answer is read and whether it is re-asked
+  (EntityBench's ``judge_prompts: authors``). Only the openai backend sends one; the anthropic backend fails such
+  a question with one reason saying so. The wire is part of the cache key.
 
 Using it (the whole API)::
 
@@ -69,12 +75,12 @@ from __future__ import annotations
 
 from bench_resources.judge.base import Judge
 from bench_resources.judge.common import (CACHE_FORMAT, JUDGE_OFF, MAX_ANSWER_BYTES, MAX_BODY_BYTES, MAX_REASON,
-                                          MAX_TEXT_KEPT, TOOL_NAME, JudgeRequest, JudgeResult, Status, bounded,
-                                          evaluator_failures, judge_counters, not_evaluated, png_bytes,
-                                          summarize_reasons)
+                                          MAX_TEXT_KEPT, TOOL_NAME, JudgeRequest, JudgeResult, Status, Wire,
+                                          bounded, evaluator_failures, jpeg_bytes, judge_counters, not_evaluated,
+                                          png_bytes, summarize_reasons)
 from bench_resources.judge.schema import bound_answer, extract_json, structured_json, validate_answer
 
 __all__ = ["CACHE_FORMAT", "JUDGE_OFF", "MAX_ANSWER_BYTES", "MAX_BODY_BYTES", "MAX_REASON", "MAX_TEXT_KEPT",
-           "TOOL_NAME", "Judge", "JudgeRequest", "JudgeResult", "Status", "bound_answer", "bounded",
-           "evaluator_failures", "extract_json", "judge_counters", "not_evaluated", "png_bytes",
+           "TOOL_NAME", "Judge", "JudgeRequest", "JudgeResult", "Status", "Wire", "bound_answer", "bounded",
+           "evaluator_failures", "extract_json", "jpeg_bytes", "judge_counters", "not_evaluated", "png_bytes",
            "structured_json", "summarize_reasons", "validate_answer"]

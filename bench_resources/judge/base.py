@@ -68,6 +68,10 @@ class Judge(_Asking, ConfigurableResource):
     # openai backend only: how the schema is enforced. json_schema: response_format json_schema (vLLM, SGLang,
     # Ollama >= 0.5, OpenAI); json_object: JSON mode only; prompt: the schema in the prompt only.
     structured_output: Literal["json_schema", "json_object", "prompt"] = "json_schema"
+    # openai backend only: None, or an Azure OpenAI API version (e.g. "2023-07-01-preview"): then base_url is the
+    # Azure endpoint and requests go where openai.AzureOpenAI posts them,
+    # {base_url}/openai/deployments/{model}/chat/completions?api-version=..., with the key in an api-key header.
+    azure_api_version: Optional[str] = None
 
     # ------------------------------------------------------------------ public
 
@@ -120,7 +124,10 @@ class Judge(_Asking, ConfigurableResource):
         key never counts (a missing key is an evaluator failure, retried by ``state()``'s rule)."""
         if self.mode == "off":
             return {"mode": "off"}
-        return {**self.fingerprint(), "endpoint": _endpoint_id(self.base_url) or "default"}
+        out = {**self.fingerprint(), "endpoint": _endpoint_id(self.base_url) or "default"}
+        if self.azure_api_version:  # added only when set: identities recorded before the setting stay equal
+            out["azure_api_version"] = self.azure_api_version
+        return out
 
     def state(self) -> dict[str, Any]:
         """What decides whether a question that failed or was skipped would now be answered: mode, backend,
@@ -154,6 +161,8 @@ class Judge(_Asking, ConfigurableResource):
             payload["backend"] = self.backend
             payload["structured_output"] = self.structured_output
         payload.update({k: v for k, v in (("top_p", self.top_p), ("seed", self.seed)) if v is not None})
+        if req.wire is not None:  # only with one: the keys of requests on the judge's own wire stay valid
+            payload["wire"] = req.wire.describe()
         return hashlib.sha256(_canonical(payload).encode("utf-8")).hexdigest()
 
     def cache_path(self, key: str) -> Path:
@@ -225,6 +234,10 @@ class Judge(_Asking, ConfigurableResource):
         if bad_url is not None:  # one sentence per question, never a urllib / httpx traceback (no request made)
             st.add("failures")
             return result("failed", reason=f"judge base_url unusable: {bad_url}")
+        if req.wire is not None and self.backend != "openai":
+            st.add("failures")
+            return result("failed", reason=f"judge backend {self.backend} cannot send wire {req.wire.name!r}: it "
+                                           f"reproduces an OpenAI chat-completions client; use backend openai")
         open_reason = self._breaker_open(st)
         if open_reason:
             st.add("failures")
@@ -326,7 +339,8 @@ class Judge(_Asking, ConfigurableResource):
                              "image_sha256": [hashlib.sha256(b).hexdigest() for b in req.images],
                              "max_tokens": self.max_tokens, "temperature": self.temperature,
                              "top_p": self.top_p, "seed": self.seed,
-                             "structured_output": self._structured_id()}}
+                             "structured_output": self._structured_id(),
+                             **({"wire": req.wire.describe()} if req.wire is not None else {})}}
         path = self.cache_path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=path.parent)

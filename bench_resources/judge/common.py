@@ -63,13 +63,67 @@ def png_bytes(image: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+def jpeg_bytes(image: np.ndarray, quality: int = 90) -> bytes:
+    """RGB uint8 HxWx3 -> JPEG bytes as PIL writes them with ``quality`` and its defaults otherwise (4:2:0, no
+    optimisation, no metadata): what a program that encodes with ``Image.save(buf, "JPEG", quality=q)`` sends, byte
+    for byte with the same PIL / libjpeg."""
+    from PIL import Image
+
+    arr = np.ascontiguousarray(image)
+    if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3:
+        raise ValueError(f"jpeg_bytes expects an RGB uint8 HxWx3 array, got {arr.dtype} {arr.shape}")
+    buf = io.BytesIO()
+    Image.fromarray(arr).save(buf, format="JPEG", quality=quality)
+    return buf.getvalue()
+
+
 # ----------------------------------------------------------------------------------------------- data types
+
+@dataclass(frozen=True)
+class Wire:
+    """How one request goes on the wire when it must equal another program's requests (a benchmark's authors'
+    judge client), instead of the judge's own wire. Only the openai backend speaks a ``Wire``; any other backend
+    fails such a question with one clear reason. The defaults are the judge's own wire; each field says:
+
+    * ``name``: recorded in the cache key and entry (answers from two wires never share a cache entry);
+    * ``text_first``: the text part before the images (own wire: images first);
+    * ``system_message``: send the request's system text as a system message (own wire: always, even empty);
+    * ``schema_in_text``: append "Answer with only a JSON object that satisfies this JSON schema" (own wire: yes);
+    * ``response_format``: send the judge's ``structured_output`` as ``response_format`` (own wire: yes);
+    * ``max_tokens``: this value, not the judge's;
+    * ``sampling``: send the judge's temperature / top_p / seed when set (own wire: yes);
+    * ``image_mime``: the media type of ``JudgeRequest.images`` in the data URLs (own wire: PNG);
+    * ``reader``: ``whole`` (the content as a whole is the answer, own wire) or ``first_object`` (the first ``{...}``
+      with at most one level of nested braces in the content, else the content without a code fence, as JSON;
+      tool calls are not read);
+    * ``reask``: on an unusable answer, ask again with a correction turn (own wire: up to ``parse_retries``); False:
+      the question fails at once.
+
+    The answer is still validated against the request's schema: an answer that does not satisfy it is an evaluator
+    failure, never a default value."""
+    name: str
+    text_first: bool = False
+    system_message: bool = True
+    schema_in_text: bool = True
+    response_format: bool = True
+    max_tokens: Optional[int] = None
+    sampling: bool = True
+    image_mime: str = "image/png"
+    reader: Literal["whole", "first_object"] = "whole"
+    reask: bool = True
+
+    def describe(self) -> dict[str, Any]:
+        """Every field, for cache keys, cache entries and protocol digests."""
+        return asdict(self)
+
 
 @dataclass(frozen=True)
 class JudgeRequest:
     """One question to the judge. ``schema`` is the JSON schema of the expected answer object
-    (``{"type": "object", "properties": ..., "required": [...]}``); ``images`` are PNG bytes, sent before the text.
-    ``params`` are prompt parameters kept in the cache key (and the cache entry) for provenance."""
+    (``{"type": "object", "properties": ..., "required": [...]}``); ``images`` are PNG bytes, sent before the text
+    (with a ``wire``: encoded as ``wire.image_mime``, placed as the wire says).
+    ``params`` are prompt parameters kept in the cache key (and the cache entry) for provenance. ``wire``: None
+    (the judge's own wire) or a ``Wire`` reproducing another program's requests."""
     prompt_id: str
     prompt_version: str
     system: str
@@ -77,6 +131,7 @@ class JudgeRequest:
     schema: dict
     images: Sequence[bytes] = ()
     params: dict = field(default_factory=dict)
+    wire: Optional[Wire] = None
 
 
 @dataclass(frozen=True)

@@ -4,20 +4,29 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from typing import Any, Optional
+from urllib.parse import quote
 
-from bench_resources.judge.common import TOOL_NAME, JudgeRequest, bounded
+from bench_resources.judge.common import TOOL_NAME, JudgeRequest, Wire, bounded
 from bench_resources.judge.schema import structured_json
 from bench_resources.judge.session import (_BadReply, _decode_body, _error_in_body, _Fatal, _Reply, _Retry, _Session,
                                            _shape)
 from bench_resources.judge.transport import bounded_httpx_client
+
+_OWN = Wire("own")  # the defaults: the judge's own wire
 
 
 class _OpenAISession(_Session):
     def __init__(self, judge: Any, api_key: str) -> None:
         super().__init__(judge, api_key)
         self.http = bounded_httpx_client(judge.timeout_s)
-        self.url = (judge.base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
+        base = (judge.base_url or "https://api.openai.com/v1").rstrip("/")
+        if judge.azure_api_version:  # Azure OpenAI's layout, as openai.AzureOpenAI posts it
+            self.url = (f"{base}/openai/deployments/{quote(judge.model, safe='')}/chat/completions"
+                        f"?api-version={quote(judge.azure_api_version, safe='')}")
+        else:
+            self.url = base + "/chat/completions"
 
     def close(self) -> None:
         self.http.close()
@@ -28,22 +37,32 @@ class _OpenAISession(_Session):
 
 class _OpenAIConversation:
     """Chat completions: system message, then one user message with the images as ``image_url`` data URLs and the
-    text with the schema spelled out (servers without guided decoding still see what to return)."""
+    text with the schema spelled out (servers without guided decoding still see what to return). A request's
+    ``wire`` (common.Wire) changes each of these as it says."""
 
     def __init__(self, session: _OpenAISession, req: JudgeRequest) -> None:
         self.s, self.req = session, req
-        parts: list[dict] = [{"type": "image_url", "image_url": {
-            "url": "data:image/png;base64," + base64.b64encode(b).decode("ascii")}} for b in req.images]
-        parts.append({"type": "text", "text": f"{req.text}\n\nAnswer with only a JSON object that satisfies this "
-                                              f"JSON schema:\n{json.dumps(req.schema, sort_keys=True)}"})
-        self.base = [{"role": "system", "content": req.system}, {"role": "user", "content": parts}]
+        self.wire = w = req.wire or _OWN
+        images: list[dict] = [{"type": "image_url", "image_url": {
+            "url": f"data:{w.image_mime};base64," + base64.b64encode(b).decode("ascii")}} for b in req.images]
+        text = req.text
+        if w.schema_in_text:
+            text = (f"{text}\n\nAnswer with only a JSON object that satisfies this JSON schema:\n"
+                    f"{json.dumps(req.schema, sort_keys=True)}")
+        parts = [{"type": "text", "text": text}, *images] if w.text_first else [*images, {"type": "text", "text": text}]
+        self.base = ([{"role": "system", "content": req.system}] if w.system_message else []) + \
+            [{"role": "user", "content": parts}]
         self.messages: list[dict] = list(self.base)
 
     def body(self) -> dict:
-        j = self.s.judge
-        body: dict[str, Any] = {"model": j.model, "messages": self.messages, "max_tokens": j.max_tokens}
-        body.update({k: v for k, v in (("temperature", j.temperature), ("top_p", j.top_p), ("seed", j.seed))
-                     if v is not None})
+        j, w = self.s.judge, self.wire
+        body: dict[str, Any] = {"model": j.model, "messages": self.messages,
+                                "max_tokens": w.max_tokens if w.max_tokens is not None else j.max_tokens}
+        if w.sampling:
+            body.update({k: v for k, v in (("temperature", j.temperature), ("top_p", j.top_p), ("seed", j.seed))
+                         if v is not None})
+        if not w.response_format:
+            return body
         if j.structured_output == "json_schema":
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": TOOL_NAME, "schema": self.req.schema}}
@@ -56,7 +75,10 @@ class _OpenAIConversation:
 
         headers = {"content-type": "application/json", "accept": "application/json"}
         if self.s.api_key:
-            headers["authorization"] = f"Bearer {self.s.api_key}"
+            if self.s.judge.azure_api_version:  # Azure's key header, as openai.AzureOpenAI sends it
+                headers["api-key"] = self.s.api_key
+            else:
+                headers["authorization"] = f"Bearer {self.s.api_key}"
         try:
             r = self.s.http.post(self.s.url, json=self.body(), headers=headers)
         except httpx.TimeoutException:
@@ -68,8 +90,10 @@ class _OpenAIConversation:
             raise _Retry(f"HTTP {code}", self.s.judge._retry_after(r.headers), transport=code != 429)
         if code >= 300:
             raise _Fatal(f"HTTP {code}: {_openai_error(r.content)}")
-        return _read_openai(_decode_body(r.content, r.headers.get("content-type", "")),
-                            self.s.judge.structured_output)
+        body = _decode_body(r.content, r.headers.get("content-type", ""))
+        if self.wire.reader == "first_object":
+            return _read_first_object(body)
+        return _read_openai(body, self.s.judge.structured_output)
 
     def correct(self, reply: Optional[_Reply], problem: str) -> None:
         if reply is None or not reply.text:
@@ -121,6 +145,35 @@ def _read_openai(body: Any, structured_output: str = "json_schema") -> _Reply:
         problem = "no JSON object in the reply (no content)"
     return _Reply(answer=answer, text=text, truncated=finish == "length", usage=usage, model=model,
                   problem=problem)
+
+
+_FIRST_OBJECT = re.compile(r'\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}')
+
+
+def _read_first_object(body: Any) -> _Reply:
+    """``Wire(reader="first_object")``: the message content (``""`` when absent), stripped; its first ``{...}`` with
+    at most one level of nested braces parsed as JSON; with no such match, the content without a leading / trailing
+    code fence. A match that is not JSON is unusable (the fence is not tried then). Tool calls are not read."""
+    reply = _read_openai(body)   # shape checks, refusal, content_filter, usage, truncation
+    if reply.refused is not None:
+        return reply
+    raw = (reply.text or "").strip()
+    reply.answer, reply.problem = None, None
+    if not raw:
+        reply.problem = "no content in the reply"
+        return reply
+    m = _FIRST_OBJECT.search(raw)
+    chunk = m.group() if m else re.sub(r"\s*```$", "", re.sub(r"^```(?:json)?\s*", "", raw))
+    try:
+        value = json.loads(chunk)
+    except ValueError:
+        reply.problem = f"no JSON object in the reply (text reply: {json.dumps(bounded(raw))})"
+        return reply
+    if isinstance(value, dict):
+        reply.answer = value
+    else:
+        reply.problem = f"JSON {_shape(value)} is not an object"
+    return reply
 
 
 def _openai_error(body: bytes) -> str:

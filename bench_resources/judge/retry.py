@@ -110,7 +110,8 @@ class _Asking:
                 parse_failures += 1
                 last_transport = False  # the endpoint answered
                 last = reason
-                if parse_failures > self.parse_retries:
+                # a wire without re-asks (another program's client, which never re-asks) fails at once
+                if parse_failures > (self.parse_retries if req.wire is None or req.wire.reask else 0):
                     return _Outcome("failed", reason=reason, attempts=attempts,
                                     raw=reply.text if reply is not None else None)
                 log.info("judge %s: %s, asking again", req.prompt_id, reason)
