@@ -778,6 +778,18 @@ class _SlotStatuses:
         return self._seen[slot]
 
 
+def cmd_sensors(args) -> int:
+    """Each generator sensor's last tick (what it decided), its next one, and the folders waiting for it."""
+    from bench_assets.core.runner import open_instance
+    from bench_assets.core.sensor_status import sensor_lines
+    from bench_resources.paths import BenchPaths
+    names = [args.benchmark] if args.benchmark else list(BENCHMARK_NAMES)
+    instance = open_instance()
+    for line in sensor_lines(instance, [f"{n}_generators_sensor" for n in names], BenchPaths().generators_dir):
+        print(line)
+    return 0
+
+
 def cmd_metrics(args) -> int:
     import pandas as pd
     names = [args.benchmark] if args.benchmark else list(BENCHMARK_NAMES)
@@ -1105,6 +1117,10 @@ def _parser() -> argparse.ArgumentParser:
     lb.add_argument("--benchmark", required=True, choices=names)
     lb.add_argument("--json", action="store_true")
     lb.set_defaults(fn=cmd_leaderboard)
+    se = sub.add_parser("sensors", help="the generator sensors: last tick and what it decided, next tick, the "
+                                        "folders waiting for it (read from DAGSTER_HOME)")
+    se.add_argument("--benchmark", default=None, choices=names)
+    se.set_defaults(fn=cmd_sensors)
     me = sub.add_parser("metrics", help="every declared metric: paper id or addition, family, direction, scale, "
                                         "aggregation, coverage policy, model slots")
     me.add_argument("--benchmark", default=None, choices=names)

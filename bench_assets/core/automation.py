@@ -36,6 +36,7 @@ from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, Temp
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._time import get_current_datetime
 
+from bench_assets.core.durations import duration_words
 from bench_assets.core.generators import discover_generators, folder_fingerprint
 from bench_assets.core.names import BadName, validate_key
 from bench_assets.core.partitions import BenchmarkPartitions
@@ -826,16 +827,23 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
         gens, gen_errors = discover_generators(generators_root(), benchmark)
         errors += gen_errors
         assets = assets_fn()
-        if evaluate_job is not None:
-            live = instance.get_runs(filters=RunsFilter(job_name=evaluate_job.name, statuses=_LIVE_RUN_STATUSES),
-                                     limit=1)
-            if live:  # the cursor stays: the next tick checks again
-                return SensorResult(skip_reason=SkipReason(
-                    f"run {live[0].run_id[:8]} of {evaluate_job.name} is {live[0].status.value.lower()}; "
-                    f"the work it leaves is requested after it ends"), cursor=context.cursor)
         folders = {g.name: folder_fingerprint(g.path) for g in gens}
         cur = read_cursor(context.cursor)
         now = time.time()
+        if evaluate_job is not None:
+            live = instance.get_run_records(filters=RunsFilter(job_name=evaluate_job.name,
+                                                               statuses=_LIVE_RUN_STATUSES), limit=1)
+            if live:  # the cursor stays: the next tick checks again
+                # how long it has gone on, and the folders that wait for it (issue 39: no silent wait)
+                run = live[0].dagster_run
+                since = live[0].start_time or live[0].create_timestamp.timestamp()
+                prev = cur.get("folders") or {}
+                waiting = sorted(n for n, fp in folders.items() if prev.get(n) != fp)
+                return SensorResult(skip_reason=SkipReason(
+                    f"run {run.run_id[:8]} of {evaluate_job.name} is {run.status.value.lower()} (for "
+                    f"{duration_words(now - since)}); the work it leaves is requested after it ends"
+                    + (f"; waiting for it: generator folders {', '.join(waiting)}" if waiting else "")),
+                    cursor=context.cursor)
         # a check that cannot run: a warning here and the same words in the run's tags
         paths, models, fps, io_manager = sensor_staleness_inputs(context.log)
         judge, _ = _sensor_judge()
