@@ -1,7 +1,8 @@
 """Progress in units users know (issue 26 item 3): `bench evaluate` counts the shots (EntityBench, ViStoryBench) or
 videos (MBench, LoCoT2V, NarrativeTrack) scored, with a rate in them and an ETA, naming the partition (with its shot
 count) and the stage running; plain timestamped lines off a terminal, a tqdm bar on one. Inside a partition the
-count moves shot by shot (the distinct shot files its steps open), below the partition's total until it ends.
+count moves in tenths of a shot (the distinct shot files its steps open, and inside the shot being decoded the
+frames its pass has converted), below the partition's total until it ends.
 
 The end-to-end test runs the real console script on a two-episode EntityBench world (6 + 10 shots, one generator,
 one cheap metric) with stderr on a pipe, and checks its progress lines exactly."""
@@ -150,7 +151,7 @@ def _opened_log():
 
 def test_the_count_moves_shot_by_shot_inside_a_partition(capsys):
     """Each of a partition's stages is an equal share of its shots, filled by the distinct shot files under the
-    generator's folder the stage opened; whole shots shown, never the partition's total before it ends."""
+    generator's folder the stage opened; tenths of a shot shown, never the partition's total before it ends."""
     clock = Clock()
     log, opened, reading = _opened_log()
     root = Path("/gen/faithful")
@@ -162,7 +163,7 @@ def test_the_count_moves_shot_by_shot_inside_a_partition(capsys):
     log += [str(root / "e1" / f"shot_0{i}.mp4") for i in (1, 2, 3)]
     log += [str(root / "e1" / "shot_01.mp4"), "/data/refs/x.mp4"]   # opened again; not the generator's: no shot
     clock.t += 6
-    p.tick()                                      # 3/6 of the first half: 1.5 shots, 1 shown; rate 1.5 in 6 s
+    p.tick()                                      # 3/6 of the first half: 1.5 shots shown; rate 1.5 in 6 s
     log += [str(root / "e1" / f"shot_0{i}.mp4") for i in (4, 5, 6)]
     clock.t += 2
     p.tick()                                      # 3 shots: moved, but a line at most every COUNT_LINE_S (5 s)
@@ -171,8 +172,8 @@ def test_the_count_moves_shot_by_shot_inside_a_partition(capsys):
     p.stage("entitybench_pillar1")                # the second half starts at 3
     log += [str(root / "e1" / f"shot_0{i}.mp4") for i in range(1, 7)]
     clock.t += 10
-    p.tick()                                      # both halves full: 6 shots' worth, shown 5 until it ends
-    assert (p.shown, p.done) == (5, 0)
+    p.tick()                                      # both halves full: 6 shots' worth, shown 5.9 until it ends
+    assert (p.shown, p.done) == (pytest.approx(5.9), 0)
     clock.t += 4
     p.step()
     assert (p.shown, p.done) == (0, 6)
@@ -183,13 +184,13 @@ def test_the_count_moves_shot_by_shot_inside_a_partition(capsys):
     assert body == [
         "entitybench 0/16 shots, 0s elapsed, rate -, ETA - | g x episode e1 (6 shots): entitybench_outputs",
         # 14.5 shots left at 1.5 per 6 s
-        "entitybench 1/16 shots, 6s elapsed, 15.00 shot/min, ETA 58s | g x episode e1 (6 shots): "
+        "entitybench 1.5/16 shots, 6s elapsed, 15.00 shot/min, ETA 58s | g x episode e1 (6 shots): "
         "entitybench_outputs (still running, reading refs/x.mp4)",
         "entitybench 3/16 shots, 11s elapsed, 16.36 shot/min, ETA 47s | g x episode e1 (6 shots): "
         "entitybench_outputs (still running, reading e1/shot_06.mp4)",
         "entitybench 3/16 shots, 11s elapsed, 16.36 shot/min, ETA 47s | g x episode e1 (6 shots): entitybench_pillar1",
-        # 6 shots' worth in 21 s: 10 left take 35 s; the count shows 5 until the partition ends
-        "entitybench 5/16 shots, 21s elapsed, 17.14 shot/min, ETA 35s | g x episode e1 (6 shots): "
+        # 6 shots' worth in 21 s: 10 left take 35 s; the count shows 5.9 until the partition ends
+        "entitybench 5.9/16 shots, 21s elapsed, 17.14 shot/min, ETA 35s | g x episode e1 (6 shots): "
         "entitybench_pillar1 (still running, reading e1/shot_06.mp4)",
         "entitybench 16/16 shots, 25s elapsed, 14.40 shot/min, ETA 0s | done",
     ], body
@@ -214,14 +215,62 @@ def test_the_bar_moves_inside_a_partition_and_never_passes_its_total(capsys):
             log.append(f"/gen/faithful/{item}/shot_01.mp4")   # a stage opening a shot twice adds nothing
             p.tick()
             seen.append(p.bar.n)
-        assert p.bar.n == (6 if item == "e1" else 16) - 1   # every stage read every shot: still one short
+        assert p.bar.n == pytest.approx((6 if item == "e1" else 16) - 0.1)   # every shot read: a tenth short
         p.step()
         seen.append(p.bar.n)
     assert seen == sorted(seen) and max(seen) == 16 and seen[-1] == 16 and seen.count(16) == 1, seen
-    assert len(set(seen[:18])) == 6, seen[:18]   # e1: 0..5, shot by shot
+    # e1's first stage (a third of each of its 6 shots per file opened, and the file opened twice): in tenths
+    assert seen[:7] == [0.3, 0.6, 1, 1.3, 1.6, 2, 2], seen[:7]
     text = capsys.readouterr().err
     p.close()
     assert "entitybench 3/16 shots |" in text and "entitybench 16/16 shots |" in text, text
+
+
+def test_the_count_moves_frame_by_frame_inside_a_long_shot(capsys):
+    """Issue 39: a long shot moved the count only when it was done ('0/468' for minutes). With the decode pass
+    running now (media.pass_now), the shot being read fills with its frames converted, in tenths of a shot; a file
+    counts whole once its pass ends or the next file opens; the rate and ETA still wait for one whole shot."""
+    clock = Clock()
+    log, opened, reading = _opened_log()
+    live = {"now": ("", 0, 0)}
+    root = Path("/gen/faithful")
+    p = _shots_progress(clock, enabled=False, reading=reading, opened=opened, frames=lambda: live["now"])
+    _episodes_up_to_date(p)
+    p.label("g x episode e1 (6 shots)", "generator x episode", 6, root=str(root))
+    p.expect(1)
+    p.stage("entitybench_pillar1")
+    shot1, shot2 = str(root / "e1" / "shot_01.mp4"), str(root / "e1" / "shot_02.mp4")
+    log.append(shot1)
+    p.tick()
+    assert p.shown == 0                            # opened, its pass not started: nothing done yet
+    seen = []
+    for done in (0, 96, 240, 470):                 # a 480-frame shot, decoded and scored chunk by chunk
+        live["now"] = (shot1, done, 480)
+        clock.t += 60
+        p.tick()
+        seen.append(p.shown)
+    assert seen == [0, pytest.approx(0.2), pytest.approx(0.5), pytest.approx(0.9)], seen
+    assert p.status().endswith("rate -, ETA -")   # less than one whole shot measured: no rate, no ETA
+    assert p.file_now() == "e1/shot_01.mp4 frame 470/480"
+    live["now"] = ("/data/refs/x.mp4", 5, 10)      # another file's pass (not the generator's): shot 1 is done
+    p.tick()
+    assert p.shown == 1
+    log.append(shot2)
+    live["now"] = (shot2, 144, 480)
+    clock.t += 30
+    p.tick()
+    assert p.shown == pytest.approx(1.3)
+    # 1.3 shots in 270 s: a rate now, and the ETA of the 14.7 shots left at it
+    assert p.status() == "entitybench 1.3/16 shots, 4m30s elapsed, 0.29 shot/min, ETA 50m53s"
+    log.append(str(root / "e1" / "shot_03.mp4"))   # only probed (no pass): shot 2 counts whole, shot 3 not yet
+    live["now"] = ("", 0, 0)
+    p.tick()
+    assert p.shown == 2
+    p.step()
+    assert (p.shown, p.done) == (0, 6)
+    p.close()
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "still running" in ln]
+    assert any(" 0.5/16 shots, " in ln and "reading e1/shot_01.mp4 frame 240/480" in ln for ln in lines), lines
 
 
 def test_media_opened_since_lists_the_paths_opened_after_a_count(tmp_path):
@@ -282,7 +331,7 @@ def _world(tmp: Path) -> Path:
     return data
 
 
-LINE = re.compile(r"^\[(\d\d):(\d\d):(\d\d)\] entitybench (\d+)/16 shots, (\S+) elapsed, "
+LINE = re.compile(r"^\[(\d\d):(\d\d):(\d\d)\] entitybench (\d+(?:\.\d)?)/16 shots, (\S+) elapsed, "
                   r"(rate -|(\d+\.\d\d) shot/min), ETA (-|(?:(\d+)m)?(\d+)s) \| (.*)$")
 
 
@@ -308,19 +357,22 @@ def test_bench_evaluate_off_a_terminal_prints_shots_rate_eta_item_and_stage(tmp_
     assert [t.split(": ")[1] for t in first if "still running" not in t] == stages, tail
     assert [t.split(": ")[1] for t in second if "still running" not in t] == stages, tail
     assert tail[-1] == "done"
-    counts = [int(m.group(4)) for m in lines]
+    counts = [float(m.group(4)) for m in lines]
     assert counts == sorted(counts) and counts[-1] == 16
-    # the count moves inside each scored partition, shot by shot as its steps open the shot files, and reaches the
-    # partition's total only when it ends: e0001 shows 0..5 of its 6, e0002 6..15 (6 + its 10 less one)
-    within = {e: [int(m.group(4)) for m in lines if m.group(11).startswith(f"faithful x episode {e}")]
+    # the count moves inside each scored partition, in tenths of a shot as its steps open the shot files and
+    # decode their frames, and reaches the partition's total only when it ends: e0001 shows 0..5.9 of its 6, e0002
+    # 6..15.9 (6 + its 10 less a tenth)
+    within = {e: [float(m.group(4)) for m in lines if m.group(11).startswith(f"faithful x episode {e}")]
               for e in ("e0001", "e0002")}
-    assert all(0 <= c <= 5 for c in within["e0001"]) and len(set(within["e0001"])) >= 2, within
-    assert all(6 <= c <= 15 for c in within["e0002"]) and len(set(within["e0002"])) >= 2, within
+    assert all(0 <= c <= 5.9 for c in within["e0001"]) and len(set(within["e0001"])) >= 2, within
+    assert all(6 <= c <= 15.9 for c in within["e0002"]) and len(set(within["e0002"])) >= 2, within
     for m in lines:
         t = m.group(11)
-        count = int(m.group(4))
-        if t.startswith("episode ") or (t.startswith("faithful x episode e0001") and count == 0):
-            assert (m.group(4), m.group(6), m.group(8)) == ("0", "rate -", "-"), m.group(0)   # nothing timed
+        count = float(m.group(4))
+        if t.startswith("episode ") or (t.startswith("faithful x episode e0001") and count < 1):
+            # less than one whole shot measured: no rate, no ETA (a fraction of the first shot read 20-47 hours)
+            assert (m.group(6), m.group(8)) == ("rate -", "-"), m.group(0)
+            assert count == 0 or not t.startswith("episode "), m.group(0)   # a dataset partition scores no shot
         elif t.startswith("faithful x episode "):
             # shots done (inside the partition too): a rate from them, and an ETA for the shots left that is no
             # more than they take at that rate

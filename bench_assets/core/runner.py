@@ -32,6 +32,7 @@ from dagster import AssetKey, DagsterInstance, DagsterRunStatus, RunsFilter, mat
 
 from bench_assets.core import interrupts, media
 from bench_assets.core.deploy import quiet_dagster_notices
+from bench_assets.core.durations import duration_words as _duration
 from bench_assets.core.automation import (STALENESS_UNKNOWN_TAG, evaluator_state, evaluator_tags, fresh_plan,
                                          rerun_plan, save_digest_cache)
 from bench_assets.core.generators import GeneratorInfo
@@ -448,11 +449,9 @@ def error_message(err) -> str:
     return msg if len(msg) <= 400 else msg[:397] + "..."
 
 
-def _duration(seconds: float) -> str:
-    seconds = int(max(seconds, 0))
-    h, rest = divmod(seconds, 3600)
-    m, sec = divmod(rest, 60)
-    return f"{h}h{m:02d}m" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
+def _count(n: float):
+    """A count as shown: whole (16), or in tenths inside a partition (3.4)."""
+    return int(round(n)) if abs(n - round(n)) < 1e-6 else round(n, 1)
 
 
 def _plural(word: str, n: float = 2) -> str:
@@ -472,22 +471,28 @@ class Progress:
     generator x item, aggregate) keeps its own measure and time for the ETA (``plan``); only the kinds planned
     ``counted`` move the count, by the ``units`` each partition holds (``label``).
 
-    Inside a running partition the count moves too, shot by shot (``advance``): each of its ``stages`` (the steps it
+    Inside a running partition the count moves too, within a shot (``advance``): each of its ``stages`` (the steps it
     runs) is worth an equal share of its shots, and a stage's share fills with the distinct shot files under the
-    generator's folder it has opened (``opened``: media.opened_since). The count shown is that share, whole shots
-    only, and stays below the partition's total until the partition ends (then exactly its total); the rate and ETA
-    count the shares too. A stage that opens no video moves it when the next stage starts."""
+    generator's folder it has opened (``opened``: media.opened_since) and, inside the shot being decoded, with the
+    frames its pass has converted of those it needs (``frames``: media.pass_now; a long shot moves frame by frame,
+    not after minutes). With ``frames`` a file counts whole once its pass ended or the next file opened (a file only
+    probed counts when the next opens); without it, when it is opened. The count shown is that share in tenths of a
+    unit ("3.4/16 shots"), and stays below the partition's total until the partition ends (then exactly its total);
+    the rate and ETA count the shares too (an ETA still waits for one whole unit's worth). A stage that opens no
+    video moves it when the next stage starts."""
 
     HEARTBEAT_S = 30.0
     COUNT_LINE_S = 5.0   # off a terminal, a line when the count moved inside a partition, at most this often
     # a kind's rate and ETA need at least this much of its measure done (a whole shot, a whole partition): the
     # first stage of a long partition opens a shot or two, a fraction of a shot whose time said 20-47 hours
     MIN_MEASURED = 1.0
+    STEP = 0.1   # the count inside a partition moves in tenths of a unit
 
     def __init__(self, total: int, desc: str, enabled: Optional[bool] = None, lines: Optional[bool] = None,
                  clock: Callable[[], float] = time.monotonic, unit: str = "partition",
                  reading: Optional[Callable[[], tuple[int, str]]] = None,
-                 opened: Optional[Callable[[int], tuple[int, list[str]]]] = None):
+                 opened: Optional[Callable[[int], tuple[int, list[str]]]] = None,
+                 frames: Optional[Callable[[], tuple[str, int, int]]] = None):
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
         self.lines = (not self.enabled) if lines is None else lines  # timestamped lines off a terminal
         self.total, self.desc, self.clock, self.unit = total, desc, clock, unit
@@ -495,12 +500,17 @@ class Progress:
         self.reading, self._opened_at_stage = reading, None
         # (videos opened so far, paths opened after the first n) -- media.opened_since: moves the count in a partition
         self.opened = opened
+        # (path, frames converted, frames needed) of the decode pass running now -- media.pass_now: moves the count
+        # inside a shot
+        self.frames = frames
         self._lock = threading.Lock()   # tick runs in the watchdog's thread, stage in the step's
         self._root, self._n_stages, self._stages_started = "", 0, 0
-        self._stage_files: set[str] = set()
+        self._stage_files: dict[str, float] = {}   # shot file -> its share done (1.0 whole), in opening order
+        self._last_file = ""                        # the stage's file opened last
+        self._in_pass = ""                          # the stage's file whose decode pass was running at the last look
         self._scan_from = 0
         self.partial = 0.0   # the running partition's share done, in units (float)
-        self.shown = 0       # of it, the whole units shown (below the partition's units until it ends)
+        self.shown = 0.0     # of it, what is shown: tenths, below the partition's units until it ends
         self._moved_unshown = False   # off a terminal: the count moved since the last line
         self.done = 0
         self.steps = 0   # partitions finished, of every kind
@@ -540,8 +550,9 @@ class Progress:
             self.item, self.stage_name, self._item_t0, self.kind, self.units = text, "", None, kind, units
             self._opened_at_stage = None
             self._root = os.path.join(os.path.realpath(root), "") if root else ""
-            self._n_stages, self._stages_started, self._stage_files = 0, 0, set()
-            self.partial, self.shown = 0.0, 0
+            self._n_stages, self._stages_started, self._stage_files, self._last_file = 0, 0, {}, ""
+            self._in_pass = ""
+            self.partial, self.shown = 0.0, 0.0
         self._postfix()
 
     def expect(self, stages: int) -> None:
@@ -549,26 +560,44 @@ class Progress:
         self._n_stages = max(int(stages), 0)
 
     def advance(self) -> bool:
-        """Move the count inside the running partition by the shot files its stage opened; True when it moved."""
+        """Move the count inside the running partition by the shot files its stage opened and the frames decoded of
+        the one being read; True when the count shown moved."""
         if self.opened is None or not self._root or not self._n_stages or not self._stages_started \
                 or self.kind in self._uncounted or self.units <= 0:
             return False
         with self._lock:
+            files = self._stage_files
             n, paths = self.opened(self._scan_from)
             for path in paths:
                 real = os.path.realpath(path)
                 if real.startswith(self._root):
-                    self._stage_files.add(real)
+                    if self.frames is not None and self._last_file and self._last_file != real:
+                        files[self._last_file] = 1.0   # the next file opened: the one before is done
+                    files.setdefault(real, 1.0 if self.frames is None else 0.0)
+                    self._last_file = real
             self._scan_from = n
-            share = min(len(self._stage_files), self.units) / self.units
+            if self.frames is not None:
+                path, done, needed = self.frames()
+                real = os.path.realpath(path) if path else ""
+                if self._in_pass and self._in_pass != real and self._in_pass in files:
+                    files[self._in_pass] = 1.0   # its pass ended
+                self._in_pass = real if real in files and needed > 0 else ""
+                if self._in_pass:
+                    files[real] = max(files[real], min(done / needed, 1.0))
+            share = min(sum(files.values()), self.units) / self.units
             self.partial = self.units * (min(self._stages_started, self._n_stages) - 1 + share) / self._n_stages
-            shown = min(int(self.partial + 1e-9), self.units - 1)   # the whole count only when the partition ends
-            if shown <= self.shown:
+            # tenths, and the whole count only when the partition ends
+            shown = min(int(self.partial / self.STEP + 1e-6) * self.STEP, self.units - self.STEP)
+            if shown <= self.shown + 1e-9:
                 return False
-            if self.bar is not None:
-                self.bar.update(shown - self.shown)
             self.shown = shown
+            self._bar_to(self.done + shown)
             return True
+
+    def _bar_to(self, n: float) -> None:
+        if self.bar is not None:
+            self.bar.n = _count(n)
+            self.bar.refresh()
 
     def stage(self, step_key: str) -> None:
         """Dagster started this step of the current partition."""
@@ -579,7 +608,7 @@ class Progress:
         if self.opened is not None:
             with self._lock:
                 self._stages_started += 1
-                self._stage_files = set()
+                self._stage_files, self._last_file, self._in_pass = {}, "", ""
                 self._scan_from = self.opened(1 << 62)[0]
             self.advance()
         self._postfix()
@@ -598,9 +627,8 @@ class Progress:
         with self._lock:
             if self.kind not in self._uncounted:
                 self.done += self.units
-                if self.bar is not None:
-                    self.bar.update(self.units - self.shown)   # the shots shown inside it are already on the bar
-            self.partial, self.shown, self._n_stages, self._stages_started = 0.0, 0, 0, 0
+                self._bar_to(self.done)
+            self.partial, self.shown, self._n_stages, self._stages_started = 0.0, 0.0, 0, 0
         self._postfix()
 
     def tick(self) -> None:
@@ -617,11 +645,19 @@ class Progress:
             self._line(f"{self.item}: {self.stage_name} (still running{f', reading {now}' if now else ''})")
 
     def file_now(self) -> str:
-        """The video the running stage opened last ('e0002/shot_03.mp4'), '' when it opened none (yet)."""
+        """The video the running stage opened last ('e0002/shot_03.mp4', with 'frame 120/480' while its decode pass
+        runs), '' when it opened none (yet)."""
         if self.reading is None or self._opened_at_stage is None:
             return ""
         n, path = self.reading()
-        return "/".join(Path(path).parts[-2:]) if n > self._opened_at_stage and path else ""
+        if not (n > self._opened_at_stage and path):
+            return ""
+        name = "/".join(Path(path).parts[-2:])
+        if self.frames is not None:
+            now, done, needed = self.frames()
+            if now == path and needed > 0:
+                return f"{name} frame {done}/{needed}"
+        return name
 
     # ------------------------------------------------------------------ text
     def rate_eta(self) -> str:
@@ -664,7 +700,7 @@ class Progress:
         return f"{rate}, {eta}"
 
     def status(self) -> str:
-        return (f"{self.desc} {self.done + self.shown}/{self.total} {_plural(self.unit)}, "
+        return (f"{self.desc} {_count(self.done + self.shown)}/{self.total} {_plural(self.unit)}, "
                 f"{_duration(self.clock() - self.t0)} elapsed, {self.rate_eta()}")
 
     def _postfix(self, refresh: bool = True) -> None:
