@@ -11,7 +11,7 @@ import yaml
 from bench_assets.entitymem import configs, rows
 
 
-def test_table19_from_entitybenchs_own_gap_decay_rows(small_world, tmp_path, monkeypatch):
+def test_table19_from_entitybenchs_own_gap_decay_rows(small_world, tmp_path, monkeypatch, capsys):
     data, episodes = small_world(("faithful", "drift"), episodes=["e0003"])
     cfg = configs.EntityMemConfig("real", "faithful as EntityMem, drift as its control")
     for src, arm in (("faithful", "entitymem"), ("drift", "control")):
@@ -31,6 +31,15 @@ def test_table19_from_entitybenchs_own_gap_decay_rows(small_world, tmp_path, mon
     resources = build_resources(paths=BenchPaths())
     t5_md, t19_md, failed = evaluate_and_compare(cfg, episodes, resources)
     assert failed == []
+    # issue 39: the evaluation (the longest part of --evaluate) shows its progress in shots scored, as `bench
+    # evaluate` does (before: none at all); e0003's shots for both arms
+    import json
+    import re
+    n = 2 * len(json.loads((data / "entitybench" / "episodes" / "e0003.json").read_text())["shots"])
+    err = [ln for ln in capsys.readouterr().err.splitlines() if re.match(r"^\[\d\d:\d\d:\d\d\] entitybench ", ln)]
+    assert any(re.search(rf"entitybench (\d+(\.\d)?)/{n} shots, .*\| entitymem_real x episode e0003", ln)
+               for ln in err), err
+    assert re.search(rf"entitybench {n}/{n} shots, .* shot/min, .*\| done$", err[-1]), err
     gap = resources["store"].query("SELECT * FROM entitybench_gap_decay WHERE entity_type = 'character' "
                                    "AND tier = 'all' AND signal = 'embedding_cosine'")
     assert set(gap.generator) == {"entitymem_real", "storymem-control_real"} and (gap.pairs > 0).all()

@@ -140,9 +140,10 @@ def generate(cfg_name: str, episodes: list[str], resources: dict, log=print,
             "folders": {arm: str(root / name) for arm, name in cfg.generator_names().items()}}
 
 
-def evaluate_and_compare(cfg, episodes: list[str], resources: dict) -> tuple[str, str, list]:
+def evaluate_and_compare(cfg, episodes: list[str], resources: dict,
+                         show_progress: bool | None = None) -> tuple[str, str, list]:
     """EntityBench over both arms' folders (every aggregate), then the comparison asset; (Table 5, Table 19
-    markdown, failures)."""
+    markdown, failures). Progress on stderr, counted in the shots scored (a bar on a terminal, lines elsewhere)."""
     from dagster import AssetKey
 
     from bench_assets.benchmarks import BENCHMARKS
@@ -155,9 +156,11 @@ def evaluate_and_compare(cfg, episodes: list[str], resources: dict) -> tuple[str
     root = resources["paths"].generators_dir
     gens = [read_generator(root / name) for name in cfg.generator_names().values()]
     instance = open_instance()
+    # progress as `bench evaluate` gives it (shots scored, rate, ETA, stage): the longest part of --evaluate
     stats = evaluate(instance, assets=b.assets, resources=resources, partitions=b.partitions, items=episodes,
                      generators=gens, item_assets=b.item_assets, generator_assets=b.generator_assets,
-                     aggregate_assets=b.aggregate_assets, show_progress=False)
+                     aggregate_assets=b.aggregate_assets, show_progress=show_progress, unit=b.unit,
+                     units=lambda item: b.units_of(resources["paths"], item))
     guarded_materialize([*b.assets, *A.ASSETS], instance=instance, selection=[AssetKey("entitymem_comparison")],
                         resources=resources,
                         run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}})
