@@ -1,6 +1,7 @@
 """Image embedders (DINOv2, EfficientNet-Lite0), CLIP, and the heads on top of CLIP."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Callable, Sequence
 
 import cv2
@@ -77,6 +78,24 @@ def to_tensor(images: Sequence[np.ndarray], size: int, mean, std, device, dtype)
     return torch.from_numpy(arr.transpose(0, 3, 1, 2)).to(device=device, dtype=dtype)
 
 
+@contextmanager
+def cpu_threads(device, n: int):
+    """torch's intra-op thread count set to ``n`` for the block when ``device`` is a CPU (restored after); a no-op
+    for n = 0 or another device. The thread count decides no value: every conv / norm / pool of these embedders
+    splits its output, not its sums, over threads (EfficientNet-Lite0's features are bitwise the same at 1 and 2
+    threads, ``tests/test_offline_shot_cache.py``)."""
+    import torch
+    if not n or str(device).split(":")[0] != "cpu" or torch.get_num_threads() == n:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 class TorchImageEmbedder:
     """RGB uint8 images -> L2-normalised features, batched, without gradients.
 
@@ -90,7 +109,7 @@ class TorchImageEmbedder:
     were)."""
 
     def __init__(self, module, *, size: int, mean, std, features: Callable, device, dtype, batch_size: int,
-                 frames: str = "squash", crops: str = "squash", crop_resize: int = 0):
+                 frames: str = "squash", crops: str = "squash", crop_resize: int = 0, cpu_threads: int = 0):
         if frames not in ("squash", "short_side"):
             raise ValueError(f"frames must be 'squash' or 'short_side', not {frames!r}")
         if crops not in ("squash", "processor"):
@@ -99,12 +118,14 @@ class TorchImageEmbedder:
         self.module = module.eval().to(device=device, dtype=dtype)
         self.size, self.mean, self.std, self.features = size, mean, std, features
         self.device, self.dtype, self.batch_size, self.frames = device, dtype, batch_size, frames
+        # ``cpu_threads``: torch's intra-op threads for this module's forwards on a CPU device (0: torch's own)
+        self.cpu_threads = cpu_threads
 
     def _run(self, images: Sequence[np.ndarray], pixels: Callable) -> np.ndarray:
         import torch
         out = []
         for chunk in batches(list(images), self.batch_size):
-            with torch.inference_mode(), counted(len(chunk)):
+            with torch.inference_mode(), counted(len(chunk)), cpu_threads(self.device, self.cpu_threads):
                 f = self.features(self.module, pixels(chunk)).float()
                 out.append(torch.nn.functional.normalize(f, dim=-1).cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
@@ -195,18 +216,59 @@ def dinov2_embedder(module, device, dtype, batch_size) -> TorchImageEmbedder:
                               crops="processor", crop_resize=256)
 
 
-def efficientnet_lite0_embedder(weights_path, device, dtype, batch_size) -> TorchImageEmbedder:
+# The offline embedder runs on every native frame of every EntityBench shot (and on LoCoT2V / ViStoryBench /
+# NarrativeTrack crops): its CPU cost was ~65 % of an offline shot. ``LITE0_LEAN`` False keeps the unchanged
+# module and torch's default threads: only scripts/benchmark_scale.py (--only offline-shot) and the tests that pin
+# the lean path's values to it set it.
+LITE0_LEAN = True
+# Intra-op threads of the lean path on a CPU: a network of small ops (depthwise convs on 7 x 7 to 112 x 112 maps)
+# spends more in OpenMP barrier waits than two threads save. Measured on the 2-core project machine (81 frames of
+# 832 x 480, batch 16): 1 thread 1.6-1.8 CPU-s against 5.5-6.9 at torch's default 2 under load (wall 4 s against
+# 15-20 s); the features are bitwise equal.
+LITE0_CPU_THREADS = 1
+
+
+def lean_same_padding(model) -> int:
+    """Fold each symmetric static 'same' padding of an efficientnet_lite_pytorch model into its convolution's own
+    zero padding (one op and one padded copy of the activations less per conv; the 4 stride-2 convs with
+    asymmetric padding keep theirs) and make its ReLU6 in place. The same sums over the same zeros: the features
+    are bitwise unchanged (tests/test_offline_shot_cache.py). Returns the number of convs folded."""
+    import torch.nn as nn
+    from efficientnet_lite_pytorch.utils import Conv2dStaticSamePadding
+    n = 0
+    for mod in model.modules():
+        if isinstance(mod, Conv2dStaticSamePadding) and isinstance(mod.static_padding, nn.ZeroPad2d):
+            left, right, top, bottom = mod.static_padding.padding
+            if left == right and top == bottom:
+                mod.static_padding, mod.padding = nn.Identity(), (top, left)
+                n += 1
+        elif isinstance(mod, nn.ReLU6):
+            mod.inplace = True   # inference only: nothing reads the pre-activation again
+    return n
+
+
+def efficientnet_lite0_embedder(weights_path, device, dtype, batch_size, lean=None) -> TorchImageEmbedder:
     import torch
     from efficientnet_lite_pytorch import EfficientNet
     model = EfficientNet.from_name("efficientnet-lite0")
     sd = torch.load(weights_path, map_location="cpu", weights_only=True)
     load_strict(model, sd, "image_embedder", weights_path)
+    return lite0_embedder(model, device, dtype, batch_size, lean)
+
+
+def lite0_embedder(model, device, dtype, batch_size, lean=None) -> TorchImageEmbedder:
+    """The embedder around a loaded EfficientNet-Lite0 module (``lean``: default ``LITE0_LEAN``)."""
+    import torch
+    lean = LITE0_LEAN if lean is None else lean
+    if lean:
+        lean_same_padding(model)
 
     def features(m, x):
         return torch.flatten(m._avg_pooling(m.extract_features(x)), 1)  # 1280-d pooled features
 
     return TorchImageEmbedder(model, size=224, mean=LITE_MEAN, std=LITE_STD, features=features,
-                              device=device, dtype=dtype, batch_size=batch_size)
+                              device=device, dtype=dtype, batch_size=batch_size,
+                              cpu_threads=LITE0_CPU_THREADS if lean else 0)
 
 
 class ClipModel:
