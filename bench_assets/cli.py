@@ -906,8 +906,12 @@ def cmd_ui(args) -> int:
     from bench_resources.config import build_resources
     # the home's schema created or completed (a half-made home from a killed process), as `bench evaluate` does,
     # before the webserver and the daemon open it concurrently
-    open_instance().dispose()
+    instance = open_instance()
     home = Path(os.environ["DAGSTER_HOME"])
+    note = startup_timeout_note(instance, home)
+    instance.dispose()
+    if note:
+        print(note, flush=True)
     try:
         server, site_url = serve_site(build_resources()["store"], args.report_port)
     except OSError as e:
@@ -955,6 +959,16 @@ def cmd_ui(args) -> int:
 UI_TIMEOUTS = {"DAGSTER_GRPC_TIMEOUT_SECONDS": "300", "DAGSTER_REPOSITORY_GRPC_TIMEOUT_SECONDS": "300",
                "DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS": "300", "DAGSTER_SCHEDULE_GRPC_TIMEOUT_SECONDS": "300",
                "DAGSTER_CODE_SERVER_STARTUP_TIMEOUT": "600"}
+
+
+def startup_timeout_note(instance, home: Path) -> str | None:
+    """A home made before the project's dagster.yaml set the code location's start timeout (an instance setting, no
+    environment variable reaches it) waits Dagster's 180 s: one line saying how to raise it, None when it is set."""
+    if (instance.get_settings("code_servers") or {}).get("local_startup_timeout"):
+        return None
+    return (f"note: Dagster waits {instance.code_server_process_startup_timeout} s for the code location to load; "
+            f"under load that may not be enough: add 'code_servers: {{local_startup_timeout: 600}}' to "
+            f"{home / 'dagster.yaml'} (as the project's dagster.yaml has)")
 
 
 def ui_env(env) -> dict:
