@@ -33,6 +33,27 @@ def gain_aligned(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(gain * fa + offset, 0, 255).astype(np.uint8), b
 
 
+def gain_aligned_both(a: np.ndarray, b: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray],
+                                                               tuple[np.ndarray, np.ndarray]]:
+    """(``gain_aligned(a, b)``, ``gain_aligned(b, a)``) from one pass over the pair's common pixels: the mask, the
+    means and the cross moment are the same in both directions (products commute), so each result is bitwise what
+    ``gain_aligned`` gives alone. Motion smoothness asks every pair both ways."""
+    ok = (a > _CLIP_LO) & (a < _CLIP_HI) & (b > _CLIP_LO) & (b < _CLIP_HI)
+    if int(ok.sum()) < _MIN_FIT_PIXELS:
+        return (a, b), (b, a)
+    xa, xb = a[ok].astype(np.float64), b[ok].astype(np.float64)   # uint8 -> float64 is exact, as via float32
+    ma, mb = xa.mean(), xb.mean()
+    da, db = xa - ma, xb - mb
+    var_a, var_b = float((da ** 2).mean()), float((db ** 2).mean())
+    cov = float((da * db).mean())
+
+    def onto(x, var, mx, my):
+        gain = cov / var if var > 1e-9 else 1.0
+        return np.clip(gain * x.astype(np.float32) + (my - gain * mx), 0, 255).astype(np.uint8)
+
+    return (onto(a, var_a, ma, mb), b), (onto(b, var_b, mb, ma), a)
+
+
 def flow_magnitude(flow: np.ndarray) -> np.ndarray:
     """Per-pixel |flow| in float64, flattened: the same bits as ``sqrt((flow.astype(float64) ** 2).sum(-1))``
     (a sum over a last axis of 2 is a0 + a1) without numpy's slow reduction over a length-2 axis (it cost 10x
@@ -52,11 +73,23 @@ class DisFlow:
         self.dis = cv2.DISOpticalFlow_create(preset)
 
     def flow(self, pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
-        out = []
-        for a, b in pairs:
+        out, j = [], 0
+        while j < len(pairs):
+            a, b = pairs[j]
+            if j + 1 < len(pairs) and pairs[j + 1][0] is b and pairs[j + 1][1] is a:
+                # the same pair both ways (motion smoothness): grey frames and gain moments once
+                with counted(1):
+                    (ga, gb), (hb, ha) = gain_aligned_both(cv2.cvtColor(a, cv2.COLOR_RGB2GRAY),
+                                                           cv2.cvtColor(b, cv2.COLOR_RGB2GRAY))
+                    out.append(self.dis.calc(ga, gb, None))
+                with counted(1):
+                    out.append(self.dis.calc(hb, ha, None))
+                j += 2
+                continue
             with counted(1):
                 ga, gb = gain_aligned(cv2.cvtColor(a, cv2.COLOR_RGB2GRAY), cv2.cvtColor(b, cv2.COLOR_RGB2GRAY))
                 out.append(self.dis.calc(ga, gb, None))
+            j += 1
         return out
 
 
