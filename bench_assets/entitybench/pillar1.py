@@ -1,7 +1,10 @@
 """EntityBench Pillar 1 (intra-shot quality): the shot streams every native frame is walked through, and the
 per-shot and episode rows of the six metrics. Pure (no Dagster)."""
 
+import queue
+import threading
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -66,25 +69,120 @@ class ArrayStream:
             yield self.frames[i:i + self.chunk]
 
 
-def pillar1_rows(generator: str, ep: dataset.Episode, open_shot, errors: dict, slots: dict[str, tuple]) -> list[dict]:
+# Decode ahead (issue 38): the next shot is opened (probe, sha256) and every shot's chunks are decoded by a
+# background thread while the current chunk's models run (FFmpeg and the models release the GIL), at most
+# PREFETCH_CHUNKS chunks held per shot. The frames and their order are the same; values cannot change. False
+# (scripts/benchmark_scale.py's unoptimised path): open and decode in the caller's thread, as before.
+PREFETCH = True
+PREFETCH_CHUNKS = 2
+
+
+class Prefetched:
+    """A stream (``fps``, ``n_frames``, ``sha256``, ``chunks()``) whose chunks a daemon thread decodes ahead into
+    a bounded queue. An error of the decode (DecodeError for a truncated file) is raised where the consumer reaches
+    it, after the chunks before it; a consumer that stops early stops the thread."""
+
+    def __init__(self, stream, depth: int = PREFETCH_CHUNKS):
+        self.stream = stream
+        self.fps, self.n_frames = stream.fps, stream.n_frames
+        self._q: queue.Queue = queue.Queue(maxsize=max(1, depth))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._produce, daemon=True, name="pillar1-decode")
+        self._thread.start()
+
+    @property
+    def sha256(self) -> str:
+        return self.stream.sha256
+
+    def _put(self, item) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._q.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _produce(self) -> None:
+        try:
+            for frames in self.stream.chunks():
+                if not self._put(("chunk", frames)):
+                    return
+            self._put(("end", None))
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
+            self._put(("error", e))
+
+    def chunks(self):
+        try:
+            while True:
+                kind, x = self._q.get()
+                if kind == "chunk":
+                    yield x
+                elif kind == "end":
+                    return
+                else:
+                    raise x
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the decode thread (a shot opened ahead and never walked, an episode cut short)."""
+        self._stop.set()
+
+
+def _opener(open_shot, errors: dict, prefetch: bool, made: list):
+    """index -> (stream or None, error): the shot's opening, on a worker thread one shot ahead when ``prefetch``
+    (each ``Prefetched`` made is appended to ``made``, for the caller to close)."""
+    def open_one(index: int):
+        if errors.get(index) is not None:
+            return None, errors[index]
+        try:
+            stream = open_shot(index)
+        except DecodeError as e:
+            return None, str(e)
+        if prefetch:
+            _ = stream.sha256   # hashed on the worker too
+            stream = Prefetched(stream)
+            made.append(stream)
+        return stream, None
+    return open_one
+
+
+def pillar1_rows(generator: str, ep: dataset.Episode, open_shot, errors: dict, slots: dict[str, tuple],
+                 prefetch: bool | None = None) -> list[dict]:
     """Per-shot values of the six intra-shot metrics plus one episode record each.
 
     ``open_shot(index)`` returns a stream (``fps``, ``n_frames``, ``sha256``, ``chunks()``) or raises
     DecodeError; every native frame is walked once. A missing or bad shot is the generator's failure; a
-    missing model or a model crash is the evaluator's."""
+    missing model or a model crash is the evaluator's. ``prefetch`` (default ``PREFETCH``): the next shot opens
+    and every shot decodes ahead on background threads (``Prefetched``)."""
+    prefetch = PREFETCH if prefetch is None else prefetch
+    made: list[Prefetched] = []
+    open_one = _opener(open_shot, errors, prefetch, made)
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pillar1-open") if prefetch else None
+    try:
+        return _pillar1_rows(generator, ep, open_one, slots, pool)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        for stream in made:
+            stream.close()
+
+
+def _pillar1_rows(generator: str, ep: dataset.Episode, open_one, slots: dict[str, tuple], pool) -> list[dict]:
     keys = {"benchmark": BENCH, "generator": generator, "item": ep.episode_id}
     values: dict[str, list] = defaultdict(list)
     failed: dict[str, int] = defaultdict(int)
     evaluator: dict[str, int] = defaultdict(int)
     reasons: dict[str, set] = defaultdict(set)
     rows = []
-    for shot in ep.shots:
-        stream, err = None, errors.get(shot.index)
-        if err is None:
-            try:
-                stream = open_shot(shot.index)
-            except DecodeError as e:
-                err = str(e)
+    ahead = pool.submit(open_one, ep.shots[0].index) if pool is not None and ep.shots else None
+    for n, shot in enumerate(ep.shots):
+        if ahead is not None:
+            stream, err = ahead.result()
+            ahead = pool.submit(open_one, ep.shots[n + 1].index) if n + 1 < len(ep.shots) else None
+        else:
+            stream, err = open_one(shot.index)
         if stream is None:  # missing or undecodable shot: a failure of this instance, not a zero
             for metric in metrics.PILLAR1:
                 failed[metric.metric_id] += 1
