@@ -227,45 +227,51 @@ def test_the_bar_moves_inside_a_partition_and_never_passes_its_total(capsys):
 
 
 def test_the_count_moves_frame_by_frame_inside_a_long_shot(capsys):
-    """Issue 39: a long shot moved the count only when it was done ('0/468' for minutes). With the decode pass
-    running now (media.pass_now), the shot being read fills with its frames converted, in tenths of a shot; a file
-    counts whole once its pass ends or the next file opens; the rate and ETA still wait for one whole shot."""
+    """Issue 39: a long shot moved the count only when it was done ('0/468' for minutes). With the decode passes
+    running now (media.passes_now), a shot being read fills with its frames converted, in tenths of a shot; a file
+    counts whole once its pass ends (a file only probed, once the next opens); the rate and ETA still wait for one
+    whole shot. A reader that decodes the next shot ahead runs two passes: both count."""
     clock = Clock()
     log, opened, reading = _opened_log()
-    live = {"now": ("", 0, 0)}
+    live = {"now": []}
     root = Path("/gen/faithful")
     p = _shots_progress(clock, enabled=False, reading=reading, opened=opened, frames=lambda: live["now"])
     _episodes_up_to_date(p)
     p.label("g x episode e1 (6 shots)", "generator x episode", 6, root=str(root))
     p.expect(1)
     p.stage("entitybench_pillar1")
-    shot1, shot2 = str(root / "e1" / "shot_01.mp4"), str(root / "e1" / "shot_02.mp4")
+    shot1, shot2, shot3 = (str(root / "e1" / f"shot_0{i}.mp4") for i in (1, 2, 3))
     log.append(shot1)
     p.tick()
     assert p.shown == 0                            # opened, its pass not started: nothing done yet
     seen = []
     for done in (0, 96, 240, 470):                 # a 480-frame shot, decoded and scored chunk by chunk
-        live["now"] = (shot1, done, 480)
+        live["now"] = [(shot1, done, 480)]
         clock.t += 60
         p.tick()
         seen.append(p.shown)
     assert seen == [0, pytest.approx(0.2), pytest.approx(0.5), pytest.approx(0.9)], seen
     assert p.status().endswith("rate -, ETA -")   # less than one whole shot measured: no rate, no ETA
     assert p.file_now() == "e1/shot_01.mp4 frame 470/480"
-    live["now"] = ("/data/refs/x.mp4", 5, 10)      # another file's pass (not the generator's): shot 1 is done
+    log.append(shot2)                              # opened ahead while shot 1's pass still runs: no jump
+    live["now"] = [(shot1, 475, 480), (shot2, 48, 480)]
     p.tick()
-    assert p.shown == 1
-    log.append(shot2)
-    live["now"] = (shot2, 144, 480)
+    assert p.shown == pytest.approx(1.0)           # 0.99 + 0.1
+    live["now"] = [("/data/refs/x.mp4", 5, 10), (shot2, 144, 480)]   # shot 1's pass ended; a reference's runs
     clock.t += 30
     p.tick()
     assert p.shown == pytest.approx(1.3)
     # 1.3 shots in 270 s: a rate now, and the ETA of the 14.7 shots left at it
     assert p.status() == "entitybench 1.3/16 shots, 4m30s elapsed, 0.29 shot/min, ETA 50m53s"
-    log.append(str(root / "e1" / "shot_03.mp4"))   # only probed (no pass): shot 2 counts whole, shot 3 not yet
-    live["now"] = ("", 0, 0)
+    live["now"] = []                               # shot 2's pass ended: whole
     p.tick()
     assert p.shown == 2
+    log.append(shot3)                              # only probed: counts when the next file opens
+    p.tick()
+    assert p.shown == 2
+    log.append(str(root / "e1" / "shot_04.mp4"))
+    p.tick()
+    assert p.shown == 3
     p.step()
     assert (p.shown, p.done) == (0, 6)
     p.close()

@@ -135,6 +135,16 @@ def opened_since(n0: int) -> tuple[int, list[str]]:
         return n, (_opened_paths[max(len(_opened_paths) - (n - n0), 0):] if n > n0 else [])
 
 
+_passes: dict[int, list] = {}   # decode passes running now: id -> [path, frames converted, frames needed]
+
+
+def passes_now() -> list[tuple[str, int, int]]:
+    """(path, frames converted so far, frames needed) of each decode pass running now in this process, oldest
+    first (a prefetching reader may run two): progress moves inside a long shot, not only between shots."""
+    with _lock:
+        return [(p[0], p[1], p[2]) for p in _passes.values()]
+
+
 def decode_count() -> int:
     """Decode passes so far in this process (one per VideoSource.run / decode_video)."""
     return _counts["passes"]
@@ -464,6 +474,9 @@ class VideoSource:
         if last >= 0:
             decode_s = convert_s = 0.0   # summed here, counted once per pass (not a lock per frame)
             container, frames_iter = self._rewound()
+            live = [self.path, 0, self.stats.frames_needed]   # read by passes_now (progress)
+            with _lock:
+                _passes[id(live)] = live
             try:
                 while decoded <= last:
                     t = time.perf_counter()
@@ -507,11 +520,14 @@ class VideoSource:
                             r._put(i, rgb)
                     self.stats.frames_converted += len(converted)
                     _add(frames_converted=len(converted))
+                    live[1] += len(converted)
                     if pull is not None:  # let the pulling consumer take the chunk just handed out
                         yield None
             finally:
                 container.close()
                 _add(decode_s=decode_s, convert_s=convert_s)
+                with _lock:
+                    _passes.pop(id(live), None)
         self.stats.frames_decoded = decoded
         _add(frames_decoded=decoded)
         if decoded < self.n_frames and (decoded <= last or failed_at):   # the pass ran to where the file stops

@@ -474,9 +474,9 @@ class Progress:
     Inside a running partition the count moves too, within a shot (``advance``): each of its ``stages`` (the steps it
     runs) is worth an equal share of its shots, and a stage's share fills with the distinct shot files under the
     generator's folder it has opened (``opened``: media.opened_since) and, inside the shot being decoded, with the
-    frames its pass has converted of those it needs (``frames``: media.pass_now; a long shot moves frame by frame,
-    not after minutes). With ``frames`` a file counts whole once its pass ended or the next file opened (a file only
-    probed counts when the next opens); without it, when it is opened. The count shown is that share in tenths of a
+    frames its pass has converted of those it needs (``frames``: media.passes_now; a long shot moves frame by frame,
+    not after minutes). With ``frames`` a file counts whole once its pass ended, or (a file only probed) once the
+    next file opened; without it, when it is opened. The count shown is that share in tenths of a
     unit ("3.4/16 shots"), and stays below the partition's total until the partition ends (then exactly its total);
     the rate and ETA count the shares too (an ETA still waits for one whole unit's worth). A stage that opens no
     video moves it when the next stage starts."""
@@ -492,7 +492,7 @@ class Progress:
                  clock: Callable[[], float] = time.monotonic, unit: str = "partition",
                  reading: Optional[Callable[[], tuple[int, str]]] = None,
                  opened: Optional[Callable[[int], tuple[int, list[str]]]] = None,
-                 frames: Optional[Callable[[], tuple[str, int, int]]] = None):
+                 frames: Optional[Callable[[], list[tuple[str, int, int]]]] = None):
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
         self.lines = (not self.enabled) if lines is None else lines  # timestamped lines off a terminal
         self.total, self.desc, self.clock, self.unit = total, desc, clock, unit
@@ -500,14 +500,14 @@ class Progress:
         self.reading, self._opened_at_stage = reading, None
         # (videos opened so far, paths opened after the first n) -- media.opened_since: moves the count in a partition
         self.opened = opened
-        # (path, frames converted, frames needed) of the decode pass running now -- media.pass_now: moves the count
-        # inside a shot
+        # [(path, frames converted, frames needed)] of the decode passes running now -- media.passes_now: moves the
+        # count inside a shot
         self.frames = frames
         self._lock = threading.Lock()   # tick runs in the watchdog's thread, stage in the step's
         self._root, self._n_stages, self._stages_started = "", 0, 0
         self._stage_files: dict[str, float] = {}   # shot file -> its share done (1.0 whole), in opening order
         self._last_file = ""                        # the stage's file opened last
-        self._in_pass = ""                          # the stage's file whose decode pass was running at the last look
+        self._in_pass: set[str] = set()             # the stage's files whose decode pass ran at the last look
         self._scan_from = 0
         self.partial = 0.0   # the running partition's share done, in units (float)
         self.shown = 0.0     # of it, what is shown: tenths, below the partition's units until it ends
@@ -551,7 +551,7 @@ class Progress:
             self._opened_at_stage = None
             self._root = os.path.join(os.path.realpath(root), "") if root else ""
             self._n_stages, self._stages_started, self._stage_files, self._last_file = 0, 0, {}, ""
-            self._in_pass = ""
+            self._in_pass = set()
             self.partial, self.shown = 0.0, 0.0
         self._postfix()
 
@@ -571,19 +571,23 @@ class Progress:
             for path in paths:
                 real = os.path.realpath(path)
                 if real.startswith(self._root):
-                    if self.frames is not None and self._last_file and self._last_file != real:
-                        files[self._last_file] = 1.0   # the next file opened: the one before is done
+                    if self.frames is not None and self._last_file and self._last_file != real \
+                            and self._last_file not in self._in_pass:
+                        files[self._last_file] = 1.0   # the next file opened: the one before (only probed) is done
                     files.setdefault(real, 1.0 if self.frames is None else 0.0)
                     self._last_file = real
             self._scan_from = n
             if self.frames is not None:
-                path, done, needed = self.frames()
-                real = os.path.realpath(path) if path else ""
-                if self._in_pass and self._in_pass != real and self._in_pass in files:
-                    files[self._in_pass] = 1.0   # its pass ended
-                self._in_pass = real if real in files and needed > 0 else ""
-                if self._in_pass:
-                    files[real] = max(files[real], min(done / needed, 1.0))
+                running = {}
+                for path, done, needed in self.frames():
+                    real = os.path.realpath(path)
+                    if real in files and needed > 0:
+                        running[real] = min(done / needed, 1.0)
+                for real in self._in_pass - set(running):
+                    files[real] = 1.0   # its pass ended
+                for real, share in running.items():
+                    files[real] = max(files[real], share)
+                self._in_pass = set(running)
             share = min(sum(files.values()), self.units) / self.units
             self.partial = self.units * (min(self._stages_started, self._n_stages) - 1 + share) / self._n_stages
             # tenths, and the whole count only when the partition ends
@@ -608,7 +612,7 @@ class Progress:
         if self.opened is not None:
             with self._lock:
                 self._stages_started += 1
-                self._stage_files, self._last_file, self._in_pass = {}, "", ""
+                self._stage_files, self._last_file, self._in_pass = {}, "", set()
                 self._scan_from = self.opened(1 << 62)[0]
             self.advance()
         self._postfix()
@@ -654,9 +658,9 @@ class Progress:
             return ""
         name = "/".join(Path(path).parts[-2:])
         if self.frames is not None:
-            now, done, needed = self.frames()
-            if now == path and needed > 0:
-                return f"{name} frame {done}/{needed}"
+            for now, done, needed in self.frames():
+                if now == path and needed > 0:
+                    return f"{name} frame {done}/{needed}"
         return name
 
     # ------------------------------------------------------------------ text
@@ -859,7 +863,8 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
         unit = ""
         total = len(items) * (1 + len(generators)) + len(aggregate_assets)
     bar = Progress(total, partitions.benchmark, enabled=show_progress, unit=unit or "partition",
-                   reading=media.last_opened, opened=media.opened_since if unit else None)
+                   reading=media.last_opened, opened=media.opened_since if unit else None,
+                   frames=media.passes_now if unit else None)
     say = progress or bar.write
     stats.recovered = reap_dead_runs(instance, log=say)
     home = Path(os.environ.get("DAGSTER_HOME", ".")) if not instance.is_ephemeral else None
