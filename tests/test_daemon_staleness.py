@@ -21,6 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import daemon_quiet as dq  # noqa: E402
+from tests.support.daemon import poll  # noqa: E402
 
 SENSOR = "mbench_generators_sensor"
 EDITED, OTHER, CASE = "mbench_consistent", "newcomer", "a_obj01"
@@ -68,20 +69,6 @@ def materialized_since(home: Path, after: float) -> list[tuple[str, str | None]]
         return sorted(out, key=str)
     finally:
         inst.dispose()
-
-
-def poll(what, until, timeout_s: float, proc, every: float = 2.0):
-    t0 = time.monotonic()
-    while True:
-        try:
-            value = what()
-        except Exception:  # noqa: BLE001 - the daemon may hold the SQLite write lock for a moment
-            value = None
-        if value is not None and until(value):
-            return value
-        assert proc.poll() is None, f"dagster-daemon exited with {proc.returncode}"
-        assert time.monotonic() - t0 < timeout_s, f"timed out after {timeout_s} s; last: {value}"
-        time.sleep(every)
 
 
 @pytest.mark.slow

@@ -72,31 +72,16 @@ def test_bench_ui_says_when_it_is_ready_and_stops_without_clutter(tmp_path):
     dagster dev's output is in the home's bench-ui.log."""
     import os
     import signal
-    import socket
-    import subprocess
-    import sys
-    import time
 
     import psutil
 
-    def free_port():
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
+    from tests.support.daemon import free_port, start_bench_ui
     port = free_port()
     (tmp_path / "data").mkdir()
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "BENCH_DATA_ROOT": str(tmp_path / "data"),
            "BENCH_STORE_ROOT": str(tmp_path / "store"), "BENCH_JUDGE_MODE": "off"}
-    proc = subprocess.Popen([sys.executable, "-m", "bench_assets.cli", "ui", "--port", str(port), "--report-port",
-                             str(free_port())], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    lines: list[str] = []
+    proc, lines = start_bench_ui(env, port)
     try:
-        deadline = time.monotonic() + 300
-        for raw in iter(proc.stdout.readline, b""):
-            lines.append(raw.decode(errors="replace"))
-            if "bench ui: ready at" in lines[-1] or time.monotonic() > deadline:
-                break
         assert any(f"bench ui: ready at http://127.0.0.1:{port} (code location loaded in " in x for x in lines), \
             "".join(lines)[-3000:]
         tree = psutil.Process(proc.pid).children(recursive=True)

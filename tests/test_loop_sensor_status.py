@@ -18,6 +18,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import daemon_quiet as dq  # noqa: E402
+from tests.support.daemon import poll  # noqa: E402
 
 SENSOR = "mbench_generators_sensor"
 BENCH = str(Path(sys.executable).parent / "bench")
@@ -43,20 +44,6 @@ def sensors(env: dict) -> list[str]:
                           timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout.splitlines()
-
-
-def poll(what, until, timeout_s: float, proc, every: float = 2.0):
-    t0 = time.monotonic()
-    while True:
-        try:
-            value = what()
-        except Exception:  # noqa: BLE001 - the daemon may hold the SQLite write lock for a moment
-            value = None
-        if value is not None and until(value):
-            return value
-        assert proc.poll() is None, f"dagster-daemon exited with {proc.returncode}"
-        assert time.monotonic() - t0 < timeout_s, f"timed out after {timeout_s} s; last: {value}"
-        time.sleep(every)
 
 
 @pytest.mark.slow

@@ -7,18 +7,10 @@ environment variable sets: DAGSTER_CODE_SERVER_STARTUP_TIMEOUT is read only by `
 in a home made by the project, not Dagster's 180 s."""
 import os
 import signal
-import socket
-import subprocess
-import sys
-import time
 
 import psutil
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support.daemon import free_port, start_bench_ui
 
 
 def test_bench_ui_timeouts_reach_the_daemon_and_code_servers(tmp_path):
@@ -27,16 +19,8 @@ def test_bench_ui_timeouts_reach_the_daemon_and_code_servers(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DAGSTER_") or k == "DAGSTER_HOME"}
     env.update(DAGSTER_HOME=str(tmp_path / "home"), BENCH_DATA_ROOT=str(tmp_path / "data"),
                BENCH_STORE_ROOT=str(tmp_path / "store"), BENCH_JUDGE_MODE="off")
-    proc = subprocess.Popen([sys.executable, "-m", "bench_assets.cli", "ui", "--port", str(port), "--report-port",
-                             str(free_port())], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    lines: list[str] = []
+    proc, lines = start_bench_ui(env, port)
     try:
-        deadline = time.monotonic() + 300
-        for raw in iter(proc.stdout.readline, b""):
-            lines.append(raw.decode(errors="replace"))
-            if "bench ui: ready at" in lines[-1] or time.monotonic() > deadline:
-                break
         assert any("bench ui: ready at" in x for x in lines), "".join(lines)[-3000:]
         tree = psutil.Process(proc.pid).children(recursive=True)
         cmd = {p.pid: " ".join(p.cmdline()) for p in tree}

@@ -5,14 +5,6 @@ from pathlib import Path
 import pytest
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 def test_media_passes_now_follows_a_real_decode_pass_and_moves_the_count(tmp_path):
     """The real decode: a 120-frame shot streamed in chunks of 8 (as Pillar 1 walks a shot), the progress ticked
     after each chunk; the count moves inside the one shot, in tenths, up to the whole shot after the pass."""
@@ -22,8 +14,7 @@ def test_media_passes_now_follows_a_real_decode_pass_and_moves_the_count(tmp_pat
     root = tmp_path / "gen" / "faithful"
     (root / "e1").mkdir(parents=True)
     shot = write(root / "e1" / "shot_01.mp4", 120, "mp4")
-    clock = Clock()
-    p = Progress(16, "entitybench", clock=clock, unit="shot", enabled=False, reading=media.last_opened,
+    p = Progress(16, "entitybench", clock=lambda: 1000.0, unit="shot", enabled=False, reading=media.last_opened,
                  opened=media.opened_since, frames=media.passes_now)
     p.plan("generator x episode", 16, unit="shot")
     p.label("g x episode e1 (1 shot)", "generator x episode", 1, root=str(root))
