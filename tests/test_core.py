@@ -16,7 +16,7 @@ from bench_assets.core.partitions import BenchmarkPartitions
 from bench_assets.entitybench.wiring import P as ENTITYBENCH
 from bench_assets.core.records import MetricRecord, record_from_values
 from bench_assets.entitybench import metrics as M
-from bench_assets.entitybench.board import cell
+from bench_assets.entitybench.board import cell, eq23
 
 
 def test_record_refuses_silent_numbers():
@@ -31,19 +31,24 @@ def test_record_refuses_silent_numbers():
 
 
 def test_corrected_mean_matches_paper_example():
-    """The gate-corrected mean the board computes (entitybench/board.py ``cell``, coverage policy "applied")."""
+    """The gate-corrected mean of the paper text's Eq. 23-25 (entitybench/board.py ``eq23``, coverage policy
+    "applied"): since issue 36 the addition aggregation_eq23 in each board row's detail; the board's value is the
+    authors' episode mean (``cell``), which skips the episode without a value."""
     # Table 15: raw .678 x coverage .60 = .407
     rows = pd.DataFrame([{"value": 0.678, "n_eval": 6, "n_failed": 0, "n_skipped": 4}])
-    agg = cell(rows, "applied")
+    agg = eq23(rows, "applied")
     assert agg["raw_mean"] == pytest.approx(0.678) and agg["coverage"] == pytest.approx(0.6)
     assert agg["value"] == pytest.approx(0.4068)
     rows = pd.DataFrame([{"value": 1.0, "n_eval": 1, "n_failed": 0, "n_skipped": 0},
                          {"value": 0.0, "n_eval": 3, "n_failed": 0, "n_skipped": 0},
                          {"value": None, "n_eval": 0, "n_failed": 2, "n_skipped": 0}])
-    agg = cell(rows, "applied")
+    agg = eq23(rows, "applied")
     assert agg["raw_mean"] == pytest.approx(0.25) and agg["coverage"] == pytest.approx(4 / 6)
     assert agg["value"] == pytest.approx(1 / 6) and agg["n_items"] == 2
-    none = cell(pd.DataFrame([{"value": None, "n_eval": 0, "n_failed": 0, "n_skipped": 5}]), "applied")
+    head = cell(rows, "applied")   # the authors' aggregate_results: (1.0 + 0.0) / 2, None excluded
+    assert head["value"] == head["raw_mean"] == pytest.approx(0.5) and head["coverage"] == pytest.approx(4 / 6)
+    assert head["episodes"]["n_episodes_evaluated"] == 2 and head["eq23"]["value"] == pytest.approx(1 / 6)
+    none = eq23(pd.DataFrame([{"value": None, "n_eval": 0, "n_failed": 0, "n_skipped": 5}]), "applied")
     assert none["value"] is None and none["coverage"] == 0.0
 
 

@@ -13,7 +13,7 @@ from bench_assets import cli
 from bench_assets.core.metric_spec import board_frame, detail_of
 from bench_assets.entitybench import board as eb_board
 from bench_assets.entitybench import metrics as M
-from bench_assets.entitybench.metric_specs import METRICS, PAPER_TEXT, REFERENCE
+from bench_assets.entitybench.metric_specs import EQ23, METRICS, PAPER_TEXT, REFERENCE
 
 
 def test_every_metric_names_its_reference_to_the_authors_code():
@@ -48,26 +48,70 @@ def _rec(gen, item, mid, value, n_eval):
 
 
 def test_board_rows_carry_the_reference_and_the_authors_aggregate():
-    """The board's value pools instances (the paper text's Eq. 23); the authors' report averages episodes: with 1
-    and 3 instances the two differ, and the row's detail holds theirs. Judged rows say which prompts answered."""
+    """The board's value is the authors' report (aggregate_results: the plain mean over episodes with a value); the
+    paper text's Eq. 23 pools instances and sits in the row's detail under its addition id: with 1 and 3 instances
+    the two differ. Judged rows say which prompts answered. An episode without a value is excluded from the
+    headline (the episode counts and the coverage show it) and is a zero under Eq. 23 ('applied')."""
     records = pd.DataFrame([_rec("g", "e1", "cs_face", 0.2, 1), _rec("g", "e2", "cs_face", 0.8, 3),
-                            _rec("g", "e1", "llm_face_accuracy", 1.0, 2), _rec("g", "e2", "llm_face_accuracy", None, 0),
+                            _rec("g", "e1", "llm_face_accuracy", 1.0, 2),
+                            {**_rec("g", "e2", "llm_face_accuracy", None, 0), "n_failed": 2},
                             _rec("g", "e1", "subject_consistency_eq2", 0.9, 4)])
     tiers = pd.DataFrame({"item": ["e1", "e2"], "tier": ["easy", "hard"]})
     board = board_frame("entitybench", eb_board.leaderboard_rows(records, tiers, METRICS, judge_prompts="authors@x"),
                         METRICS)
     main = board[board.slice == "all"]
     at, da = main.set_index("metric_id"), detail_of(main).set_index(main["metric_id"])
-    assert at.loc["cs_face", "value"] == pytest.approx((0.2 + 0.8 * 3) / 4)
-    assert da.loc["cs_face", "authors_value"] == pytest.approx(0.5) and da.loc["cs_face", "authors_n_episodes"] == 2
+    assert at.loc["cs_face", "value"] == pytest.approx(0.5) and at.loc["cs_face", "raw_mean"] == pytest.approx(0.5)
+    assert (da.loc["cs_face", "n_episodes_evaluated"], da.loc["cs_face", "n_episodes_total"]) == (2, 2)
+    assert da.loc["cs_face", "std"] == pytest.approx(0.3) and da.loc["cs_face", "min"] == pytest.approx(0.2)
+    assert da.loc["cs_face", "eq23_value"] == pytest.approx((0.2 + 0.8 * 3) / 4)
+    assert da.loc["cs_face", "eq23_raw_mean"] == pytest.approx((0.2 + 0.8 * 3) / 4)
+    assert da.loc["cs_face", "eq23_reference"] == f"{PAPER_TEXT} (variant, {EQ23})"
     assert da.loc["cs_face", "reference"] == "authors' code"
-    assert da.loc["cs_face", "aggregation_reference"] == PAPER_TEXT
-    assert da.loc["llm_face_accuracy", "authors_value"] == 1.0
-    assert da.loc["llm_face_accuracy", "authors_n_episodes"] == 1
+    assert da.loc["cs_face", "aggregation_reference"] == "authors' code"
+    # e2 has no value: the headline is e1's alone, marked by 1 of 2 episodes and coverage 2/4 beside it
+    assert at.loc["llm_face_accuracy", "value"] == 1.0
+    assert at.loc["llm_face_accuracy", "coverage"] == pytest.approx(0.5)
+    assert (da.loc["llm_face_accuracy", "n_episodes_evaluated"], da.loc["llm_face_accuracy", "n_episodes_total"]) \
+        == (1, 2)
+    assert da.loc["llm_face_accuracy", "eq23_value"] == pytest.approx(0.5)   # applied: raw 1.0 x coverage .5
+    assert da.loc["llm_face_accuracy", "eq23_policy"] == "applied"
     assert da.loc["llm_face_accuracy", "judge_prompts"] == "authors@x"
     assert pd.isna(da.loc["cs_face"].get("judge_prompts"))
     assert da.loc["subject_consistency_eq2", "reference"] == PAPER_TEXT
     assert at.loc["subject_consistency_eq2", "definition"].startswith("paper's definition: Eq. 2")
+    # the tiers: each its own episodes
+    hard = board[(board.slice == "hard") & (board.metric_id == "cs_face")]
+    assert float(hard["value"].iloc[0]) == pytest.approx(0.8)
+
+
+def test_bench_metrics_names_the_headline_and_the_eq23_addition(capsys):
+    """`bench metrics` says, per board metric, that the value is the authors' episode mean and which Eq. 23-25
+    aggregation the addition aggregation_eq23 applies."""
+    assert cli.main(["metrics", "--benchmark", "entitybench", "--json"]) == 0
+    rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    agg = rows["cs_face"]["aggregation"]
+    assert agg.startswith("authors' code: per tier, mean over the episodes with a value (None excluded)")
+    assert f"{EQ23} (paper text, Eq. 23-25, detail eq23_value): mean over admitted appearances" in agg
+    assert not rows["_meta_cross_shot_gate"]["aggregation"].startswith("authors' code")   # a diagnostic: no board
+
+
+def test_official_export_writes_their_means_and_eq23_beside_them():
+    """`bench export --format official`: the report holds the authors' means (their rounding) as the board's value
+    does; the paper text's Eq. 23-25 per tier goes to the additions sidecar under aggregation_eq23."""
+    from bench_assets.entitybench import official_export as EO
+    recs = pd.DataFrame([_rec("g", "e1", "cs_face", 0.2, 1), _rec("g", "e2", "cs_face", 0.8, 3),
+                         _rec("g", "e1", "llm_face_accuracy", 1.0, 2),
+                         {**_rec("g", "e2", "llm_face_accuracy", None, 0), "n_failed": 2}])
+    eps = pd.DataFrame({"item": ["e1", "e2"], "tier": ["easy", "hard"], "n_shots": [4, 4]})
+    files = EO.export(recs, eps, "g")
+    rep, add = files["report_g.json"], files["_additions_g.json"]
+    assert rep["all"]["cs_face"]["mean"] == 0.5 and rep["all"]["llm_face_accuracy"]["mean"] == 1.0
+    assert rep["all"]["llm_face_accuracy"]["n_episodes_evaluated"] == 1
+    assert add[EQ23]["all"]["cs_face"] == pytest.approx((0.2 + 0.8 * 3) / 4)
+    assert add[EQ23]["all"]["llm_face_accuracy"] == pytest.approx(0.5)      # applied: 1.0 x coverage 2/4
+    assert add[EQ23]["hard"]["llm_face_accuracy"] is None and add[EQ23]["easy"]["cs_face"] == pytest.approx(0.2)
+    assert EQ23 in add["note"]
 
 
 def _pan(n=12, seed=0):

@@ -3,10 +3,14 @@ assets with the offline models and a judge whose answers depend on the images it
 
 - every metric id on the board has a MetricSpec and every non-diagnostic spec has rows (core check_board);
 - in the offline profile every cell whose spec's slots run a checkpoint other than the paper's names it;
-- a generator that did not deliver some shots (deleted or undecodable) never ranks above the same generator with
-  them, on any metric of the board, in any slice; the shots it did not deliver show as its failures.
+- under the paper text's Eq. 23-25 (the addition aggregation_eq23, each row's ``eq23_value``) a generator that did
+  not deliver some shots (deleted or undecodable) never ranks above the same generator with them, on any metric of
+  the board, in any slice; the shots it did not deliver show as its failures.
   Old: "faithful" delivering 3 of its 10 shots kept cs_face / cs_face_identity / llm_* at full coverage and
-  0 failed (the undelivered appearances were simply not instances) and could rank above its complete self."""
+  0 failed (the undelivered appearances were simply not instances) and could rank above its complete self.
+- the board's headline ``value`` is the authors' aggregate (aggregate_results: mean over the episodes with a
+  value, None excluded; issue 36, by the lead's decision), which does not penalise missing shots: the coverage and
+  the episode counts beside it mark the cut generators on the board, in the CLI's text and in the detail."""
 import shutil
 from pathlib import Path
 
@@ -17,11 +21,13 @@ from dagster import instance_for_test
 
 from bench_assets import definitions as d
 from bench_assets.core.generators import discover_generators
-from bench_assets.core.metric_spec import board_frame, check_board
+from bench_assets.core.board_text import format_board
+from bench_assets.core.metric_spec import board_frame, check_board, detail_of
 from bench_assets.core.runner import evaluate
 from bench_assets.entitybench import board as B
 from bench_assets.entitybench.constants import NO_CLIP
-from bench_assets.entitybench.metric_specs import METRICS
+from bench_assets.entitybench.aggregate_assets import METRIC_TABLES
+from bench_assets.entitybench.metric_specs import EQ23, METRICS
 from bench_resources.config import build_resources
 from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry
@@ -57,7 +63,8 @@ def world(root: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def board(tmp_path_factory):
+def scored(tmp_path_factory):
+    """(the leaderboard, every item row of the metric tables) of the world, scored end to end."""
     root = tmp_path_factory.mktemp("eb_board")
     data = world(root)
     with pytest.MonkeyPatch.context() as mp, FakeAnthropic(responder=varied) as srv, \
@@ -74,7 +81,20 @@ def board(tmp_path_factory):
                          aggregate_assets=["entitybench_leaderboard"], progress=lambda s: None)
         assert not stats.failed, stats.failed
         assert len(srv.requests) > 0
-        yield resources["store"].query("SELECT * FROM entitybench_leaderboard")
+        store = resources["store"]
+        records = store.query(" UNION ALL ".join(
+            f"SELECT generator, item, metric_id, value FROM {t} WHERE level = 'item'" for t in METRIC_TABLES))
+        yield store.query("SELECT * FROM entitybench_leaderboard"), records
+
+
+@pytest.fixture(scope="module")
+def board(scored):
+    return scored[0]
+
+
+def _eq23(board: pd.DataFrame) -> pd.DataFrame:
+    """The board with ``value`` replaced by the paper text's Eq. 23-25 value of each row (detail eq23_value)."""
+    return board.assign(value=pd.to_numeric(detail_of(board)["eq23_value"], errors="coerce"))
 
 
 def test_every_board_id_has_a_spec_and_every_spec_is_on_the_board(board):
@@ -115,20 +135,60 @@ def _value(board, gen, mid, sl):
 
 
 @pytest.mark.parametrize("full,cut", [(c[0], c[1]) for c in CUTS])
-def test_missing_shots_never_outrank_the_complete_delivery(board, full, cut):
+def test_missing_shots_never_outrank_the_complete_delivery_under_eq23(board, full, cut):
+    """A property of the paper text's Eq. 23-25 (an undelivered shot a zero), so of the addition aggregation_eq23
+    since the headline follows the authors' episode mean (issue 36): same thresholds as before the move."""
+    eq = _eq23(board)
     above = []
-    for sl in sorted(set(board["slice"])):
-        for mid in sorted(set(board["metric_id"])):
+    for sl in sorted(set(eq["slice"])):
+        for mid in sorted(set(eq["metric_id"])):
             spec = METRICS[mid]
-            a, b = _value(board, cut, mid, sl), _value(board, full, mid, sl)
+            a, b = _value(eq, cut, mid, sl), _value(eq, full, mid, sl)
             if a is None:
                 continue
             if b is None or (a > b + 1e-12 if spec.direction == "higher" else a < b - 1e-12):
                 above.append((sl, mid, a, b))
     assert not above, above
     # not vacuous: the complete generators have values on every family
-    fam = {METRICS[m].family for m in board.loc[(board.generator == full) & board["value"].notna(), "metric_id"]}
+    fam = {METRICS[m].family for m in eq.loc[(eq.generator == full) & eq["value"].notna(), "metric_id"]}
     assert len(fam) >= 8, fam
+
+
+def test_headline_is_the_authors_episode_mean_with_coverage_beside_it(scored):
+    """The board's value = aggregate_results' mean, recomputed here from the metric tables' item rows (plain mean
+    of the episode values that are not None, per generator, metric and slice); its detail names the authors'
+    aggregation and their episode counts, and Eq. 23-25 is kept under aggregation_eq23. The cut generators are
+    not penalised by that mean, so their coverage below 100% is what marks them: on the board, in the CLI's
+    cells ([NN%]) and in the legend."""
+    board, records = scored
+    det = detail_of(board)
+    for sl in sorted(set(board["slice"])):
+        recs = records if sl == B.MAIN_SLICE else records[records["item"].isin([EPISODE])]
+        want = recs.dropna(subset=["value"]).groupby(["generator", "metric_id"])["value"].mean()
+        part = board[board["slice"] == sl]
+        for i, r in part.iterrows():
+            key = (r["generator"], r["metric_id"])
+            if key in want.index:
+                assert float(r["value"]) == pytest.approx(float(want[key]), abs=1e-12), (sl, key)
+                assert det.loc[i, "n_episodes_evaluated"] == 1 and det.loc[i, "n_episodes_total"] == 1, key
+            else:
+                assert pd.isna(r["value"]) and det.loc[i, "n_episodes_evaluated"] == 0, (sl, key)
+    assert set(det["aggregation_reference"]) == {"authors' code"}
+    assert set(det["eq23_reference"]) == {f"paper text (variant, {EQ23})"}
+    # where instances were lost the two aggregations differ (Eq. 23 counts them as zeros, the headline does not)
+    main = board[board["slice"] == "all"].set_index(["generator", "metric_id"])
+    cut = main.loc["faithful_3of10"]
+    eq = pd.to_numeric(detail_of(cut)["eq23_value"], errors="coerce")
+    assert (eq.values < cut["value"].values - 1e-9).sum() >= 10
+    # the coverage beside it, on every surface that prints the board
+    assert (cut.loc[cut["value"].notna(), "coverage"] < 0.995).sum() >= 10
+    text = format_board(board, {"slice": "all"}, "entitybench")
+    marked = cut[cut["value"].notna() & (cut["coverage"] < 0.995)]
+    for mid, r in marked.iterrows():
+        row = next(line for line in text.splitlines() if line.startswith(f"{mid} "))
+        assert f"{r['value']:.3f}" in row and f"[{r['coverage']:.0%}]" in row, (mid, row)
+    assert "[NN%] coverage below 100%" in text and EQ23 in text and "eq23_value" in text
+    assert "faithful_3of10: " in text and "coverage mean" in text
 
 
 def test_undelivered_shots_are_the_generators_failures_on_every_metric(board):
@@ -149,14 +209,23 @@ def test_undelivered_shots_are_the_generators_failures_on_every_metric(board):
     assert gaps.loc["temporal_flickering", "n_failed"] == 2
 
 
-def test_board_values_follow_the_coverage_policy(board):
-    """Recomputed from the counts: 'applied' = raw x coverage; 'reported' = raw x n_eval / (n_eval + n_failed)."""
-    for r in board[board["value"].notna()].itertuples():
+def test_eq23_values_follow_the_coverage_policy(board):
+    """The addition aggregation_eq23, recomputed from the counts: 'applied' = raw x coverage; 'reported' = raw x
+    n_eval / (n_eval + n_failed) (was the board's value before issue 36 made the headline the authors' mean)."""
+    det = detail_of(board)
+    n = 0
+    for i, r in board.iterrows():
+        v, raw = det.loc[i, "eq23_value"], det.loc[i, "eq23_raw_mean"]
+        if v is None or pd.isna(v):
+            continue
         policy = METRICS[r.metric_id].coverage_policy
+        assert det.loc[i, "eq23_policy"] == policy
         if policy == "applied":
-            assert r.value == pytest.approx(r.raw_mean * r.coverage), r.metric_id
+            assert v == pytest.approx(raw * r.coverage), r.metric_id
         else:
-            assert r.value == pytest.approx(r.raw_mean * r.n_eval / (r.n_eval + r.n_failed)), r.metric_id
+            assert v == pytest.approx(raw * r.n_eval / (r.n_eval + r.n_failed)), r.metric_id
+        n += 1
+    assert n > 100
     assert B.MAIN_SLICE == "all"
 
 
@@ -207,8 +276,12 @@ def test_an_entity_with_an_undelivered_shot_counts_all_its_appearances_as_failur
     recs = pd.DataFrame([full | {"generator": "full", "protocol": "p"}, cut | {"generator": "cut", "protocol": "p"}])
     b = board_frame("entitybench", B.leaderboard_rows(recs, pd.DataFrame({"item": ["e0001"], "tier": ["easy"]}),
                                                       METRICS), METRICS).set_index(["slice", "generator"])
-    assert b.loc[("all", "cut"), "value"] < b.loc[("all", "full"), "value"]
+    eq = detail_of(b)["eq23_value"]   # the property is Eq. 23-25's (aggregation_eq23), not the headline's
+    assert eq[("all", "cut")] < eq[("all", "full")]
     assert b.loc[("all", "cut"), "coverage"] == pytest.approx(0.4)
+    # the headline is the one episode's value (the authors' mean), for both
+    assert b.loc[("all", "cut"), "value"] == pytest.approx(cut["value"])
+    assert b.loc[("all", "full"), "value"] == pytest.approx(full["value"])
     # the location scheduled in all three shots: one failed instance on every llm_scene metric
     rows = J.llm_location_rows("g", ep, grounding({3}), {}, embed, None, lambda reqs: [], fidelity={})
     scene = {r["metric_id"]: r for r in rows if r["level"] == "item"}

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench_assets.core.metric_spec import board_frame
+from bench_assets.core.metric_spec import board_frame, detail_of
 from bench_assets.entitybench import consistency as CS
 from bench_assets.entitybench import board as B
 from bench_assets.entitybench import audit as AU
@@ -94,7 +94,12 @@ def test_llm_identity_coverage_counts_every_comparison_of_every_scheduled_entity
                               "llm_face_accuracy") | {"generator": g, "protocol": "p"} for g, gr in (("A", a), ("B", b))])
     board = board_of(recs)
     v = board[board.slice == "all"].set_index("generator")
-    assert v.loc["A", "value"] == pytest.approx(1 / 8) and v.loc["B", "coverage"] == 0.0
+    # the ranking property is the paper text's Eq. 23-25's (the addition aggregation_eq23, detail eq23_value); the
+    # headline is the authors' episode mean (issue 36): A's one episode value, its coverage 1/8 beside it
+    eq = detail_of(board[board.slice == "all"]).set_index(v.index)["eq23_value"]
+    assert eq["A"] == pytest.approx(1 / 8) and v.loc["B", "coverage"] == 0.0
+    assert v.loc["A", "value"] == 1.0 and v.loc["A", "coverage"] == pytest.approx(1 / 8)
+    assert pd.isna(v.loc["B", "value"])
 
 
 def test_llm_identity_evaluator_gaps_are_not_the_generators_skips():
@@ -238,8 +243,10 @@ def test_presence_unavailable_is_the_evaluators_and_coverage_is_fixed_at_1():
     recs = pd.DataFrame([rec | {"protocol": "p"}, rec2 | {"generator": "h", "protocol": "p"}])
     b = board_of(recs)
     b = b[b.slice == "all"].set_index("generator")
-    assert b.loc["g", "value"] == 1.0 and b.loc["g", C.EVAL] == 1
-    assert b.loc["h", "value"] == 0.5 and b.loc["h", "raw_mean"] == 1.0
+    eq = detail_of(b.reset_index()).set_index(b.index)   # Eq. 23-25: the addition aggregation_eq23 (issue 36)
+    assert b.loc["g", "value"] == 1.0 and b.loc["g", C.EVAL] == 1 and eq.loc["g", "eq23_value"] == 1.0
+    assert eq.loc["h", "eq23_value"] == 0.5 and eq.loc["h", "eq23_raw_mean"] == 1.0
+    assert b.loc["h", "value"] == 1.0   # the headline, the authors' episode mean, does not count the missing shot
     assert b.loc["h", "coverage"] == 0.5 and b.loc["h", "n_failed"] == 1
     assert METRICS["intra_character_presence"].coverage_policy == "reported"
 

@@ -74,7 +74,10 @@ def test_all_51_metrics_with_recorded_judge(small_world, tmp_path, monkeypatch):
         acc = by_id["llm_face_accuracy"]
         assert acc.raw_mean == pytest.approx(1.0) and acc.n_failed_evaluator > 0
         assert acc.coverage == pytest.approx(acc.n_eval / (acc.n_eval + acc.n_skipped + acc.n_failed))
-        assert acc.value == pytest.approx(acc.raw_mean * acc.coverage)
+        # the paper text's Eq. 23-25 applies the coverage (the addition aggregation_eq23, issue 36); the board's
+        # value is the authors' episode mean, which does not
+        assert json.loads(acc.detail)["eq23_value"] == pytest.approx(acc.raw_mean * acc.coverage)
+        assert acc.value == pytest.approx(acc.raw_mean)
         assert by_id["llm_face_mean_score"].raw_mean == pytest.approx(0.9)
         assert by_id["llm_scene_accuracy"].raw_mean == pytest.approx(1.0)
         # one set question per location (the authors' vlm_judge_scene_set): <= 8 shots, <= 2 frames from each
@@ -153,7 +156,10 @@ def test_varied_judge_closes_the_gate_and_values_follow_the_answers(small_world,
         assert not ({(int(r.shot), r.entity_id) for r in judged.itertuples()} & low_keys)
         acc = board.loc["llm_face_accuracy"]
         assert acc.n_skipped > 0 and acc.raw_mean == pytest.approx(judged.value.mean())
-        assert acc.value == pytest.approx(acc.raw_mean * acc.coverage)
+        # the paper text's Eq. 23-25 applies the coverage (the addition aggregation_eq23, issue 36); the board's
+        # value is the authors' episode mean, which does not
+        assert json.loads(acc.detail)["eq23_value"] == pytest.approx(acc.raw_mean * acc.coverage)
+        assert acc.value == pytest.approx(acc.raw_mean) and acc.coverage < 1
         # same = 1 only where the hashed score >= 5: each judged value is its own answer's verdict (which of the few
         # admitted pairs hash to a low score is the fake's luck: the identity of e0003's crops all hash >= 5)
         for r in judged.itertuples():

@@ -6,9 +6,13 @@ construct of this project, not the paper's metric); ``[75%]`` coverage below 100
 failures (judge outage, missing weights, replay miss), kept apart from the generator's; ``!`` not comparable
 (partitions scored under different protocols); ``^`` the paper's definition, which differs on purpose from the
 reference code (the legend says how); ``~`` ungated (judge off: the fidelity gate not applied) and ``?`` gate
-unknown (a fidelity question failed). A generator whose files were read with decode warnings gets a WARNING line."""
+unknown (a fidelity question failed); ``{2/3ep}`` the value is the mean of 2 of 3 episodes (a board whose detail has
+``n_episodes_evaluated`` / ``n_episodes_total``: EntityBench's, the authors' aggregate, None excluded). A row whose
+detail has ``eq23_value`` keeps the paper text's Eq. 23-25 value there, an addition the legend names
+(``eq23_reference``). A generator whose files were read with decode warnings gets a WARNING line."""
 from __future__ import annotations
 
+import json
 from typing import Any, Optional
 
 import pandas as pd
@@ -28,6 +32,39 @@ def _flag(v: Any) -> bool:
     return _present(v) and str(v).lower() not in ("false", "0")
 
 
+def _detail(v: Any) -> dict:
+    if isinstance(v, dict):
+        return v
+    try:
+        d = json.loads(v) if _present(v) else {}
+    except (TypeError, ValueError):
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def episodes(detail: Any) -> Optional[tuple[int, int]]:
+    """(episodes with a value, episodes) of a row whose detail carries the authors' counts, else None."""
+    d = _detail(detail)
+    if d.get("n_episodes_evaluated") is None or d.get("n_episodes_total") is None:
+        return None
+    return int(d["n_episodes_evaluated"]), int(d["n_episodes_total"])
+
+
+def detail_notes(detail: Any) -> list[str]:
+    """What a row's detail says beside its value, in words (the site's cell tooltip): the episodes the value
+    averages, and the paper text's Eq. 23-25 value under its addition id."""
+    d, out = _detail(detail), []
+    ep = episodes(d)
+    if ep is not None:
+        out.append(f"mean of {ep[0]} of {ep[1]} episodes with a value ({d.get('aggregation_reference') or '?'}; "
+                   f"None excluded)")
+    if "eq23_value" in d:
+        v = d["eq23_value"]
+        out.append(f"+^ {d.get('eq23_reference') or 'Eq. 23-25'}: eq23_value "
+                   f"{'None' if v is None else f'{float(v):.3f}'} (coverage policy {d.get('eq23_policy')})")
+    return out
+
+
 def select(board: pd.DataFrame, headline: Optional[dict] = None) -> pd.DataFrame:
     """The rows of one view (e.g. ``{"slice": "all"}``); a key the board lacks is ignored."""
     head = board
@@ -40,7 +77,7 @@ def select(board: pd.DataFrame, headline: Optional[dict] = None) -> pd.DataFrame
 def cells(head: pd.DataFrame, digits: int = 3) -> tuple[list[str], dict[str, bool]]:
     """One text cell per row with its marks, and which marks were used (for the legend)."""
     used = {"substitute": False, "addition": False, "coverage": False, "evaluator": False, "comparable": False,
-            "definition": False, "ungated": False, "gate_unknown": False}
+            "definition": False, "ungated": False, "gate_unknown": False, "episodes": False}
     out = []
     for _, r in head.iterrows():
         v = pd.to_numeric(r.get("value"), errors="coerce")
@@ -68,6 +105,10 @@ def cells(head: pd.DataFrame, digits: int = 3) -> tuple[list[str], dict[str, boo
         if not pd.isna(v) and not pd.isna(c) and c < 0.995:
             text += f"[{c:.0%}]"
             used["coverage"] = True
+        ep = episodes(r.get("detail"))
+        if not pd.isna(v) and ep is not None and ep[0] < ep[1]:
+            text += f"{{{ep[0]}/{ep[1]}ep}}"
+            used["episodes"] = True
         ef = pd.to_numeric(r.get("n_failed_evaluator"), errors="coerce")
         if not pd.isna(ef) and ef > 0:
             text += f"(ef{int(ef)})"
@@ -104,6 +145,15 @@ def legend(head: pd.DataFrame, used: dict[str, bool]) -> list[str]:
                      "evaluator's failure, retried)")
     if used.get("coverage"):
         lines.append("[NN%] coverage below 100% (evaluated / what the metric should have read)")
+    if used.get("episodes"):
+        lines.append("{n/Nep} the value is the mean of the n of N episodes with a value (None excluded)")
+    details = [_detail(d) for d in head["detail"]] if "detail" in head else []
+    refs = sorted({str(d.get("eq23_reference")) for d in details if "eq23_value" in d})
+    if refs:
+        agg = sorted({str(d.get("aggregation_reference")) for d in details if "eq23_value" in d})
+        lines.append(f"value: {' / '.join(agg)}, the mean over the episodes with a value (None excluded); "
+                     f"an addition, {' / '.join(refs)}: the paper text's Eq. 23-25 (instance-weighted, coverage "
+                     f"policy applied, an undelivered shot a zero) is each row's detail eq23_value (--json)")
     if used.get("evaluator"):
         lines.append("(efN) N evaluator failures (judge outage, missing weights, replay miss), not the generator's")
     if used.get("comparable"):

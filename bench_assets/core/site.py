@@ -32,6 +32,7 @@ from bench_assets.core import audit as AU
 from bench_assets.core import imported_results as IR
 from bench_assets.core import report as R
 from bench_assets.core import validity as V
+from bench_assets.core.board_text import detail_notes, episodes
 from bench_assets.core.metric_spec import BOARD_COLUMNS, PAPER_DEFINITION, split_substitutes
 from bench_assets.core.page import BenchmarkPage, PageContext
 from bench_assets.core.report import fmt, is_none
@@ -342,6 +343,9 @@ def _cell(r: dict, notes: Footnotes, audit_href: Callable[[str, str], Optional[s
     c["gates"] = str(c["gate"]).split("+") if c.get("gate") else []
     if c.get("reason"):
         tip.append(str(c["reason"])[:300])
+    tip += detail_notes(c.get("detail"))   # e.g. EntityBench: episodes averaged, the Eq. 23-25 addition's value
+    ep = episodes(c.get("detail"))
+    c["episodes"] = None if ep is None else f"ep {ep[0]}/{ep[1]}"
     if c.get("detail"):
         tip.append(str(c["detail"])[:300])
     c["tooltip"] = "; ".join(tip)

@@ -49,13 +49,15 @@ def shot_decode_warnings(con, tables: set) -> dict:
         f"SELECT o.generator, {dw} AS decode_warnings, {passed} FROM entitybench_outputs o {join}").df())
 
 
-@asset(group_name=W.METRIC_GROUP, code_version="7",
+# code_version 8: the value is the authors' episode mean, Eq. 23-25 in the detail (issue 36)
+@asset(group_name=W.METRIC_GROUP, code_version="8",
        deps=[*METRIC_TABLES, "entitybench_episode"],
        automation_condition=board_condition(*METRIC_TABLES))
 def entitybench_leaderboard(context: AssetExecutionContext, store: Store, models: ModelRegistry,
                             judge: Judge) -> Output[pd.DataFrame]:
     """The common board (core/metric_spec.BOARD_COLUMNS): every metric for every generator (value or None with
-    reason), slice "all" and one per tier; the maths in board.py."""
+    reason), slice "all" and one per tier; the value is the authors' mean over episodes, the paper text's Eq. 23-25
+    in each row's detail (aggregation_eq23); the maths in board.py."""
     from bench_assets.core.site import report_metadata  # the report site's page for this benchmark
     con = store.duckdb()
     present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}

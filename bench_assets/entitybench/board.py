@@ -1,18 +1,23 @@
 """EntityBench's board maths: item records in, the common board's rows out (core/metric_spec.board_frame).
 Pure functions; the leaderboard asset only queries the tables and passes them here.
 
-Aggregation across episodes (paper Eq. 23-25, spec "Aggregation across episodes"):
-``raw_mean = sum_E v_E n_eval_E / sum_E n_eval_E``, ``coverage = sum n_eval / sum (n_eval + n_skip + n_fail)``
-(the instances the metric should have read, the generator's failures included), and the ranking ``value``:
-- coverage policy "applied": raw mean x coverage (every skipped or failed instance a zero contribution);
+The board's ``value`` is the authors' per-tier aggregate (eval/evaluate_benchmark.py 3776439 ``aggregate_results``,
+the code behind the paper's tables): the plain mean of the episode values that are not None (unrounded here; their
+report rounds to 4 places), with std / min / max and ``n_episodes_evaluated`` / ``n_episodes_total`` in the row's
+detail. An episode without a value is excluded, not a zero, so that mean does not penalise a generator that
+delivered fewer shots: the row's ``coverage`` (instances evaluated over the instances the metric should have read,
+the generator's failures included) and the episode counts mark it on every surface.
+
+The paper text's aggregation (Eq. 23-25, spec "Aggregation across episodes") is the addition ``aggregation_eq23``
+(metric_specs.EQ23), in each row's detail: ``eq23_raw_mean = sum_E v_E n_eval_E / sum_E n_eval_E`` and
+``eq23_value`` by the metric's coverage policy:
+- "applied": raw mean x coverage (every skipped or failed instance a zero contribution);
 - "reported" (the families the spec fixes at coverage 1): gated-out or not computable instances are not
   instances there, so they do not lower the value; an instance the generator failed (a shot it did not deliver)
   still counts as a zero, as the paper's Eq. 23 counts a failed instance: ``sum v n_eval / sum (n_eval + n_fail)``.
-So a generator that delivers fewer shots gains nothing: the row builders count every instance an undelivered
-shot would have fed as ``n_failed`` (see the asset's row builders), and both policies divide by it.
+So under Eq. 23-25 a generator that delivers fewer shots gains nothing: the row builders count every instance an
+undelivered shot would have fed as ``n_failed`` (see the asset's row builders), and both policies divide by it.
 Evaluator failures (``n_failed_evaluator``: judge outage, missing weights) are shown apart and enter neither.
-This is the paper text's aggregation; the authors' code reports the plain mean over episodes with a value, which
-each row's detail carries beside it (``authors_value``), with the metric's reference to their code.
 """
 from __future__ import annotations
 
@@ -28,9 +33,10 @@ from bench_assets.core.metric_spec import (GATE_UNKNOWN_STATE, GATED, UNGATED_ST
 from bench_assets.entitybench.counts import EVAL
 from bench_assets.entitybench.dataset import TIERS
 from bench_assets.entitybench.judged import GATE_UNKNOWN, GATED_IDS, UNGATED
-from bench_assets.entitybench.metric_specs import BOARD_AGGREGATION
+from bench_assets.entitybench.metric_specs import BOARD_AGGREGATION, EQ23_REFERENCE
 
 MAIN_SLICE = "all"
+_COLUMNS = ("n_items", "n_eval", "n_failed", "n_skipped", "coverage", "raw_mean")   # cell()'s board columns
 
 
 def gate_states(sub: pd.DataFrame) -> list[Optional[str]]:
@@ -55,8 +61,19 @@ def _models_only(substitutes: pd.Series) -> Optional[str]:
     return join_substitutes([None if p == UNGATED else p for v in substitutes for p in split_substitutes(v) or [None]])
 
 
-def cell(sub: pd.DataFrame, policy: str) -> dict:
-    """value, raw mean, coverage and counts of one (generator, metric, slice) from its item records."""
+def episode_summary(values: pd.Series) -> dict:
+    """The authors' summary of one tier's episode values (aggregate_results' ``_s``, unrounded): the mean of the
+    values that are not None, population std, min, max, n_episodes_evaluated; all None when no episode has one."""
+    v = pd.to_numeric(values, errors="coerce").dropna().astype(float)
+    if not len(v):
+        return {"mean": None, "std": None, "min": None, "max": None, "n_episodes_evaluated": 0}
+    return {"mean": float(v.mean()), "std": float(v.std(ddof=0)), "min": float(v.min()), "max": float(v.max()),
+            "n_episodes_evaluated": int(len(v))}
+
+
+def eq23(sub: pd.DataFrame, policy: str) -> dict:
+    """The paper text's Eq. 23-25 of one cell (the addition aggregation_eq23): raw mean weighted by n_eval, the
+    instance coverage, and the value by the coverage policy ("applied", "reported", else the raw mean)."""
     n_eval = pd.to_numeric(sub["n_eval"], errors="coerce").fillna(0).astype(int)
     n_failed = int(pd.to_numeric(sub["n_failed"], errors="coerce").fillna(0).sum())
     n_skipped = int(pd.to_numeric(sub["n_skipped"], errors="coerce").fillna(0).sum())
@@ -79,6 +96,19 @@ def cell(sub: pd.DataFrame, policy: str) -> dict:
     return out
 
 
+def cell(sub: pd.DataFrame, policy: str) -> dict:
+    """One (generator, metric, slice) from its item records: ``value`` (= ``raw_mean``) the authors' mean over the
+    episodes with a value, the instance coverage and counts, the authors' summary (``episodes``) and the paper
+    text's Eq. 23-25 under ``policy`` (``eq23``)."""
+    e = eq23(sub, policy)
+    summary = episode_summary(sub["value"])
+    summary["n_episodes_total"] = int(sub["item"].nunique()) if "item" in sub else int(len(sub))
+    mean = summary.pop("mean")
+    return {"n_items": summary["n_episodes_evaluated"], "n_eval": e["n_eval"], "n_failed": e["n_failed"],
+            "n_skipped": e["n_skipped"], "coverage": e["coverage"], "raw_mean": mean, "value": mean,
+            "episodes": summary, "eq23": {"value": e["value"], "raw_mean": e["raw_mean"], "policy": policy}}
+
+
 def _reason(sub: pd.DataFrame, c: dict, n_eval_fail: int) -> Optional[str]:
     reasons = sorted({r for r in sub["reason"].dropna() if r})
     if c["value"] is None:
@@ -88,20 +118,13 @@ def _reason(sub: pd.DataFrame, c: dict, n_eval_fail: int) -> Optional[str]:
     return None
 
 
-def authors_value(sub: pd.DataFrame) -> tuple[Optional[float], int]:
-    """The authors' per-tier aggregate (aggregate_results in eval/evaluate_benchmark.py 3776439): the plain mean of
-    the episode values that are not None (unrounded here; their report rounds to 4 places), and how many."""
-    v = pd.to_numeric(sub["value"], errors="coerce").dropna()
-    return (float(v.mean()) if len(v) else None), int(len(v))
-
-
-def row_detail(spec, sub: pd.DataFrame, judge_prompts: Optional[str]) -> dict:
-    """What a board row says about the authors' code: the metric's ``reference`` (metric_specs.REFERENCE), the
-    board value's aggregation (the paper text's), the authors' own aggregate of the same episodes beside it, and
-    for judged metrics which judge prompts answered."""
-    value, n = authors_value(sub)
+def row_detail(spec, c: dict, judge_prompts: Optional[str]) -> dict:
+    """What a board row says beside its value: the metric's ``reference`` to the authors' code
+    (metric_specs.REFERENCE), the value's aggregation (theirs) with their episode summary, the paper text's Eq.
+    23-25 value under its addition id (``eq23_*``), and for judged metrics which judge prompts answered."""
     out = {"reference": None if spec is None else spec.reference, "aggregation_reference": BOARD_AGGREGATION,
-           "authors_value": value, "authors_n_episodes": n}
+           **c["episodes"], "eq23_value": c["eq23"]["value"], "eq23_raw_mean": c["eq23"]["raw_mean"],
+           "eq23_policy": c["eq23"]["policy"], "eq23_reference": EQ23_REFERENCE}
     if judge_prompts is not None and spec is not None and spec.reference and "judge_prompts" in spec.reference:
         out["judge_prompts"] = judge_prompts
     return out
@@ -132,12 +155,14 @@ def leaderboard_rows(records: pd.DataFrame, tiers: pd.DataFrame, specs: MetricSp
             n_eval_fail, n_not_eval = int(ef.sum()), int(ne.sum())
             pc = comp.loc[(gen, mid)] if (gen, mid) in comp.index else None
             reason = _reason(sub, c, n_eval_fail + n_not_eval)
-            rows.append(board_row(gen, mid, name, c.pop("value"), **c, n_failed_evaluator=n_eval_fail,
+            detail = row_detail(spec, c, judge_prompts)
+            rows.append(board_row(gen, mid, name, c["value"], **{k: c[k] for k in _COLUMNS},
+                                  n_failed_evaluator=n_eval_fail,
                                   n_not_evaluated=n_not_eval,
                                   reason=reason, protocol=None if pc is None else pc["protocol"],
                                   comparable=True if pc is None else bool(pc["comparable"]),
                                   substitute=_models_only(sub["substitute"]), gate=join_gates(gate_states(sub)),
-                                  baseline=False, detail=row_detail(spec, sub, judge_prompts)))
+                                  baseline=False, detail=detail))
     return rows
 
 

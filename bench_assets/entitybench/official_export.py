@@ -8,7 +8,9 @@ num_shots, vbench_means, metrics, per_entity_scores, gap_decay_data``, each metr
 n_evaluated, n_failed, n_skipped}`` (a None value stays null with its counts: the authors never write a 0 for it);
 ``report_<method>.json`` as ``aggregate_results`` writes it. Our additions (metric ids the authors do not compute)
 and why each null value is null go to ``_additions_<method>.json``, which their loader skips by its leading
-underscore, so nothing is dropped and their comparison sees only their own metrics.
+underscore, so nothing is dropped and their comparison sees only their own metrics. The report's per-tier means are
+theirs (as the board's value); the paper text's Eq. 23-25 per tier (the addition aggregation_eq23, board.eq23) goes
+to that sidecar too, under its id.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from typing import Any, Iterable, Optional
 import pandas as pd
 
 from bench_assets.core.records import number_or_none as _num
+from bench_assets.entitybench.metric_specs import EQ23, METRICS
 
 # eval/evaluate_benchmark.py VBENCH_DIMENSIONS and ALL_METRICS (the authors' ids, which our specs keep)
 VBENCH_DIMENSIONS = ("subject_consistency", "temporal_flickering", "motion_smoothness", "dynamic_degree",
@@ -104,6 +107,22 @@ def report_json(episodes: Iterable[dict], manifest: dict) -> dict:
     return report
 
 
+def eq23_tiers(rows: pd.DataFrame, tier_of: dict) -> dict:
+    """The paper text's Eq. 23-25 (board.eq23 under each metric's coverage policy) per tier ("all" and each tier
+    with episodes) and metric of the authors' report: {tier: {metric: value or None}}, unrounded."""
+    from bench_assets.entitybench.board import eq23   # board imports the judged rows' module: only when asked
+    rows = rows.assign(tier=rows["item"].map(tier_of))
+    out: dict[str, dict] = {}
+    for tier in ("all", *TIERS):
+        part = rows if tier == "all" else rows[rows["tier"] == tier]
+        if part.empty:
+            continue
+        out[tier] = {m: eq23(g, METRICS[m].coverage_policy)["value"]
+                     for m, g in part.groupby("metric_id", sort=True)
+                     if m in (*VBENCH_DIMENSIONS, *ALL_METRICS) and METRICS.get(m) is not None}
+    return out
+
+
 def export(records: pd.DataFrame, episodes: pd.DataFrame, generator: str, manifest: Optional[dict] = None,
            run_manifest: Optional[dict] = None) -> dict:
     """``{file name: JSON}`` for one generator (the authors' method): every episode it has rows for, the report and
@@ -138,6 +157,9 @@ def export(records: pd.DataFrame, episodes: pd.DataFrame, generator: str, manife
         out["run_manifest.json"] = {**run_manifest, "method_name": generator}
     out[f"_additions_{generator}.json"] = {"note": "metrics of this platform the authors' evaluator does not "
                                                    "compute, per episode, as MetricValue; null_reasons: why each null "
-                                                   "value (theirs or ours) is null",
-                                           "episodes": dict(additions), "null_reasons": null_reasons}
+                                                   "value (theirs or ours) is null; " + EQ23 + ": the paper text's "
+                                                   "Eq. 23-25 per tier (instance-weighted, coverage policy applied), "
+                                                   "beside the report's means over episodes",
+                                           "episodes": dict(additions), "null_reasons": null_reasons,
+                                           EQ23: eq23_tiers(sub, info["tier"].to_dict())}
     return out

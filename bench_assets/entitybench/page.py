@@ -147,11 +147,13 @@ def item_columns(reader) -> dict[str, dict]:
 PAGE = BenchmarkPage(
     name="entitybench", title="EntityBench",
     about="Multi-shot video generators: entity presence, fidelity and cross-shot consistency (51 metrics, [0,1]; "
-          "imaging quality [0,100]). Values are fidelity-gate-corrected means (raw mean x coverage) where the "
-          "metric's spec says so.",
+          "imaging quality [0,100]). Values are the authors' per-tier means over the episodes with a value (their "
+          "aggregate_results; None excluded), with the instance coverage and 'ep n/N' (episodes with a value) "
+          "beside each; the paper text's Eq. 23-25 (instance-weighted, coverage applied where the metric's spec "
+          "says so) is the addition aggregation_eq23, in each cell's tooltip and detail (eq23_value).",
     leaderboard="entitybench_leaderboard",
     headline=("llm_face_accuracy", "cs_face", "intra_face_fidelity", "cs_object", "subject_consistency"),
     metric_tables=METRIC_TABLES, item_label="episode", item_column="episode_id", slice_label="tier",
     gallery_tables=("entitybench_grounding",), manifest_tables=("entitybench_manifest",),
-    scale_note="gate-corrected mean", sections=sections, frame_galleries=frame_galleries,
+    scale_note="the authors' mean over episodes", sections=sections, frame_galleries=frame_galleries,
     item_columns=item_columns)

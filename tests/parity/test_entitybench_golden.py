@@ -287,8 +287,6 @@ def _report_rows(project, metrics) -> pd.DataFrame:
     return pd.concat(rows)
 
 
-@pytest.mark.xfail(strict=True, reason="the board's raw mean weights episodes by n_eval and its value applies "
-                   "coverage; the authors' report is the unweighted mean of the episodes' values (board.py: 36b)")
 def test_tier_report_matches_the_authors(project):
     """aggregate_results: per tier, the mean over episodes whose value is not None, rounded to 4 decimals."""
     from bench_assets.entitybench import board
@@ -306,6 +304,40 @@ def test_tier_report_matches_the_authors(project):
             if (got is None) != (want is None) or (want is not None and abs(got - want) > 5e-5 + TOL):
                 bad.append((tier, m, got, want))
     assert not bad, bad
+
+
+def test_board_headline_is_the_authors_tier_report(project):
+    """The board itself (leaderboard_rows -> board_frame, as the leaderboard asset builds it): each slice's value is
+    aggregate_results' mean (None excluded), its detail their std / min / max and episode counts, and beside them
+    the instance coverage and the paper text's Eq. 23-25 value under its own addition id (aggregation_eq23)."""
+    from bench_assets.core.metric_spec import board_frame, detail_of
+    from bench_assets.entitybench import board
+    from bench_assets.entitybench.metric_specs import EQ23, METRICS
+    report = json.loads((GOLD / "report.json").read_text())["report"]
+    metrics = PRESENCE + CROSS + FIDELITY + LLM + ACTION
+    recs = _report_rows(project, metrics).assign(generator="fixture", protocol="p")
+    tiers = pd.DataFrame([{"item": e, "tier": t} for t, ids in fx.TIERS.items() for e in ids])
+    b = board_frame("entitybench", board.leaderboard_rows(recs, tiers, METRICS), METRICS)
+    det = detail_of(b)
+    bad, n_cov = [], 0
+    for i, r in b.iterrows():
+        want, d = report[r["slice"]][r["metric_id"]], det.loc[i]
+        got = None if pd.isna(r["value"]) else float(r["value"])
+        if (got is None) != (want.get("mean") is None):
+            bad.append((r["slice"], r["metric_id"], got, want))
+            continue
+        if got is not None:
+            for k in ("mean", "std", "min", "max"):
+                if abs((got if k == "mean" else float(d[k])) - want[k]) > 5e-5 + TOL:
+                    bad.append((r["slice"], r["metric_id"], k, want))
+        if (int(d["n_episodes_evaluated"]), int(d["n_episodes_total"])) != \
+                (want["n_episodes_evaluated"], want["n_episodes_total"]):
+            bad.append((r["slice"], r["metric_id"], "episodes", d["n_episodes_evaluated"], want))
+        assert d["eq23_reference"] == f"paper text (variant, {EQ23})" and "eq23_value" in d.index
+        n_cov += pd.notna(r["coverage"])
+    assert not bad, bad
+    assert set(b["slice"]) == {"all", "easy", "medium"} and len(b) == 3 * len(metrics)
+    assert n_cov > len(metrics)   # the instance coverage stays beside the value
 
 
 def test_description_over_clip_context_scores_zero_as_the_authors_code():
