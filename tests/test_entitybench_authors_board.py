@@ -114,6 +114,30 @@ def test_official_export_writes_their_means_and_eq23_beside_them():
     assert EQ23 in add["note"]
 
 
+def test_report_site_shows_the_episodes_and_the_eq23_addition_beside_the_value(tmp_path):
+    """The report site (a real Store's board, core/site.build_site): each EntityBench cell says 'cov NN% · ep n/N'
+    beside the authors' mean, its tooltip names the Eq. 23-25 addition with its value, and the overview's headline
+    cell keeps coverage and episodes too."""
+    from bench_assets.benchmarks import BENCHMARKS
+    from bench_assets.core.site import build_site
+    from bench_resources.store import Store
+    records = pd.DataFrame([_rec("a", "e1", "llm_face_accuracy", 1.0, 2),
+                            {**_rec("a", "e2", "llm_face_accuracy", None, 0), "n_failed": 2},
+                            _rec("b", "e1", "llm_face_accuracy", 0.6, 2), _rec("b", "e2", "llm_face_accuracy", 0.8, 2)])
+    tiers = pd.DataFrame({"item": ["e1", "e2"], "tier": ["easy", "easy"]})
+    store = Store(root=str(tmp_path / "store"))
+    store.write_table(board_frame("entitybench", eb_board.leaderboard_rows(records, tiers, METRICS), METRICS),
+                      store.table_path("entitybench_leaderboard", None))
+    store.write_table(tiers.rename(columns={"item": "episode_id"}), store.table_path("entitybench_episode", None))
+    site = build_site(store, BENCHMARKS, out_dir=tmp_path / "site").parent
+    page = (site / "entitybench.html").read_text()
+    assert "cov 50% &middot; ep 1/2" in page and "cov 100% &middot; ep 2/2" in page
+    assert f"+^ paper text (variant, {EQ23}): eq23_value 0.500" in page      # a: raw 1.0 x coverage .5
+    assert "mean of 1 of 2 episodes with a value (authors&#39; code; None excluded)" in page
+    index = (site / "index.html").read_text()
+    assert "coverage 50% &middot; ep 1/2" in index
+
+
 def _pan(n=12, seed=0):
     rng = np.random.default_rng(seed)
     base = rng.integers(0, 256, (24, 32, 3), dtype=np.uint8)

@@ -423,6 +423,8 @@ def headline(page: BenchmarkPage, main: pd.DataFrame, notes: Footnotes) -> tuple
                   "coverage": None if r is None or is_none(r["coverage"]) else float(r["coverage"]),
                   "substitute": sub, "sub_marks": notes.mark(sub, chosen or "") if sub else [],
                   "baseline": bool(main.loc[main["generator"] == g, "baseline"].any())}
+        ep = None if r is None or value is None else episodes(r.get("detail"))
+        out[g]["episodes"] = None if ep is None else f"ep {ep[0]}/{ep[1]}"   # items averaged (EntityBench)
     return chosen or "no headline metric", out
 
 
