@@ -279,6 +279,32 @@ def test_the_count_moves_frame_by_frame_inside_a_long_shot(capsys):
     assert any(" 0.5/16 shots, " in ln and "reading e1/shot_01.mp4 frame 240/480" in ln for ln in lines), lines
 
 
+def test_a_step_that_opens_no_video_shows_its_model_passes(capsys):
+    """A step that reads frames from the cache or crops (no file opened, nothing decoded) moves the count only when
+    the next step starts; its heartbeat and the bar still show it working: its model passes so far."""
+    clock = Clock()
+    forwards = {"n": 1000}                         # the process's model forwards (earlier steps' included)
+    p = _shots_progress(clock, enabled=False, passes=lambda: forwards["n"])
+    _episodes_up_to_date(p)
+    p.label("g x episode e1 (6 shots)", "generator x episode", 6)
+    p.stage("entitybench_fidelity")
+    assert p.work_now() == ""
+    forwards["n"] += 1
+    assert p.work_now() == "1 model pass"
+    forwards["n"] += 411
+    clock.t += 31
+    p.tick()
+    bar = _shots_progress(clock, enabled=True, passes=lambda: forwards["n"])
+    bar.label("g x episode e1 (6 shots)", "generator x episode", 6)
+    bar.stage("entitybench_fidelity")
+    forwards["n"] += 7
+    bar.tick()
+    bar.close()
+    err = capsys.readouterr().err
+    assert "g x episode e1 (6 shots): entitybench_fidelity (still running, 412 model passes)" in err, err
+    assert "| g x episode e1 (6 shots) | entitybench_fidelity | 7 model passes" in err, err
+
+
 def test_media_opened_since_lists_the_paths_opened_after_a_count(tmp_path):
     from bench_assets.core import media
     from tests.support.media import write

@@ -479,7 +479,7 @@ class Progress:
     next file opened; without it, when it is opened. The count shown is that share in tenths of a
     unit ("3.4/16 shots"), and stays below the partition's total until the partition ends (then exactly its total);
     the rate and ETA count the shares too (an ETA still waits for one whole unit's worth). A stage that opens no
-    video moves it when the next stage starts."""
+    video moves it when the next stage starts; meanwhile its heartbeat counts its model passes (``passes``)."""
 
     HEARTBEAT_S = 30.0
     COUNT_LINE_S = 5.0   # off a terminal, a line when the count moved inside a partition, at most this often
@@ -492,7 +492,8 @@ class Progress:
                  clock: Callable[[], float] = time.monotonic, unit: str = "partition",
                  reading: Optional[Callable[[], tuple[int, str]]] = None,
                  opened: Optional[Callable[[int], tuple[int, list[str]]]] = None,
-                 frames: Optional[Callable[[], list[tuple[str, int, int]]]] = None):
+                 frames: Optional[Callable[[], list[tuple[str, int, int]]]] = None,
+                 passes: Optional[Callable[[], int]] = None):
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
         self.lines = (not self.enabled) if lines is None else lines  # timestamped lines off a terminal
         self.total, self.desc, self.clock, self.unit = total, desc, clock, unit
@@ -503,6 +504,9 @@ class Progress:
         # [(path, frames converted, frames needed)] of the decode passes running now -- media.passes_now: moves the
         # count inside a shot
         self.frames = frames
+        # model forward passes so far in this process (models.forward_count): a step that opens no video (frames
+        # from the cache, embeddings, the judge's crops) still shows it is working
+        self.passes, self._passes_at_stage = passes, None
         self._lock = threading.Lock()   # tick runs in the watchdog's thread, stage in the step's
         self._root, self._n_stages, self._stages_started = "", 0, 0
         self._stage_files: dict[str, float] = {}   # shot file -> its share done (1.0 whole), in opening order
@@ -609,6 +613,7 @@ class Progress:
             self._item_t0 = self.clock()
         self.stage_name = step_key
         self._opened_at_stage = self.reading()[0] if self.reading is not None else None
+        self._passes_at_stage = self.passes() if self.passes is not None else None
         if self.opened is not None:
             with self._lock:
                 self._stages_started += 1
@@ -645,8 +650,16 @@ class Progress:
             self.bar.refresh()
         elif self.lines and self.stage_name and self.clock() - self._last_line >= (
                 self.COUNT_LINE_S if self._moved_unshown else self.HEARTBEAT_S):
-            now = self.file_now()
-            self._line(f"{self.item}: {self.stage_name} (still running{f', reading {now}' if now else ''})")
+            now, work = self.file_now(), self.work_now()
+            self._line(f"{self.item}: {self.stage_name} (still running{f', reading {now}' if now else ''}"
+                       f"{f', {work}' if work else ''})")
+
+    def work_now(self) -> str:
+        """'412 model passes': the running step's model forwards so far, '' before the first (or untracked)."""
+        if self.passes is None or self._passes_at_stage is None:
+            return ""
+        n = self.passes() - self._passes_at_stage
+        return f"{n} model pass{'es' if n != 1 else ''}" if n > 0 else ""
 
     def file_now(self) -> str:
         """The video the running stage opened last ('e0002/shot_03.mp4', with 'frame 120/480' while its decode pass
@@ -713,9 +726,9 @@ class Progress:
             if self.unit == "partition":
                 self.bar.set_postfix_str(f"{self.item}{stage}"[:70], refresh=refresh)
             else:
-                now = self.file_now()
-                self.bar.set_postfix_str(f"{self.rate_eta()} | {self.item}{stage}{f' | {now}' if now else ''}"[:140],
-                                         refresh=refresh)
+                now, work = self.file_now(), self.work_now()
+                self.bar.set_postfix_str(f"{self.rate_eta()} | {self.item}{stage}{f' | {now}' if now else ''}"
+                                         f"{f' | {work}' if work else ''}"[:160], refresh=refresh)
 
     def _line(self, text: str) -> None:
         self._last_line = self.clock()
@@ -799,6 +812,11 @@ class RunStats:
         return out
 
 
+def _forward_count() -> int:
+    from bench_resources import models
+    return models.forward_count()
+
+
 def _model_counters() -> tuple[int, float]:
     from bench_resources import models
     return models.forward_count(), models.forward_seconds()
@@ -864,7 +882,7 @@ def evaluate(instance: DagsterInstance, *, assets: Sequence, resources: dict, pa
         total = len(items) * (1 + len(generators)) + len(aggregate_assets)
     bar = Progress(total, partitions.benchmark, enabled=show_progress, unit=unit or "partition",
                    reading=media.last_opened, opened=media.opened_since if unit else None,
-                   frames=media.passes_now if unit else None)
+                   frames=media.passes_now if unit else None, passes=_forward_count)
     say = progress or bar.write
     stats.recovered = reap_dead_runs(instance, log=say)
     home = Path(os.environ.get("DAGSTER_HOME", ".")) if not instance.is_ephemeral else None
