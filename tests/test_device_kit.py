@@ -94,3 +94,55 @@ def test_bare_venv_refuses_what_it_hides(tmp_path):
     (site / "leak.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     assert kit.check_bare(py)["dagster"] is True
     assert sys.executable != str(py)
+
+
+def _python(minor: str):
+    """An interpreter of CPython ``minor`` (e.g. '3.12') on this machine, or None."""
+    import glob
+    import shutil
+    cands = [shutil.which(f"python{minor}"), *sorted(glob.glob(f"/root/.pyenv/versions/{minor}.*/bin/python{minor}"))]
+    for c in cands:
+        if c and subprocess.run([c, "-c", "pass"], capture_output=True).returncode == 0:
+            return c
+    return None
+
+
+def test_kit_for_another_python_carries_that_pythons_extensions(tmp_path):
+    """The kit was tied to the Python it was built with by three distributions' version-specific extensions
+    (regex, PyYAML's _yaml, charset_normalizer's md / cd); built with --python 3.12 they come from their 3.12 wheels
+    (pip download), and a 3.12 interpreter imports them from the kit. Control: the kit built for this Python fails
+    there on regex, and device_bench.py refuses a kit of another Python with the rebuild command."""
+    kit = _script("device_kit")
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    other = "3.12" if here != "3.12" else "3.11"
+    py = _python(other)
+    if py is None:
+        pytest.skip(f"no CPython {other} on this machine to import the kit with")
+    try:
+        info = kit.build(tmp_path / "other.zip", other, tmp_path / "wheels")
+    except SystemExit as e:   # the registry is out of reach: nothing to check
+        pytest.skip(str(e)[:300])
+    assert info["python"] == other and info["size_mib"] < kit.LIMIT_MIB
+    assert {w.split("-")[0].lower() for w in info["from_wheels"]} == {"regex", "pyyaml", "charset_normalizer"}
+    with zipfile.ZipFile(tmp_path / "other.zip") as z:
+        names = z.namelist()
+        assert z.read("KIT_PYTHON").decode().strip() == other
+        z.extractall(tmp_path / "kit_other")
+    tag = here.replace(".", "")
+    assert not any(f"cpython-{tag}" in n for n in names)
+    assert not any(n.endswith(".pyc") or "__pycache__" in n for n in names)
+    code = ("import sys; sys.path[:0] = [sys.argv[1], sys.argv[1] + '/site']; import regex, yaml, "
+            "charset_normalizer.md as md; print(regex.match(r'\\p{L}+', 'Ünïcode').group(0), yaml.__with_libyaml__, "
+            "md.__file__.endswith('.so'))")
+    r = subprocess.run([py, "-I", "-c", code, str(tmp_path / "kit_other")], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.split() == ["Ünïcode", "True", "True"], r.stderr[-2000:]
+    # control: this Python's kit does not import there
+    kit.build(tmp_path / "here.zip")
+    with zipfile.ZipFile(tmp_path / "here.zip") as z:
+        z.extractall(tmp_path / "kit_here")
+    r = subprocess.run([py, "-I", "-c", code, str(tmp_path / "kit_here")], capture_output=True, text=True)
+    assert r.returncode != 0 and "regex" in r.stderr
+    # device_bench.py names the mismatch before importing anything
+    r = subprocess.run([sys.executable, str(tmp_path / "kit_other" / "device_bench.py"), "--help"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and f"built for Python {other}" in r.stderr and f"--python {here}" in r.stderr
