@@ -1,6 +1,7 @@
 """Golden outputs of EntityBench's own evaluator: runs the authors' ``eval/evaluate_benchmark.py`` (GitHub
 ``Catherine-R-He/EntityBench``, commit 3776439, from a scratch clone that is never copied into the project) on the
-fixtures of tests/support/entitybench_golden.py and writes ``tests/parity/golden/entitybench/{episodes,report}.json``.
+fixtures of tests/support/entitybench_golden.py and writes ``tests/parity/golden/entitybench/{episodes,report,
+requests}.json``.
 
     git clone -q https://github.com/Catherine-R-He/EntityBench /tmp/eb     # or the mirror's bare repo
     .venv/bin/python -m pip install --target /tmp/eb_site openai     # its judge client, kept out of the venv
@@ -12,11 +13,16 @@ presence, fidelity, action grids, the fidelity gate, CS-Face / CS-Object, CS-Tra
 object judge against the centroid-representative anchor, the location set judge, gap decay), then
 ``aggregate_results`` (the per-tier report). What is given to it:
 - DINOv2 and CLIP: seeded random transformers checkpoints of the same architectures (``DINO_MODEL_PATH``,
-  ``CLIP_MODEL_PATH``, the variables its loaders read);
+  ``CLIP_MODEL_PATH``, the variables its loaders read), their image processors pinned to the PIL backend
+  (transformers 4's default; transformers 5 would pick torchvision; recorded as ``processor_backend`` in the meta);
 - GroundingDINO (not installable here): ``groundingdino.util.inference.predict`` answers with the fixtures' key-colour
   detector (boxes in GroundingDINO's normalised cx, cy, w, h, a quarter pixel inside so that the authors' int()
   lands on the fixture's pixel box); its transform passes the frame through;
 - the VLM: its own Azure OpenAI client pointed (``AZURE_OPENAI_ENDPOINT``) at the fixtures' judge on 127.0.0.1.
+  ``requests.json`` is every request that judge received, per episode, in a canonical order: path, the headers
+  that reach an endpoint, and the body with each prompt text and image replaced by digests (their texts are not
+  stored here; images by media type, bytes, decoded pixels and size). tests/parity/test_entitybench_wire.py
+  compares the project's requests under ``judge_prompts: authors`` with it. The full bodies stay in ``--work``.
 Pillar 1 (VBench) is not run here: its parity is with VBench's own code (tests/parity/test_parity_vbench.py).
 
 The output has no paths, times or run-specific values, and torch runs on one thread: two runs write the same bytes
@@ -40,6 +46,7 @@ GOLDEN = ROOT / "tests" / "parity" / "golden" / "entitybench"
 COMMIT = "3776439e7037b2128ac3b5d2d1ce63e424cca166"
 
 from tests.support import entitybench_golden as fx  # noqa: E402
+from tests.support import entitybench_project as wp  # noqa: E402
 
 
 def stub_groundingdino():
@@ -79,6 +86,24 @@ def stub_groundingdino():
         sys.modules[m.__name__] = m
 
 
+PROCESSOR_BACKEND = wp.PROCESSOR_BACKEND
+PROCESSOR_NOTE = "pil (transformers 4 default; the authors' transformers version is unpinned)"
+
+
+def pin_processor_backend():
+    """Their loaders call ``AutoImageProcessor.from_pretrained(path)`` / ``CLIPProcessor.from_pretrained(path)``
+    with no backend; transformers 5 then picks torchvision, transformers 4 (their era: torch 2.5.1 pinned,
+    transformers not) the PIL processors. Pin PIL, as the project's side does (tests/support/entitybench_project)."""
+    import transformers
+    for cls in (transformers.AutoImageProcessor, transformers.CLIPProcessor):
+        original = cls.from_pretrained.__func__
+
+        def from_pretrained(klass, *args, _original=original, **kwargs):
+            kwargs.setdefault("backend", PROCESSOR_BACKEND)
+            return _original(klass, *args, **kwargs)
+        cls.from_pretrained = classmethod(from_pretrained)
+
+
 def clean(obj):
     """Drop what names this run's folders (crop paths); keep every number as the authors' code produced it."""
     if isinstance(obj, dict):
@@ -104,6 +129,7 @@ def run(clone: Path, work: Path) -> dict:
     os.environ.update(DINO_MODEL_PATH=ck["dino"], CLIP_MODEL_PATH=ck["clip"], GDINO_CONFIG=str(work / "gdino.cfg"),
                       GDINO_WEIGHTS=str(work / "gdino.cfg"), AZURE_OPENAI_API_KEY="fixture", TOKENIZERS_PARALLELISM="false")
     stub_groundingdino()
+    pin_processor_backend()
     sys.path.insert(0, str(clone / "eval"))
     import evaluate_benchmark as eb
 
@@ -137,7 +163,7 @@ def run(clone: Path, work: Path) -> dict:
 
     eb.evaluate_intra_shot_alignment = recorded_intra
     tiers = {e: t for t, ids in fx.TIERS.items() for e in ids}
-    per_episode, results_list = {}, []
+    per_episode, results_list, wire, wire_raw = {}, [], {}, []
     with fx.JudgeServer() as judge:
         os.environ["AZURE_OPENAI_ENDPOINT"] = judge.url
         for eid, script in eps.items():
@@ -147,6 +173,8 @@ def run(clone: Path, work: Path) -> dict:
             r = eb.evaluate_episode(eid, str(results), script, tiers[eid], {2, 3}, device="cpu",
                                     work_dir=str(work / "eval_work"), llm_concurrency=1)
             results_list.append(r)
+            wire[eid] = judge.bodies[len(wire_raw):]
+            wire_raw.extend(wire[eid])
             per_episode[eid] = clean({"tier": tiers[eid], "num_shots": r.num_shots,
                                       "metrics": {m: mv.to_json() for m, mv in sorted(r.metrics.items())},
                                       "per_entity_scores": r.per_entity_scores,
@@ -157,14 +185,19 @@ def run(clone: Path, work: Path) -> dict:
     report = clean(eb.aggregate_results(results_list, fx.TIERS))
     meta = {"source": "Catherine-R-He/EntityBench", "commit": COMMIT, "file": "eval/evaluate_benchmark.py",
             "pillars": [2, 3], "all_metrics": list(eb.ALL_METRICS), "config": dict(eb.BENCHMARK_CONFIG),
-            "transformers": __import__("transformers").__version__, "torch": torch.__version__.split("+")[0]}
-    return {"meta": meta, "episodes": per_episode, "report": report}
+            "transformers": __import__("transformers").__version__, "torch": torch.__version__.split("+")[0],
+            "processor_backend": PROCESSOR_NOTE}
+    # their requests in full (prompt texts included) stay in the scratch folder, for reading a difference
+    (work / "requests_full.json").write_text(json.dumps(wire, indent=1, sort_keys=True))
+    requests = {eid: wp.wire_records(b) for eid, b in wire.items()}
+    return {"meta": meta, "episodes": per_episode, "report": report, "requests": requests}
 
 
 def write(out: dict) -> dict[str, str]:
     GOLDEN.mkdir(parents=True, exist_ok=True)
     files = {"episodes.json": {"meta": out["meta"], "episodes": out["episodes"]},
-             "report.json": {"meta": out["meta"], "report": out["report"]}}
+             "report.json": {"meta": out["meta"], "report": out["report"]},
+             "requests.json": {"meta": out["meta"], "requests": out["requests"]}}
     digests = {}
     for name, obj in files.items():
         data = (json.dumps(obj, indent=1, sort_keys=True) + "\n").encode()

@@ -280,11 +280,14 @@ class JudgeServer:
 
     def __init__(self):
         self.requests: list[dict] = []
+        self.bodies: list[dict] = []   # every request as it came: path, headers (lower-case names), JSON body
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.bodies.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
+                                     "body": body})
                 texts, images = [], []
                 for m in body["messages"]:
                     parts = m["content"] if isinstance(m["content"], list) else [{"type": "text",
