@@ -19,7 +19,6 @@ from bench_assets.core.records import MetricRecord
 from bench_assets.core.tables import instance_row, record_row
 from bench_assets.entitybench import counts, dataset, judging
 from bench_assets.entitybench.constants import GROUNDING_FRAMES
-from bench_assets.entitybench.metrics import centroid_scores
 from bench_resources.judge import JUDGE_OFF, JudgeResult
 
 FIDELITY_GATE_TAU = 0.5
@@ -376,6 +375,18 @@ def action_rows(generator: str, ep: dataset.Episode, clips: dict, errors: dict, 
 
 # ---------------------------------------------------------------------------------------------- LLM consistency
 
+def authors_anchor(embeddings: np.ndarray) -> int:
+    """The appearance closest to the centroid, in the authors' arithmetic (compute_cs_centroid's representative:
+    argmax of rows @ (mean / |mean|), the rows as the embedder gave them, L2-normalised, not normalised again; a
+    mean of norm < 1e-9 gives their fallback, the first). With two appearances both are equally close in exact
+    arithmetic and float rounding decides: choosing as they do needs their operations (the golden wire test caught
+    the other anchor of a two-shot entity, and its images in the other order)."""
+    embs = np.asarray(embeddings)
+    centroid = embs.mean(axis=0)
+    norm = np.linalg.norm(centroid)
+    return int(np.argmax(embs @ (centroid / norm))) if norm >= 1e-9 else 0
+
+
 def llm_entity_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFrame, fidelity: dict,
                     embed: Optional[Callable], embed_reason: Optional[str], load_crop: Callable, ask_many,
                     judge_reason: Optional[str] = None) -> list[dict]:
@@ -424,7 +435,7 @@ def llm_entity_rows(generator: str, ep: dataset.Episode, grounding: pd.DataFrame
             crops, anchor_shot = [], None
             if len(adm) and not no_anchor:
                 crops = [load_crop(c) for c in adm["crop_id"]]
-                a = int(np.argmax(centroid_scores(embed(crops))[1])) if len(adm) >= 2 else 0
+                a = authors_anchor(embed(crops)) if len(adm) >= 2 else 0
                 anchor_shot = int(adm["shot"].iloc[a])
             # the anchor takes one appearance; without one, an admitted (else the first) appearance stands in
             slot = anchor_shot if anchor_shot is not None else (int(adm["shot"].iloc[0]) if len(adm) else scheduled[0])

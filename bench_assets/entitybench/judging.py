@@ -8,10 +8,12 @@ Two prompt sets (``judge_prompts``, environment ``BENCH_ENTITYBENCH_JUDGE_PROMPT
   f-strings and the criteria dicts are parsed with ``ast`` and rendered with the values the authors' code binds
   (nothing of theirs is stored in this project). Their answers carry their field names (``fidelity``,
   ``similarity`` / ``is_same``, ``consistency`` / ``all_consistent``, ``overall`` / ``action_depicted``).
-``prompt_set_id()`` names the set in force (``authors@<sha256 of the parsed texts>``); it enters the protocol
-digest, the manifest and the prompt version of every request, and core/automation.prompt_sets reads
-``prompt_set_digest()``, so a change re-runs exactly the judge-using assets and answers of different sets are never
-comparable.
+Under ``authors`` the requests also go on the authors' wire (``AUTHORS_WIRE``: their message layout, JPEG images,
+max_tokens, no response_format, their answer reading), through the judge's openai backend only.
+``prompt_set_id()`` names the set in force (``authors@<sha256 of the parsed texts>/<wire name>``); it enters the
+protocol digest, the manifest and the prompt version of every request, and core/automation.prompt_sets reads
+``prompt_set_digest()``, so a change re-runs exactly the judge-using assets and answers of different sets (or
+wires) are never comparable.
 
 Versioned: changing a prompt's wording bumps its version, which changes every cache key that used it.
 Criteria are scored 1-10 and divided by 10 (spec: "criteria 1-10 -> /10").
@@ -28,7 +30,7 @@ from typing import Any, Optional, Sequence
 import cv2
 import numpy as np
 
-from bench_resources.judge import JudgeRequest, png_bytes
+from bench_resources.judge import JudgeRequest, Wire, jpeg_bytes, png_bytes
 
 CRITERIA = {
     "character": ("face", "hair", "clothing", "build"),
@@ -166,9 +168,10 @@ def authors_prompts() -> Optional[AuthorsPrompts]:
 
 
 def prompt_set_id() -> str:
-    """'paper' or 'authors@<digest of their parsed texts>' (the protocol digest and the manifest record it)."""
+    """'paper' or 'authors@<digest of their parsed texts>/<their wire>' (the protocol digest and the manifest record
+    it): answers to the same texts sent on another wire are another protocol."""
     a = authors_prompts()
-    return "paper" if a is None else f"authors@{a.digest}"
+    return "paper" if a is None else f"authors@{a.digest}/{AUTHORS_WIRE.name}"
 
 
 def prompt_set_digest() -> str:
@@ -180,8 +183,29 @@ def prompt_set_digest() -> str:
 
 
 def _version(paper_version: str) -> str:
-    a = authors_prompts()
-    return paper_version if a is None else f"authors@{a.digest}"
+    return paper_version if authors_prompts() is None else prompt_set_id()
+
+
+# The authors' judge client on the wire (evaluate_benchmark.py 3776439: _vlm_api_call, _encode_crop,
+# _RotatingLLMClient.call through openai.AzureOpenAI; tests/parity/test_entitybench_wire.py compares the requests
+# byte for byte): one user message, no system message, the prompt text first and then each image as a JPEG
+# (PIL, quality 90) data URL, max_tokens = BENCHMARK_CONFIG["vlm_max_tokens"], no sampling parameters and no
+# response_format; the answer is the first {...} in the reply's content (their regex), never re-asked. Sent only
+# by the judge's openai backend (with azure_api_version for their Azure endpoint); the anthropic backend fails
+# each question saying so. Its name is part of prompt_set_id, so the protocol digest changes with the wire.
+AUTHORS_JPEG_QUALITY, AUTHORS_MAX_TOKENS = 90, 50000
+AUTHORS_WIRE = Wire("entitybench-authors-v1", text_first=True, system_message=False, schema_in_text=False,
+                    response_format=False, max_tokens=AUTHORS_MAX_TOKENS, sampling=False, image_mime="image/jpeg",
+                    reader="first_object", reask=False)
+
+
+def _request(prompt_id: str, paper_version: str, system: str, text: str, schema: dict,
+             images: Sequence[np.ndarray]) -> JudgeRequest:
+    """One request in the set in force: ours (PNG, the judge's own wire) or the authors' (JPEG q90, their wire)."""
+    if authors_prompts() is None:
+        return JudgeRequest(prompt_id, paper_version, system, text, schema, tuple(png_bytes(i) for i in images))
+    return JudgeRequest(prompt_id, _version(paper_version), "", text, schema,
+                        tuple(jpeg_bytes(i, AUTHORS_JPEG_QUALITY) for i in images), wire=AUTHORS_WIRE)
 
 
 SYSTEM = ("You are a meticulous visual evaluator for a video-generation benchmark. Judge only what is visible. "
@@ -207,8 +231,8 @@ def fidelity_request(entity_type: str, name: str, description: str, crop: np.nda
         text = a.render("fidelity", etype=entity_type, ent_name=name, info={"description": description},
                         criteria_list=clist, criteria_json=cjson)
         props = {**{c: _SCORE for c in crit}, "fidelity": _SCORE, "reason": {"type": "string"}}
-        return JudgeRequest(f"entitybench.fidelity.{entity_type}", _version("v1"), "", text,
-                            _schema(props, [*crit, "fidelity"]), (png_bytes(crop),))
+        return _request(f"entitybench.fidelity.{entity_type}", "v1", "", text, _schema(props, [*crit, "fidelity"]),
+                        (crop,))
     what = {"character": "character", "object": "object", "location": "place"}[entity_type]
     text = (f"The image is a crop from a generated video that should show the {what} \"{name}\", described as:\n"
             f"\"{description}\"\n\nScore from 1 (contradicts the description) to 10 (matches it exactly) how well "
@@ -315,8 +339,8 @@ def action_request(grid: np.ndarray, action: str, legend: dict[str, str], names_
                         criteria_json=", ".join(f'"{k}": N' for k in crit))
         props = {**{k: _SCORE for k in crit}, "overall": _SCORE, "action_depicted": {"type": "boolean"},
                  "reason": {"type": "string"}}
-        return JudgeRequest("entitybench.action", _version("v1"), "", text,
-                            _schema(props, [*crit, "overall", "action_depicted"]), (png_bytes(grid),))
+        return _request("entitybench.action", "v1", "", text, _schema(props, [*crit, "overall", "action_depicted"]),
+                        (grid,))
     legend_text = "; ".join(f"{name} = {desc}" for name, desc in legend.items()) or "no labelled entity"
     text = (f"The image tiles six frames of one generated video shot in time order (left to right, top to bottom). "
             f"Coloured boxes label the scheduled entities: {legend_text}.\n\nThe shot should show this action:\n"
@@ -349,8 +373,8 @@ def identity_request(entity_type: str, name: str, description: str, anchor: np.n
                         criteria_list=clist, criteria_json=cjson)
         props = {**{c: _SCORE for c in crit}, "similarity": _SCORE, "is_same": {"type": "boolean"},
                  "reason": {"type": "string"}}
-        return JudgeRequest(f"entitybench.identity.{entity_type}", _version("v1"), "", text,
-                            _schema(props, [*crit, "similarity", "is_same"]), (png_bytes(anchor), png_bytes(other)))
+        return _request(f"entitybench.identity.{entity_type}", "v1", "", text,
+                        _schema(props, [*crit, "similarity", "is_same"]), (anchor, other))
     text = (f"Image 1 is the reference appearance of \"{name}\" ({description}) in a generated video; image 2 is "
             f"another shot's crop that should show the same {entity_type}. Ignore pose, lighting, background and "
             f"framing. Answer same = 1 if image 2 shows the same individual {entity_type} as image 1, else 0; sim = "
@@ -385,7 +409,7 @@ def location_set_request(name: str, description: str, shot_frames: Sequence[Sequ
     images, lines = [], []
     for j in keep:
         for f in list(shot_frames[j])[:LOCATION_SET_FRAMES_PER_SHOT]:
-            images.append(png_bytes(f))
+            images.append(f)
             lines.append(f"  Image {len(images)}: from shot {shot_labels[j]}")
     crit = CRITERIA["location"]
     props = {**{c: _SCORE for c in crit}, "consistency": _SCORE, "all_consistent": {"type": "boolean"},
@@ -396,15 +420,13 @@ def location_set_request(name: str, description: str, shot_frames: Sequence[Sequ
         text = a.render("location_set", n_shots=len(shot_frames), n_sent=len(images), max_shots=LOCATION_SET_MAX_SHOTS,
                         sampled_shot_keys=[shot_labels[j] for j in keep], location_name=name,
                         description=description, image_listing="\n".join(lines))
-        return JudgeRequest("entitybench.location_set", _version("v1"), "", text, _schema(props, required),
-                            tuple(images)), keep
+        return _request("entitybench.location_set", "v1", "", text, _schema(props, required), images), keep
     text = (f"The images come from {len(keep)} shots of a generated video that should all show the location "
             f"\"{name}\" ({description}), in this order:\n" + "\n".join(lines) + "\n\nIgnore foreground people "
             f"and objects, and tolerate changes of camera angle, distance and zoom. Score 1-10 how consistent the "
             f"place is across the shots on {', '.join(crit)}, and overall (consistency); all_consistent = true if "
             f"every shot shows the same physical place; outlier_indices = the 1-based image numbers that differ.")
-    return JudgeRequest("entitybench.location_set", "v1", SYSTEM, text, _schema(props, required),
-                        tuple(images)), keep
+    return _request("entitybench.location_set", "v1", SYSTEM, text, _schema(props, required), images), keep
 
 
 def location_set_values(answer: dict) -> dict[str, float]:

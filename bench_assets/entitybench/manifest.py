@@ -80,7 +80,9 @@ def authors_config(models, judge) -> dict[str, Any]:
         **{k: model for k in ("vlm_model_entity", "vlm_model_scene", "vlm_model_style", "vlm_model_action",
                               "vlm_model_intra_fidelity")},
         "vlm_n_max_images_per_call": judging.LOCATION_SET_MAX_SHOTS * judging.LOCATION_SET_FRAMES_PER_SHOT,
-        "vlm_max_tokens": getattr(judge, "max_tokens", None) if judge is not None else None,
+        # judge_prompts=authors sends their max_tokens on their wire (judging.AUTHORS_WIRE), else the judge's own
+        "vlm_max_tokens": None if judge is None else judging.AUTHORS_WIRE.max_tokens
+        if judging.authors_prompts() is not None else getattr(judge, "max_tokens", None),
         "cross_shot_fidelity_gate_threshold": CONSTANTS["fidelity_gate_tau"],
         "dino_model": AUTHORS_CONFIG["dino_model"] if dino["available"] and dino["paper"] else
         f"{dino['checkpoint']} (not DINOv2-base)" if dino["available"] else "unavailable",
