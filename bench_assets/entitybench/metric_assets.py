@@ -40,7 +40,7 @@ PILLAR1_OP_TAGS = {**GPU_OP_TAGS, "dagster/priority": "1"}
 
 # ----------------------------------------------------------------------------- Pillar 1
 
-@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="9", pool="gpu",
+@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="10", pool="gpu",
        op_tags=PILLAR1_OP_TAGS)
 def entitybench_pillar1(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                         entitybench_episode: pd.DataFrame, models: ModelRegistry,

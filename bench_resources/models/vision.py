@@ -170,32 +170,51 @@ def load_strict(model, state_dict: dict, slot: str, path) -> None:
     model.load_state_dict(state_dict, strict=True)
 
 
+def _pos_embed_as_transformers(self, x):
+    """timm ViT ``_pos_embed`` (CLS token, no registers) with the stored grid interpolated to the input's patch grid
+    as transformers' Dinov2Embeddings.interpolate_pos_encoding does at run time (what the EntityBench authors'
+    facebook/dinov2-base computes): bicubic straight from the checkpoint's grid (37 x 37 for Meta's 518 px
+    release) to the target size, float32, align_corners False, no antialias; the stored grid as is when the input
+    has it and is square. timm would antialias, and a grid resampled once at load (37 -> 16) and again per input
+    (16 -> 16 x 28 for a 16:9 frame) moved a whole-frame embedding by up to 2.3e-3 (1 - cos 1.8e-4; seeded
+    DINOv2-base, random input; tests/parity/test_entitybench_golden_production.py)."""
+    import torch
+    import torch.nn.functional as F
+    b, h, w, c = x.shape
+    pos = self.pos_embed
+    side = int(round((pos.shape[1] - 1) ** 0.5))
+    if not (h == w == side):
+        grid = pos[:, 1:].reshape(1, side, side, c).permute(0, 3, 1, 2)
+        grid = F.interpolate(grid.float(), size=(h, w), mode="bicubic", align_corners=False).to(pos.dtype)
+        pos = torch.cat((pos[:, :1], grid.permute(0, 2, 3, 1).reshape(1, h * w, c)), 1)
+    x = torch.cat((self.cls_token.expand(b, -1, -1), x.reshape(b, h * w, c)), 1)
+    return self.pos_drop(x + pos)
+
+
 def dinov2_module(state_dict_path=None, hub: bool = False, slot: str = "image_embedder"):
+    import types
+
     import timm
     import torch
     name = "vit_base_patch14_dinov2.lvd142m"
-    # dynamic_img_size: whole frames arrive at VBench's short-side 224 without a crop (224 x 398 for 16:9); the
-    # position embedding is resampled to their patch grid (a 224 x 224 crop keeps the 16 x 16 grid unchanged)
-    model = timm.create_model(name, pretrained=False, img_size=224, num_classes=0, dynamic_img_size=True)
     sd = None
-    if hub:   # the hub's weights at their native 518 px, resampled below (timm's own loader would antialias)
+    if hub:   # the hub's weights at their native 518 px
         sd = timm.create_model(name, pretrained=True, num_classes=0).state_dict()
     elif state_dict_path is not None:
         sd = torch.load(state_dict_path, map_location="cpu", weights_only=True)
         sd = sd.get("state_dict", sd) if isinstance(sd, dict) else sd
     if sd is not None:
-        if "pos_embed" in sd and tuple(sd["pos_embed"].shape) != tuple(model.pos_embed.shape):
-            # checkpoints saved at 518 px (the hub's DINOv2) carry a 37x37 grid: resample it to 16x16 for 224 px as
-            # transformers' Dinov2Embeddings.interpolate_pos_encoding does for a 224 crop (what the EntityBench
-            # authors' facebook/dinov2-base runs): bicubic to the grid size in float32, no antialias (timm's
-            # resample_abs_pos_embed antialiases, which moves a downsampled grid)
-            import torch.nn.functional as F
-            sd = dict(sd)
-            pos = sd["pos_embed"]
-            side, dim = int(round((pos.shape[1] - 1) ** 0.5)), pos.shape[-1]
-            grid = F.interpolate(pos[:, 1:].reshape(1, side, side, dim).permute(0, 3, 1, 2).float(),
-                                 size=tuple(model.patch_embed.grid_size), mode="bicubic", align_corners=False)
-            sd["pos_embed"] = torch.cat((pos[:, :1], grid.permute(0, 2, 3, 1).reshape(1, -1, dim).to(pos.dtype)), 1)
+        # Meta's release file (dinov2_vitb14_pretrain.pth) carries the masked-training token, which inference
+        # never reads; timm's own DINOv2 converter drops it too. Every other key stays strict.
+        sd = {k: v for k, v in sd.items() if k != "mask_token"}
+    # the model keeps the checkpoint's own position grid (518 px: 37 x 37), interpolated per input at run time as
+    # transformers does (_pos_embed_as_transformers): crops arrive at 224 x 224, whole frames at VBench's short side
+    # 224 without a crop (224 x 398 for 16:9; dynamic_img_size lets the patch embedding take them)
+    pos = sd.get("pos_embed") if sd is not None else None
+    side = int(round((pos.shape[1] - 1) ** 0.5)) if pos is not None and pos.ndim == 3 else 37
+    model = timm.create_model(name, pretrained=False, img_size=side * 14, num_classes=0, dynamic_img_size=True)
+    model._pos_embed = types.MethodType(_pos_embed_as_transformers, model)
+    if sd is not None:
         load_strict(model, sd, slot, state_dict_path or f"hub:{name}")
     return model
 

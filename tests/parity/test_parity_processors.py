@@ -106,24 +106,32 @@ def test_the_paper_image_embedder_feeds_processor_crops():
     assert tuple(Flat.seen[-1].shape) == (1, 3, 224, 224) and emb.crops == "processor" and emb.crop_resize == 256
 
 
-def test_dinov2_position_grid_is_resampled_as_transformers_does(tmp_path):
-    """A hub DINOv2 checkpoint (518 px: a 37 x 37 position grid) loaded into the 224 px image_embedder: its 16 x 16
-    grid equals transformers' Dinov2Embeddings.interpolate_pos_encoding for a 224 x 224 input (what the authors'
-    facebook/dinov2-base computes at run time); timm's antialiased resampling is asserted to differ."""
+@pytest.mark.parametrize("hw", [(224, 224), (224, 392)])
+def test_dinov2_position_grid_is_resampled_as_transformers_does(tmp_path, hw):
+    """A hub DINOv2 checkpoint (518 px: a 37 x 37 position grid) in the image_embedder: the position embedding it
+    adds to a 224 x 224 crop (16 x 16 patches) and to a 16:9 whole frame at VBench's short side 224 (16 x 28) equals
+    transformers' Dinov2Embeddings.interpolate_pos_encoding for that input (what the authors' facebook/dinov2-base
+    computes at run time); timm's antialiased resampling is asserted to differ. Old (36e): the grid was resampled
+    37 -> 16 at load and again 16 -> 16 x 28 per frame by timm (the 16:9 case failed)."""
     from timm.layers import resample_abs_pos_embed
     from transformers import Dinov2Config
     from transformers.models.dinov2.modeling_dinov2 import Dinov2Embeddings
     from bench_resources.models.vision import dinov2_module
+    gh, gw = hw[0] // 14, hw[1] // 14
     torch.manual_seed(0)
     sd = {k: v.clone() for k, v in dinov2_module().state_dict().items()}
     sd["pos_embed"] = torch.randn(1, 37 * 37 + 1, 768)
     torch.save(sd, tmp_path / "dinov2_vitb14.pth")
-    ours = dinov2_module(tmp_path / "dinov2_vitb14.pth").pos_embed.detach()
+    m = dinov2_module(tmp_path / "dinov2_vitb14.pth")
+    with torch.no_grad():   # what the module adds to zero patch tokens, its CLS token taken off
+        ours = m._pos_embed(torch.zeros(1, gh, gw, 768))
+        ours[:, :1] -= m.cls_token
     emb = Dinov2Embeddings(Dinov2Config(hidden_size=768, patch_size=14, image_size=518))
     with torch.no_grad():
         emb.position_embeddings.copy_(sd["pos_embed"])
-        ref = emb.interpolate_pos_encoding(torch.zeros(1, 16 * 16 + 1, 768), 224, 224)
+        ref = emb.interpolate_pos_encoding(torch.zeros(1, gh * gw + 1, 768), *hw)
     diff = float((ours - ref).abs().max())
-    timm_way = float((resample_abs_pos_embed(sd["pos_embed"], (16, 16), num_prefix_tokens=1) - ref).abs().max())
-    print(f"\nparity DINOv2 position grid 37 -> 16: max diff {diff:.3g} (timm's antialiased resampling {timm_way:.3g})")
+    timm_way = float((resample_abs_pos_embed(sd["pos_embed"], (gh, gw), num_prefix_tokens=1) - ref).abs().max())
+    print(f"\nparity DINOv2 position grid 37 -> {gh} x {gw}: max diff {diff:.3g} (timm's antialiased resampling "
+          f"{timm_way:.3g})")
     assert diff <= 1e-5 and timm_way > 100 * BAR
