@@ -136,3 +136,38 @@ def test_every_embedded_episode_parses():
         warnings.simplefilter("ignore")
         for p in paths:
             assert ED.load_episode(p).episode_id == p.stem
+
+
+def _shots(tmp_path, eid: str, n_declared: int, n_files: int):
+    raw = _episode(eid, 0)
+    shot = raw["shots"][0]
+    raw["shots"] = [dict(shot, index=i) for i in range(1, n_declared + 1)]
+    folder = tmp_path / "gen" / eid
+    folder.mkdir(parents=True)
+    for i in range(1, n_files + 1):
+        (folder / f"shot_{i:02d}.mp4").write_bytes(b"a")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ED.parse_episode(raw, f"{eid}.json"), folder
+
+
+def test_the_undelivered_shot_limit_is_configurable_and_the_other_episodes_still_index(tmp_path, monkeypatch):
+    """Shot counts (issue 39 item 3): an episode's shots without a file are bounded like its entities, by an
+    environment variable, and the refusal names the episode, the counts and the limit."""
+    many, many_dir = _shots(tmp_path, "e_many", 7, 2)
+    few, few_dir = _shots(tmp_path, "e_few", 4, 2)
+    assert len(ED.index_shot_files(many, many_dir, "gen")) == 7      # 5 undelivered: under the default 100
+    monkeypatch.setenv("BENCH_MAX_UNDELIVERED_SHOTS", "3")
+    started = time.perf_counter()
+    with pytest.raises(ED.EpisodeError) as e:
+        ED.index_shot_files(many, many_dir, "gen")
+    assert time.perf_counter() - started < 0.5
+    assert "the episode declares 7 shots but the output folder holds files for 2; more than 3 undelivered" in str(e.value)
+    assert "e_many" in str(e.value) and "BENCH_MAX_UNDELIVERED_SHOTS" in str(e.value)
+    files = ED.index_shot_files(few, few_dir, "gen")                # 2 undelivered: at most 3, still indexed
+    assert [f.error is None for f in files] == [True, True, False, False]
+    monkeypatch.setenv("BENCH_MAX_UNDELIVERED_SHOTS", "2")
+    assert len(ED.index_shot_files(few, few_dir, "gen")) == 4       # at the limit
+    monkeypatch.setenv("BENCH_MAX_UNDELIVERED_SHOTS", "some")
+    with pytest.raises(ED.EpisodeError, match="BENCH_MAX_UNDELIVERED_SHOTS='some' is not a whole number"):
+        ED.index_shot_files(few, few_dir, "gen")

@@ -364,8 +364,9 @@ _ANY_OFFICIAL = re.compile(r"^(\d+)_(\d+)\.(\w+)$")
 # Each declared shot costs rows in every metric table (Pillar 1 writes ~18 per shot); an episode that declares
 # 10,000 shots with 2 files would write 180,000 rows and starve every other item of the run. The largest
 # EntityBench episode (the official release, 3776439) has 50 shots, so a bound of 100 undelivered shots never
-# touches a real one.
+# touches a real one. BENCH_MAX_UNDELIVERED_SHOTS overrides it.
 MAX_UNDELIVERED_SHOTS = 100
+UNDELIVERED_ENV = "BENCH_MAX_UNDELIVERED_SHOTS"
 
 
 @dataclass(frozen=True)
@@ -460,11 +461,12 @@ def index_shot_files(episode: Episode, folder: str | Path, generator: str) -> li
             missing_note = (f"; the official-layout set has {len(gaps)} of {len(episode.shots)} files missing: "
                             f"{', '.join(gaps[:12])}{' ...' if len(gaps) > 12 else ''}")
     delivered = sum(1 for s in episode.shots if found.get(s.index))
-    if len(episode.shots) - delivered > MAX_UNDELIVERED_SHOTS:
+    limit = _limit(UNDELIVERED_ENV, MAX_UNDELIVERED_SHOTS)
+    if len(episode.shots) - delivered > limit:
         raise EpisodeError(f"{where}: the episode declares {len(episode.shots)} shots but the output folder holds "
-                           f"files for {delivered}; more than {MAX_UNDELIVERED_SHOTS} undelivered shots per episode "
-                           f"is refused (per-item cost bound) rather than scored as {len(episode.shots)} rows per "
-                           f"metric")
+                           f"files for {delivered}; more than {limit} undelivered shots per episode "
+                           f"is refused (per-item cost bound, {UNDELIVERED_ENV}) rather than scored as "
+                           f"{len(episode.shots)} rows per metric")
     if 0 in found:
         msg = (f"{where}: found {found[0][0].name}; shot files are 1-based (shot_01 is the first shot), "
                f"so every shot of this set is rejected rather than misaligned")
