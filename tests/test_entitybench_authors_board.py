@@ -138,6 +138,28 @@ def test_report_site_shows_the_episodes_and_the_eq23_addition_beside_the_value(t
     assert "coverage 50% &middot; ep 1/2" in index
 
 
+def test_cli_and_wandb_cells_mark_coverage_and_episodes_and_the_legend_names_both_aggregations():
+    """`bench leaderboard`'s text and the W&B table's ``marked`` column: a cell averaging 1 of 2 episodes says
+    '[50%]{1/2ep}'; a cell over every episode carries no episode mark; the legend names the headline's aggregation
+    and the Eq. 23-25 addition by id."""
+    from bench_assets.core.board_text import format_board
+    from bench_assets.core.results import wandb_table
+    records = pd.DataFrame([_rec("a", "e1", "llm_face_accuracy", 1.0, 2),
+                            {**_rec("a", "e2", "llm_face_accuracy", None, 0), "n_failed": 2},
+                            _rec("b", "e1", "llm_face_accuracy", 0.6, 2), _rec("b", "e2", "llm_face_accuracy", 0.8, 2)])
+    tiers = pd.DataFrame({"item": ["e1", "e2"], "tier": ["easy", "easy"]})
+    board = board_frame("entitybench", eb_board.leaderboard_rows(records, tiers, METRICS), METRICS)
+    text = format_board(board, {"slice": "all"}, "entitybench")
+    row = next(line for line in text.splitlines() if line.startswith("llm_face_accuracy "))
+    assert row.split()[1:] == ["1.000[50%]{1/2ep}", "0.700"], row
+    assert "{n/Nep} the value is the mean of the n of N episodes with a value (None excluded)" in text
+    assert f"value: authors' code, the mean over the episodes with a value (None excluded); an addition, paper " \
+           f"text (variant, {EQ23})" in text
+    cols, rows = wandb_table(board[board.slice == "all"])
+    marked = {(r[cols.index("generator")]): r[-1] for r in rows}
+    assert marked == {"a": "1.000[50%]{1/2ep}", "b": "0.700"}
+
+
 def _pan(n=12, seed=0):
     rng = np.random.default_rng(seed)
     base = rng.integers(0, 256, (24, 32, 3), dtype=np.uint8)

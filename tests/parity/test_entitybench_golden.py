@@ -17,7 +17,6 @@ counts and values both sides compute from the same judge integers):
 """
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,14 +26,12 @@ import pandas as pd
 import pytest
 
 from tests.support import entitybench_golden as fx
+from tests.support import entitybench_project as wp
+from tests.support.entitybench_project import golden
 
 GOLD = Path(__file__).parent / "golden" / "entitybench"
 TOL = 1e-4          # shared weights and inputs, float32 models on both sides
 EXACT = 1e-9        # the same judge integers / the same status counts
-
-
-def golden() -> dict:
-    return json.loads((GOLD / "episodes.json").read_text())
 
 
 def test_golden_files_name_the_authors_commit():
@@ -48,146 +45,11 @@ def test_golden_files_name_the_authors_commit():
     assert {"present", "weak", "absent"} <= statuses, statuses
 
 
-class _Store:
-    def __init__(self):
-        self.pngs: dict[str, bytes] = {}
-
-    def put_png(self, img: np.ndarray) -> str:
-        from PIL import Image
-        buf = io.BytesIO()
-        Image.fromarray(img).save(buf, format="PNG")
-        key = f"crop{len(self.pngs)}"
-        self.pngs[key] = buf.getvalue()
-        return key
-
-    def get_png(self, key: str) -> np.ndarray:
-        from PIL import Image
-        return np.asarray(Image.open(io.BytesIO(self.pngs[key])).convert("RGB"))
-
-
-class _Detector:
-    """The fixtures' key-colour detector in the project's detector interface (per frame sv.Detections)."""
-    closed_vocabulary = False
-    last_reason = None
-
-    def detect(self, frames, query, kind=None):
-        import supervision as sv
-        name = fx.entity_for_query(query)
-        out = []
-        for f in frames:
-            found = fx.detect_boxes(np.asarray(f), name)
-            out.append(sv.Detections(xyxy=np.array([b for b, _ in found], float).reshape(-1, 4),
-                                     confidence=np.array([c for _, c in found], float)))
-        return out
-
-
-class _Models:
-    """The seeded checkpoints run as the authors' code runs them (one image per call, their processors)."""
-
-    def __init__(self, ck: dict):
-        import torch
-        from transformers import AutoImageProcessor, AutoModel, CLIPModel, CLIPProcessor
-        torch.set_num_threads(1)
-        self.torch = torch
-        self.dino, self.dino_proc = AutoModel.from_pretrained(ck["dino"]).eval(), AutoImageProcessor.from_pretrained(ck["dino"])
-        self.clip, self.clip_proc = CLIPModel.from_pretrained(ck["clip"]).eval(), CLIPProcessor.from_pretrained(ck["clip"])
-
-    def embed(self, images) -> np.ndarray:
-        from PIL import Image
-        out = []
-        for im in images:
-            with self.torch.no_grad():
-                e = self.dino(**self.dino_proc(images=Image.fromarray(np.asarray(im)), return_tensors="pt"))
-                e = e.last_hidden_state[:, 0]
-                out.append((e / e.norm(dim=-1, keepdim=True)).numpy().flatten())
-        return np.stack(out)
-
-    def similarity(self, images, texts) -> np.ndarray:
-        from PIL import Image
-        out = []
-        for im in images:
-            row = []
-            for t in texts:
-                inp = self.clip_proc(text=[t], images=[Image.fromarray(np.asarray(im))], return_tensors="pt",
-                                     padding=True)
-                with self.torch.no_grad():
-                    row.append(float(self.clip(**inp).logits_per_image.item() / 100.0))
-            out.append(row)
-        return np.array(out)
-
-
-def _answer_for(key: str, schema: dict) -> dict:
-    """The fixtures' judge values in the project's answer schema: 1-10 scores as they are, a 0-1 number as the
-    same score / 10 (the authors divide their 1-10 'similarity' by 10), a 0/1 verdict from the same verdict bit."""
-    out = {}
-    for k, p in schema["properties"].items():
-        if p.get("type") == "string":
-            out[k] = "fixture"
-        elif p.get("type") == "array":
-            out[k] = []
-        elif p.get("type") == "boolean":
-            out[k] = bool(fx.judge_value(key, "is_same"))
-        elif "enum" in p:
-            out[k] = int(fx.judge_value(key, "is_same"))
-        elif p.get("type") == "number" and p.get("maximum") == 1:
-            out[k] = fx.judge_value(key, "similarity") / 10.0
-        else:
-            out[k] = fx.judge_value(key, k if k in fx.SCORE_KEYS else "overall")
-    return out
-
-
-def _ask_many(reqs):
-    """The fixtures' judge on the project's requests: the same content key as the HTTP judge the authors' code
-    reached (names in the prompt; size and mean grey level of each image)."""
-    import base64
-    from bench_resources.judge.common import JudgeResult
-    out = []
-    for r in reqs:
-        key = fx.judge_key(r.text, [base64.b64encode(b).decode() for b in r.images])
-        out.append(JudgeResult(status="ok", answer=_answer_for(key, r.schema), reason=None, cache_key=key,
-                               cached=False, model="fixture-judge", prompt_id=r.prompt_id,
-                               prompt_version=r.prompt_version))
-    return out
-
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
-    """The project's rows for every fixture episode, with what the comparisons need to map keys."""
-    from bench_assets.entitybench import consistency, dataset, frames, grounding, judged, official
-    root = tmp_path_factory.mktemp("eb_golden")
-    ck = fx.checkpoints(str(root / "checkpoints"))
-    eps = fx.write_results(root / "results")
-    models = _Models(ck)
-    g = golden()
-    out = {}
-    for eid, script in eps.items():
-        canonical, _ = official.convert_episode(script, eid, g["episodes"][eid]["tier"])
-        ep = dataset.parse_episode(canonical)
-        keys = fx.shot_keys(script)
-        shot_of = {k: i + 1 for i, k in enumerate(keys)}
-        clips = {}
-        for k in keys:
-            sn, i = (int(v) for v in k.split(":"))
-            clips[shot_of[k]] = frames.SHOTS.get(root / "results" / eid / f"{sn:03d}_{i:03d}.mp4")
-        store = _Store()
-        rows = grounding.grounding_rows("fixture", eid, ep, clips, {}, _Detector(), None, models, store.put_png)
-        gdf = pd.DataFrame(rows)
-        # the gate the authors applied: their recorded fidelity per (shot, entity)
-        name_to_id = {e.name: e.id for e in ep.entities}
-        fid = {(shot_of[k], name_to_id[n]): f["overall"]
-               for k, s in g["episodes"][eid]["intra"].items() for n, f in s["fidelity"].items()}
-        presence = consistency.presence_rows("fixture", ep, gdf)
-        cross, gated = consistency.cross_shot_rows("fixture", ep, gdf, models.embed, None, store, clips, fid,
-                                                   "dinov2-seeded")
-        fidelity = judged.fidelity_rows("fixture", ep, gdf, store.get_png, _ask_many)
-        llm = judged.llm_entity_rows("fixture", ep, gdf, fid, models.embed, None, store.get_png, _ask_many)
-        scene = judged.llm_location_rows("fixture", ep, gdf, clips, models.embed, None, _ask_many, fidelity=fid)
-        action = judged.action_rows("fixture", ep, clips, {}, grounding.action_detector(_Detector(), ep.registry),
-                                    None, _ask_many)
-        out[eid] = {"ep": ep, "keys": keys, "shot_of": shot_of, "grounding": gdf, "name_to_id": name_to_id,
-                    "gated_out": gated,
-                    "rows": pd.DataFrame(presence + cross + fidelity + llm + scene + action)}
-    return out
+    """The project's rows for every fixture episode (tests/support/entitybench_project.py: the seeded checkpoints
+    through the PIL processors the golden script pins, the fixtures' content-keyed judge)."""
+    return wp.project_rows(tmp_path_factory.mktemp("eb_golden"))
 
 
 def _item_value(df: pd.DataFrame, metric: str):
