@@ -22,16 +22,9 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 BENCHMARK_NAMES = ("entitybench", "locot2v", "mbench", "narrativetrack", "vistorybench")
 
 
-# The generator-card keys each benchmark's code reads, beside the common name / benchmark / description / model_card
-# (core/generators.py COMMON_CARD_KEYS): a misspelt one is refused, any other unknown key is a warning (the reasons:
-# core/generators.card_key_findings). tests/test_cli_inputs.py checks the table against the benchmarks' sources.
-CARD_KEYS: dict[str, tuple[str, ...]] = {
-    "entitybench": ("entitymem",),                          # EntityMem's arms name their configuration
-    "locot2v": (),
-    "mbench": (),
-    "narrativetrack": ("kind", "model", "frames", "backend", "base_url", "api_key_env", "image_size"),
-    "vistorybench": ("language", "rank", "reference_mode", "mode", "timestamp"),  # the last two: layout.py
-}
+# The generator-card keys each benchmark's code reads (a misspelt one refused, another unknown one a warning); one
+# table for the CLI, the sensors and the evaluate jobs
+from bench_assets.card_keys import CARD_KEYS  # noqa: E402
 
 
 # A benchmark whose cards carry what its code needs beyond the keys (an answerer's model): "module:function" of a

@@ -8,6 +8,7 @@ from dagster import (AssetSelection, AutomationConditionSensorDefinition, Defaul
                      define_asset_job)
 
 from bench_assets.benchmarks import BENCHMARKS
+from bench_assets.card_keys import CARD_KEYS
 from bench_assets.core.automation import generator_sensor_factory, nightly_stale_schedule
 from bench_assets.core.deploy import executor_from_env, executor_kind
 from bench_assets.core.evaluate_job import evaluate_job_factory
@@ -42,7 +43,7 @@ def _evaluate_job(b):
         benchmark=b.name, assets_fn=lambda: b.assets, partitions=b.partitions,
         item_ids=lambda: b.item_ids(BenchPaths()), generators_root=lambda: str(BenchPaths().generators_dir),
         item_assets=b.item_assets, generator_assets=b.generator_assets, aggregate_assets=b.aggregate_assets,
-        resources_fn=build_resources)
+        resources_fn=build_resources, card_keys=CARD_KEYS)
 
 
 # One launched run evaluates everything a tick found (models load once, as in `bench evaluate`); engines that
@@ -56,7 +57,7 @@ def _sensor(b):
         benchmark=b.name, partitions=b.partitions, item_ids=lambda: b.item_ids(BenchPaths()),
         generators_root=lambda: str(BenchPaths().generators_dir),
         item_assets=b.item_assets, generator_assets=b.generator_assets, assets_fn=lambda: b.assets,
-        evaluate_job=EVALUATE_JOBS[b.name] if FOLD_RUNS else None)
+        evaluate_job=EVALUATE_JOBS[b.name] if FOLD_RUNS else None, card_keys=CARD_KEYS)
 
 
 def _nightly(b):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from dagster import (
     AssetKey,
@@ -785,7 +785,7 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
                              generators_root: Callable[[], str], item_assets: Sequence[str],
                              generator_assets: Sequence[str], assets_fn: Callable[[], Sequence],
                              minimum_interval_seconds: int = 10, evaluate_job=None,
-                             full_check_seconds: float = 3600.0):
+                             full_check_seconds: float = 3600.0, card_keys: Mapping[str, Iterable[str]] | None = None):
     """A sensor that adds items and generators as dynamic partitions and requests their runs. ``assets_fn``
     gives the benchmark's asset definitions (the caller reads them from benchmarks.py: core never imports it).
 
@@ -824,7 +824,9 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
                 items.append(validate_key(item, f"{benchmark} item"))
             except BadName as e:
                 errors.append(str(e))
-        gens, gen_errors = discover_generators(generators_root(), benchmark)
+        # ``card_keys`` (benchmark -> keys its code reads), the CLI's check: a misspelt key is that folder's error
+        # (the others are still requested), an unknown one a warning in the tick's log
+        gens, gen_errors = discover_generators(generators_root(), benchmark, card_keys)
         errors += gen_errors
         assets = assets_fn()
         folders = {g.name: folder_fingerprint(g.path) for g in gens}
@@ -882,6 +884,8 @@ def generator_sensor_factory(*, benchmark: str, partitions: BenchmarkPartitions,
         changed = {g.name for g in gens if whole or prev.get(g.name) != folders[g.name]}
         for e in errors:
             context.log.error(e)
+        for w in (w for g in gens for w in g.warnings):
+            context.log.warning(w)
         known_items = set(instance.get_dynamic_partitions(partitions.items.name))
         known_gens = set(instance.get_dynamic_partitions(partitions.generators.name))
         new_items = [i for i in items if i not in known_items]

@@ -14,7 +14,7 @@ Launch it from the UI's Launchpad (empty config: every discovered item and gener
 """
 
 import re
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from dagster import Config, Failure, JobDefinition, MetadataValue, in_process_executor, job, op
 from pydantic import Field
@@ -50,7 +50,8 @@ class EvaluateConfig(Config):
 def evaluate_job_factory(*, benchmark: str, assets_fn: Callable[[], Sequence], partitions,
                          item_ids: Callable[[], list[str]], generators_root: Callable[[], str],
                          item_assets: Sequence[str], generator_assets: Sequence[str],
-                         aggregate_assets: Sequence[str], resources_fn: Callable[[], dict]) -> JobDefinition:
+                         aggregate_assets: Sequence[str], resources_fn: Callable[[], dict],
+                         card_keys: Mapping[str, Iterable[str]] | None = None) -> JobDefinition:
     """The `<benchmark>_evaluate` job: one op that evaluates the configured (or every) item and generator."""
 
     @op(name=evaluate_op_name(benchmark), tags={"kind": "bench-evaluate"},
@@ -63,7 +64,7 @@ def evaluate_job_factory(*, benchmark: str, assets_fn: Callable[[], Sequence], p
         found = item_ids()
         items = [i for i in found if not cfg["items"] or i in set(cfg["items"])]
         unknown_items = sorted(set(cfg["items"]) - set(found))
-        gens, found_errors = discover_generators(generators_root(), benchmark)
+        gens, found_errors = discover_generators(generators_root(), benchmark, card_keys)   # keys checked as in the CLI
         # a folder whose card cannot be read is its own error: it fails a run that names it, never the work of
         # the others (the sensor asks for the generators it could read; its tick logs the bad card)
         errors, others = [], []
@@ -81,6 +82,8 @@ def evaluate_job_factory(*, benchmark: str, assets_fn: Callable[[], Sequence], p
             context.log.error(f"{e} (not evaluated; the other generators are)")
         for e in errors:
             context.log.error(e)
+        for w in (w for g in gens for w in g.warnings):
+            context.log.warning(w)
         resources = resources_fn()
         stats = evaluate(context.instance, assets=assets_fn(), resources=resources, partitions=partitions,
                          items=items, generators=gens, item_assets=item_assets, generator_assets=generator_assets,

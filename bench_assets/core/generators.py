@@ -26,7 +26,7 @@ class GeneratorError(ValueError):
 
 
 # Keys every card may hold whatever its benchmark (DESIGN.md: name, benchmark, description and an optional model
-# card, free-form, under 'model_card'); each benchmark adds the keys its code reads (the CLI's CARD_KEYS).
+# card, free-form, under 'model_card'); each benchmark adds the keys its code reads (bench_assets/card_keys.py).
 COMMON_CARD_KEYS = ("name", "benchmark", "description", "model_card")
 # An unknown key this close to a known one (difflib ratio, after lower-casing and '-' -> '_') is taken as that key
 # misspelt ('langauge', 'frame', 'ranked', 'descripton', 'Language' are caught); unrelated words ('homepage',
