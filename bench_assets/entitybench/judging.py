@@ -10,7 +10,7 @@ Two prompt sets (``judge_prompts``, environment ``BENCH_ENTITYBENCH_JUDGE_PROMPT
   ``similarity`` / ``is_same``, ``consistency`` / ``all_consistent``, ``overall`` / ``action_depicted``).
 Under ``authors`` the requests also go on the authors' wire (``AUTHORS_WIRE``: their message layout, JPEG images,
 max_tokens, no response_format, their answer reading), through the judge's openai backend only.
-``prompt_set_id()`` names the set in force (``authors@<sha256 of the parsed texts>/<wire name>``); it enters the
+``prompt_set_id()`` names the set in force (``authors@<sha256 of the parsed texts>/<wire id>``); it enters the
 protocol digest, the manifest and the prompt version of every request, and core/automation.prompt_sets reads
 ``prompt_set_digest()``, so a change re-runs exactly the judge-using assets and answers of different sets (or
 wires) are never comparable.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,10 +169,16 @@ def authors_prompts() -> Optional[AuthorsPrompts]:
 
 
 def prompt_set_id() -> str:
-    """'paper' or 'authors@<digest of their parsed texts>/<their wire>' (the protocol digest and the manifest record
-    it): answers to the same texts sent on another wire are another protocol."""
+    """'paper' or 'authors@<digest of their parsed texts>/<their wire: name.digest>' (the protocol digest and the
+    manifest record it): answers to the same texts sent on another wire are another protocol."""
     a = authors_prompts()
-    return "paper" if a is None else f"authors@{a.digest}/{AUTHORS_WIRE.name}"
+    return "paper" if a is None else f"authors@{a.digest}/{wire_id()}"
+
+
+def wire_id() -> str:
+    """The authors' wire by name and a digest of every field (a changed field is another protocol even unrenamed)."""
+    fields = json.dumps(AUTHORS_WIRE.describe(), sort_keys=True)
+    return f"{AUTHORS_WIRE.name}.{hashlib.sha256(fields.encode()).hexdigest()[:8]}"
 
 
 def prompt_set_digest() -> str:

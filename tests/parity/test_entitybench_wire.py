@@ -197,10 +197,12 @@ def test_wire_and_texts_are_the_authors_and_enter_the_protocol_digest(authors_cl
     monkeypatch.setenv(J.PROMPTS_ENV, "authors")
     monkeypatch.setenv(J.AUTHORS_CODE_ENV, str(authors_clone))
     models, judge = ModelRegistry(profile="offline"), Judge(mode="off")
-    assert J.prompt_set_id().endswith("/" + J.AUTHORS_WIRE.name)
-    before = wiring.protocol(models, ["clip_b32"], judge)
-    monkeypatch.setattr(J, "AUTHORS_WIRE", replace(J.AUTHORS_WIRE, name="entitybench-authors-v0"))
-    assert wiring.protocol(models, ["clip_b32"], judge) != before
+    assert J.prompt_set_id().endswith("/" + J.wire_id()) and J.wire_id().startswith(J.AUTHORS_WIRE.name + ".")
+    digests = {wiring.protocol(models, ["clip_b32"], judge)}
+    for change in ({"name": "entitybench-authors-v0"}, {"max_tokens": 4096}, {"text_first": False}):
+        monkeypatch.setattr(J, "AUTHORS_WIRE", replace(J.AUTHORS_WIRE, **change))
+        digests.add(wiring.protocol(models, ["clip_b32"], judge))
+    assert len(digests) == 4   # a renamed wire, or one field changed without a new name: another protocol each
 
 
 def test_anchor_is_the_authors_representative(authors_clone, monkeypatch):
