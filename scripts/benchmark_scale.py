@@ -8,6 +8,8 @@ Usage:
   python scripts/benchmark_scale.py --only benchmarks --lengths 15,60 --benchmarks locot2v,narrativetrack
   python scripts/benchmark_scale.py --only daemon        # EntityBench runs: daemon + run launcher vs in-process
   python scripts/benchmark_scale.py --only sensor --sensor-items 300   # one generator-sensor tick's cost
+  python scripts/benchmark_scale.py --only offline-shot --episodes e0001 --repeat 2   # offline CPU-s per shot:
+                                                         # unoptimised vs optimised path, same values
 
 What it makes (cached under --workdir, never committed): synthetic 1280x720 videos of --lengths seconds at
 --fps, built from the embedded benchmark clips (so detectors still find their entities) upscaled, blended with a
@@ -301,9 +303,38 @@ def _progress_writer(out: str, bench: str, case: str, info: dict, c0: dict, rss0
     return stop
 
 
+def _preload_slots(bench: str, resources: dict) -> None:
+    """Load every model slot the benchmark's assets declare (and what they are built on) before the measured run,
+    so its CPU seconds are the shots' and not the one-time loading."""
+    from bench_assets.core.slots import declared_slots, with_needs
+    names = with_needs({s for a, slots in declared_slots().items() if a.startswith(bench) for s in slots})
+    for name in sorted(names):
+        resources["models"].slot_or_reason(name, resources["device"])
+
+
+def _tables(store_root: Path, tmp: Path) -> dict:
+    """Every table the run wrote, by its path under the store (the run's temporary folder masked out of strings)."""
+    import pandas as pd
+    out = {}
+    for f in sorted((store_root / "tables").rglob("*.parquet")):
+        df = pd.read_parquet(f)
+        for c in df.columns:
+            if df[c].dtype == object or pd.api.types.is_string_dtype(df[c]):
+                df[c] = df[c].map(lambda v: v.replace(str(tmp), "<tmp>") if isinstance(v, str) else v)
+        out[str(f.relative_to(store_root))] = df
+    return out
+
+
 def child(bench: str, case: str, args) -> dict:
-    """Runs inside a fresh process: one benchmark, one case, every item and generator asset, in-process."""
+    """Runs inside a fresh process: one benchmark, one case, every item and generator asset, in-process.
+    ``--path old|new`` (offline-shot part): the unoptimised or optimised offline path, models loaded before the
+    measured run, its CPU seconds and its tables (pickled beside --out) returned for the side-by-side comparison."""
     os.environ.setdefault("BENCH_JUDGE_MODE", "off")  # the judge is an evaluator of its own; not timed here
+    side = getattr(args, "path", None)
+    if side is not None:   # the switches exist for this comparison only
+        from bench_assets.entitybench import pillar1
+        from bench_resources.models import flow, vision
+        vision.LITE0_LEAN = pillar1.PREFETCH = flow.BOTH_WAYS_ONCE = side == "new"
     tmp = Path(tempfile.mkdtemp(prefix=f"scale-{bench}-"))
     try:
         info = _setup(bench, case, tmp, args)  # media making is not part of the measured run
@@ -324,14 +355,21 @@ def child(bench: str, case: str, args) -> dict:
         if errors:
             raise SystemExit(f"generator discovery: {errors}")
         from bench_resources.models import load_seconds
+        if side is not None:
+            _preload_slots(bench, resources)
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         c0, l0 = media.counters(), load_seconds()
         stop = _progress_writer(args.out, bench, case, info, c0, rss0)
         with instance_for_test() as instance:
+            cpu0 = _cpu()
             stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=b.partitions,
                              items=info["items"], generators=gens, item_assets=b.item_assets,
                              generator_assets=b.generator_assets, aggregate_assets=[], progress=lambda s: None)
+            cpu_s = _cpu() - cpu0
             stop.set()
+            if side is not None:
+                import pickle
+                Path(f"{args.out}.tables.pkl").write_bytes(pickle.dumps(_tables(tmp / "store", tmp)))
             c1, load_s = media.counters(), load_seconds() - l0
             dc = {k: c1[k] - c0[k] for k in c0}
             # the same work again with nothing changed: must be free (0 forwards, 0 judge calls, 0 decodes)
@@ -340,7 +378,8 @@ def child(bench: str, case: str, args) -> dict:
                              generator_assets=b.generator_assets, aggregate_assets=[], progress=lambda s: None)
         rerun = {"forwards": again.forwards, "judge_calls": again.judge_calls, "decodes": again.decodes,
                  "materialized": len(again.materialized), "wall_s": again.wall_s}
-        return {"benchmark": bench, "case": case, **info, "wall_s": stats.wall_s, "forwards": stats.forwards,
+        return {"benchmark": bench, "case": case, **info, "cpu_s": cpu_s, "path": side,
+                "wall_s": stats.wall_s, "forwards": stats.forwards,
                 "forward_s": stats.forward_s, "load_s": load_s, "decode": dc, "failed": [f"{s}: {m}"[:200] for s, _, m in stats.failed],
                 "materialized": len(stats.materialized), "rerun": rerun,
                 "rss_before_run_gib": rss0 / 2**20, "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
@@ -381,6 +420,8 @@ def run_child(bench: str, case: str, args) -> dict:
     cmd = [sys.executable, __file__, "--child", f"{bench}:{case}", "--workdir", args.workdir, "--fps", str(args.fps),
            "--loop-from", str(args.loop_from),
            "--episodes", args.episodes, "--shot-frames", str(args.shot_frames)]
+    if getattr(args, "path", None):
+        cmd += ["--path", args.path]
     out = Path(tempfile.mkstemp(suffix=".json")[1])
     t0 = time.perf_counter()
     proc = subprocess.Popen([*cmd, "--out", str(out)], cwd=ROOT)
@@ -400,6 +441,13 @@ def run_child(bench: str, case: str, args) -> dict:
             proc.kill()
         time.sleep(0.2)
     partial = Path(f"{out}.partial")
+    tables = Path(f"{out}.tables.pkl")
+    if tables.exists():
+        import pickle
+        res_tables = pickle.loads(tables.read_bytes())
+        tables.unlink()
+    else:
+        res_tables = None
     if out.stat().st_size:
         res = json.loads(out.read_text())
     elif partial.exists():  # killed: what it had done by then (see _progress_writer)
@@ -409,6 +457,8 @@ def run_child(bench: str, case: str, args) -> dict:
     out.unlink()
     partial.unlink(missing_ok=True)
     res["watch_peak_gib"] = peak / 2**30
+    if res_tables is not None:
+        res["tables"] = res_tables
     if killed or proc.returncode:
         res["error"] = killed or f"exit {proc.returncode}"
     return res
@@ -447,6 +497,139 @@ def print_bench(rows: list[dict]) -> None:
         print(f"{r['benchmark']:14s} {r['case']:6s} {peak:8.2f}G {d.get('passes', 0) / vids:12.2f} {conv:>13s} "
               f"{d.get('legacy_frames', 0):13d} {wall or 0:8.1f} {mw:>10s} {ls} {ow:>10s} {dw:>11s} {thr:>18s}  "
               f"{notes[:160]}")
+
+
+# ------------------------------------------------------------------------------------------------ offline shot
+
+def table_difference(old: dict, new: dict) -> tuple[float, list[str]]:
+    """(max |new - old| over every numeric cell, what else differs): the same tables, columns, rows, missing
+    values and non-numeric cells are required; numbers may differ by the returned amount."""
+    import pandas as pd
+    worst, problems = 0.0, []
+    for name in sorted(set(old) | set(new)):
+        if name not in old or name not in new:
+            problems.append(f"{name}: only in the {'new' if name in new else 'old'} run")
+            continue
+        a, b = old[name], new[name]
+        if list(a.columns) != list(b.columns) or len(a) != len(b):
+            problems.append(f"{name}: columns or row count differ ({a.shape} vs {b.shape})")
+            continue
+        for c in a.columns:
+            x, y = a[c], b[c]
+            if pd.api.types.is_numeric_dtype(x) and pd.api.types.is_numeric_dtype(y) \
+                    and not pd.api.types.is_bool_dtype(x):
+                xv, yv = x.astype("float64").to_numpy(), y.astype("float64").to_numpy()
+                if not np.array_equal(np.isnan(xv), np.isnan(yv)):
+                    problems.append(f"{name}:{c}: missing values differ")
+                    continue
+                ok = ~np.isnan(xv)
+                if ok.any():
+                    worst = max(worst, float(np.max(np.abs(xv[ok] - yv[ok]))))
+            else:
+                same = [(u is v) or (pd.isna(u) and pd.isna(v) if np.ndim(u) == 0 and np.ndim(v) == 0 else False)
+                        or bool(np.all(u == v)) for u, v in zip(x.tolist(), y.tolist())]
+                if not all(same):
+                    problems.append(f"{name}:{c}: {same.count(False)} cells differ")
+    return worst, problems
+
+
+def stages_child(side: str, args) -> dict:
+    """Where one shot's offline CPU goes (this process, every thread): the first shot of --episodes decoded whole,
+    its 81 frames embedded by the offline image embedder, its 80 smoothness flows (40 pairs both ways, dynamic
+    degree's among them), the whole Pillar 1 walk, and the SSD detector on the 5 grounding frames; ``side`` as in
+    ``child``. Best of 2."""
+    from bench_assets.entitybench import frames as shot_frames
+    from bench_assets.entitybench import metrics, pillar1
+    from bench_assets.core.media import VideoSource
+    from bench_resources.compute import ComputeDevice
+    from bench_resources.models import flow, vision
+    from bench_resources.models.slot_registry import SlotRegistry
+    vision.LITE0_LEAN = pillar1.PREFETCH = flow.BOTH_WAYS_ONCE = side == "new"
+    e = args.episodes.split(",")[0]
+    src = sorted((DATA / "generators" / "faithful" / e).glob("shot_*.mp4"))[0]
+    path = make_shot(Path(args.workdir) / f"entitybench_{args.shot_frames}f" / e / src.name, src,
+                     frames=args.shot_frames, seed=0)
+    reg, dev = SlotRegistry("offline"), ComputeDevice("cpu", "float32", 16)
+    m = {n: reg.slot_or_reason(n, dev)[0] for n in ("image_embedder", "flow", "interpolator", "open_vocab_detector")}
+    out: dict = {}
+
+    def timed(name, fn):
+        best = None
+        for _ in range(2):
+            c = _cpu()
+            fn()
+            best = min(best, _cpu() - c) if best is not None else _cpu() - c
+        out[name] = best
+
+    frames: list = []
+    timed("decode (all frames)", lambda: frames.__setitem__(slice(None), [
+        f for _, ch in VideoSource(str(path)).iter_chunks(chunk=32, name="stages") for f in ch]))
+    timed("embed (every frame)", lambda: m["image_embedder"].embed_frames(frames))
+    pairs = [x for p in range(0, len(frames) - 2, 2) for x in ((frames[p], frames[p + 2]), (frames[p + 2], frames[p]))]
+    timed(f"flow ({len(pairs)} DIS pairs)", lambda: m["flow"].flow(pairs))
+    run = {mm: (m["image_embedder"] if mm.slot in ("vbench_dino", "image_embedder") else m.get(mm.slot))
+           for mm in metrics.PILLAR1 if not mm.slot or m.get(mm.slot if mm.slot != "vbench_dino" else "image_embedder")
+           is not None}
+    timed("Pillar 1 walk (decoded)", lambda: metrics.stream_pillar1(
+        [np.stack(frames[i:i + 32]) for i in range(0, len(frames), 32)], 16.0, len(frames), run))
+    idx = shot_frames.authors_indices(len(frames), 5)
+    det = m["open_vocab_detector"]
+    timed("SSD on 5 grounding frames", lambda: (det.ssd._cache.clear(), det.ssd.detect_all([frames[i] for i in idx])))
+    return {"side": side, "stages": out}
+
+
+def offline_shot(args) -> dict:
+    """The offline EntityBench evaluation of --episodes, in fresh child processes, with the unoptimised path
+    (``old``: the embedder module as shipped at torch's default threads, every DIS pair fitted alone, shots opened
+    and decoded in the caller's thread) and the optimised one (``new``: ``vision.LITE0_LEAN``,
+    ``flow.BOTH_WAYS_ONCE``, ``pillar1.PREFETCH``), --repeat
+    times each, alternating; models load before the measured run. CPU seconds per shot (every thread of the child,
+    best of the repeats) side by side, and the largest difference between the two runs' tables."""
+    stages = {}
+    for side in ("old", "new"):
+        out = Path(tempfile.mkstemp(suffix=".json")[1])
+        subprocess.run([sys.executable, __file__, "--child", f"stages:{side}", "--workdir", args.workdir,
+                        "--episodes", args.episodes, "--shot-frames", str(args.shot_frames), "--out", str(out)],
+                       cwd=ROOT, check=True)
+        stages[side] = json.loads(out.read_text())["stages"]
+        out.unlink()
+    print(f"\nwhere one shot's CPU goes ({args.shot_frames} frames 832x480, CPU-s, best of 2):")
+    print(f"{'stage':28s} {'old':>7s} {'new':>7s}")
+    for k in stages["old"]:
+        print(f"{k:28s} {stages['old'][k]:7.2f} {stages['new'][k]:7.2f}")
+    print()
+    runs: dict[str, list[dict]] = {"old": [], "new": []}
+    for _ in range(args.repeat):
+        for side in ("old", "new"):
+            args.path = side
+            r = run_child("entitybench", "shots", args)
+            runs[side].append(r)
+            print(f"  {side}: {r.get('cpu_s', 0) / max(1, r.get('shots', 1)):.2f} CPU-s/shot, "
+                  f"wall {r.get('wall_s', 0) or 0:.1f} s {r.get('error', '')}", flush=True)
+    args.path = None
+    if any(r.get("error") or "tables" not in r for rs in runs.values() for r in rs):
+        raise SystemExit("offline-shot: a run failed; see above")
+    shots = runs["old"][0]["shots"]
+    cpu = {k: min(r["cpu_s"] for r in rs) / shots for k, rs in runs.items()}
+    wall = {k: min(r["wall_s"] for r in rs) / shots for k, rs in runs.items()}
+    worst, problems = 0.0, []
+    for o in runs["old"]:
+        for n in runs["new"]:
+            w, p = table_difference(o["tables"], n["tables"])
+            worst, problems = max(worst, w), problems + p
+    n_tables = len(runs["old"][0]["tables"])
+    print(f"\noffline EntityBench, episodes {args.episodes}: {shots} shots of {args.shot_frames} frames at 832x480, "
+          f"{args.repeat} run(s) per path, best of them")
+    print(f"{'path':6s} {'CPU-s/shot':>10s} {'wall s/shot':>11s}")
+    for k in ("old", "new"):
+        print(f"{k:6s} {cpu[k]:10.2f} {wall[k]:11.2f}")
+    print(f"new/old CPU: {cpu['new'] / cpu['old']:.3f} ({cpu['old'] / cpu['new']:.2f}x less); "
+          f"wall: {wall['new'] / wall['old']:.3f}")
+    print(f"values: {n_tables} tables per run, max |new - old| = {worst:.3g} over every numeric cell; "
+          f"{'no other difference' if not problems else 'DIFFERENCES: ' + '; '.join(sorted(set(problems))[:8])}")
+    return {"stages": stages, "shots": shots, "cpu_s_per_shot": cpu, "wall_s_per_shot": wall, "max_abs_diff": worst,
+            "problems": sorted(set(problems)), "tables": n_tables,
+            "runs": {k: [{x: v for x, v in r.items() if x != "tables"} for r in rs] for k, rs in runs.items()}}
 
 
 # ------------------------------------------------------------------------------------------------ daemon path
@@ -684,7 +867,8 @@ def sensor_ticks(args) -> list[dict]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["decoders", "benchmarks", "daemon", "sensor"], action="append")
+    ap.add_argument("--only", choices=["decoders", "benchmarks", "daemon", "sensor", "offline-shot"],
+                    action="append")
     ap.add_argument("--benchmarks", default="media-stream,media-legacy,entitybench,locot2v,narrativetrack,mbench",
                     help="media-stream / media-legacy: the frame source alone on the long videos")
     ap.add_argument("--lengths", default="15,60,300", help="seconds of the 1280x720 videos")
@@ -703,6 +887,8 @@ def main() -> int:
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "bench_scale_media"))
     ap.add_argument("--rss-limit-gb", type=float, default=6.0)
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per benchmark run")
+    ap.add_argument("--repeat", type=int, default=2, help="offline-shot part: runs per path")
+    ap.add_argument("--path", choices=["old", "new"], help=argparse.SUPPRESS)   # offline-shot children only
     ap.add_argument("--child")
     ap.add_argument("--out")
     ap.add_argument("--json", help="also write every row here")
@@ -713,6 +899,9 @@ def main() -> int:
         p for p in (os.environ.get("BENCH_MEDIA_ROOTS", ""), str(Path(args.workdir).resolve())) if p)
     if args.child:
         bench, case = args.child.split(":")
+        if bench == "stages":
+            Path(args.out).write_text(json.dumps(stages_child(case, args)))
+            return 0
         fn = media_child if bench.startswith("media-") else child
         Path(args.out).write_text(json.dumps(fn(bench, case, args)))
         return 0
@@ -748,6 +937,8 @@ def main() -> int:
         report["daemon"] = daemon_path(args)
     if "sensor" in only:
         report["sensor"] = sensor_ticks(args)
+    if "offline-shot" in only:
+        report["offline_shot"] = offline_shot(args)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1, default=str))
     return 0

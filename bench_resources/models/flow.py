@@ -66,6 +66,10 @@ def flow_magnitude(flow: np.ndarray) -> np.ndarray:
     return np.sqrt(fx, out=fx).ravel()
 
 
+# False: every pair fitted and converted alone, as before (scripts/benchmark_scale.py's unoptimised path only)
+BOTH_WAYS_ONCE = True
+
+
 class DisFlow:
     """OpenCV DIS on grey frames, each pair aligned in global gain and offset first (``gain_aligned``)."""
 
@@ -76,7 +80,7 @@ class DisFlow:
         out, j = [], 0
         while j < len(pairs):
             a, b = pairs[j]
-            if j + 1 < len(pairs) and pairs[j + 1][0] is b and pairs[j + 1][1] is a:
+            if BOTH_WAYS_ONCE and j + 1 < len(pairs) and pairs[j + 1][0] is b and pairs[j + 1][1] is a:
                 # the same pair both ways (motion smoothness): grey frames and gain moments once
                 with counted(1):
                     (ga, gb), (hb, ha) = gain_aligned_both(cv2.cvtColor(a, cv2.COLOR_RGB2GRAY),
