@@ -140,3 +140,28 @@ def test_azure_layout_url_and_key_header(judge_for):
     assert j.identity()["azure_api_version"] == "2023-07-01-preview"
     assert "azure_api_version" not in Judge(mode="live", backend="openai").identity()
     assert json.dumps(sent["body"]).count("image/jpeg") == 2
+
+
+def test_entitybench_authors_set_sends_the_authors_wire_and_paper_its_own(tmp_path, monkeypatch):
+    """EntityBench's judge_prompts: authors (a stand-in clone in their code shape) builds every request on
+    AUTHORS_WIRE with JPEG quality 90 images; the paper default stays on the judge's own wire with PNG. The heavy
+    tests/parity/test_entitybench_wire.py compares the authors' wire with their real client's requests."""
+    from bench_assets.entitybench import judging as J
+    from tests.support.entitybench_authors_code import write_clone
+    im = frame(3)
+    build = (lambda: [J.fidelity_request("object", "Cup", "a red cup", im),
+                      J.identity_request("character", "Mia", "a girl", im, frame(4)),
+                      J.action_request(im, "Mia waves", {"Mia": "a girl"}, names_object=False, n_frames=5),
+                      J.location_set_request("Kitchen", "a kitchen", [[im], [frame(4)]], ["1:1", "1:2"])[0]])
+    monkeypatch.delenv(J.PROMPTS_ENV, raising=False)
+    for req in build():
+        assert req.wire is None and all(b.startswith(b"\x89PNG") for b in req.images), req.prompt_id
+    write_clone(tmp_path / "clone")
+    monkeypatch.setenv(J.PROMPTS_ENV, "authors")
+    monkeypatch.setenv(J.AUTHORS_CODE_ENV, str(tmp_path / "clone"))
+    for req in build():
+        assert req.wire is J.AUTHORS_WIRE and req.system == "", req.prompt_id
+        assert list(req.images) == [jpeg_bytes(a, J.AUTHORS_JPEG_QUALITY) for a in
+                                    {"entitybench.identity.character": [im, frame(4)],
+                                     "entitybench.location_set": [im, frame(4)]}.get(req.prompt_id, [im])]
+    assert J.prompt_set_id().endswith("/" + J.wire_id())
