@@ -162,7 +162,8 @@ def test_the_undelivered_shot_limit_is_configurable_and_the_other_episodes_still
     with pytest.raises(ED.EpisodeError) as e:
         ED.index_shot_files(many, many_dir, "gen")
     assert time.perf_counter() - started < 0.5
-    assert "the episode declares 7 shots but the output folder holds files for 2; more than 3 undelivered" in str(e.value)
+    assert ("the episode declares 7 shots but the output folder holds files for 2; more than 3 undelivered"
+            in str(e.value))
     assert "e_many" in str(e.value) and "BENCH_MAX_UNDELIVERED_SHOTS" in str(e.value)
     files = ED.index_shot_files(few, few_dir, "gen")                # 2 undelivered: at most 3, still indexed
     assert [f.error is None for f in files] == [True, True, False, False]
