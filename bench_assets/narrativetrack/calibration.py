@@ -168,15 +168,8 @@ DOMAIN_VERSION = (hashlib.sha256(face_calibration.DOMAIN_FILE.read_bytes()).hexd
 
 def identity_domain(face_embeddings, face_model: Optional[str], path: Path = FILE) -> dict:
     """Which content domain a video's faces are in (core/face_domain.json's classifier, fitted on calibration faces
-    of the face model it names) and whether identity has a model there: {"domain", "n_faces", "drawn_share",
-    "face_merge": the domain's threshold or None, "unknown_reason": None or why identity is unknown}. Faces of a
-    model the classifier was not fitted for are not classified (the shipped real-face threshold applies, as before)."""
-    clf = face_calibration.load_domain_classifier()
-    embs = [e for e in face_embeddings if e is not None]
-    if clf is not None and (face_model != clf.get("model") or any(len(e) != len(clf["coef"]) for e in embs)):
-        dom = {"domain": None, "n_faces": len(embs), "reason": f"the face-domain classifier is fitted for "
-                                                              f"{clf.get('model')!r}, not {face_model!r}"}
-    else:
-        dom = face_calibration.classify_faces(clf, embs)
-    thr, why = face_calibration.domain_threshold(load(path), dom["domain"])
-    return {**dom, "face_merge": thr, "unknown_reason": None if thr is not None else why}
+    of the face model it names) and whether identity has a model there: core/face_calibration.py ``face_domain``
+    (MBench asks the same rule) over this benchmark's file, plus "face_merge": the domain's threshold or None. Faces of
+    a model the classifier was not fitted for are not classified (the shipped real-face threshold applies)."""
+    dom = face_calibration.face_domain(face_embeddings, face_model, load(path))
+    return {**dom, "face_merge": dom["threshold"]}
