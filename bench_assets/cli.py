@@ -395,9 +395,18 @@ def _export_official(resources, benchmark: str, board: pd.DataFrame, out: Path) 
         records = store.query(" UNION ALL ".join(parts))
         episodes = store.query("SELECT episode_id AS item, tier, n_shots FROM entitybench_episode")
         from bench_assets.entitybench.manifest import run_manifest   # the authors' run_manifest.json fields
+        # every pair of appearances (adjacent + all-pairs rows): their gap_decay_data and per-tier curves
+        pairs = store.query("SELECT generator, item, metric_id, level, entity_id, value, detail FROM "
+                            "entitybench_presence_consistency WHERE level = 'pair' AND metric_id IN "
+                            "('gap_decay_embedding', 'gap_decay_embedding_allpairs')") \
+            if "entitybench_presence_consistency" in present else None
+        names = {}
+        if "entitybench_entity_registry" in present:
+            for r in store.query("SELECT episode_id, entity_id, name FROM entitybench_entity_registry").itertuples():
+                names.setdefault(r.episode_id, {})[r.entity_id] = r.name
         files = {Path(g) / k: v for g in sorted(set(board["generator"]))
                  for k, v in export(records, episodes, g, run_manifest=run_manifest(
-                     g, resources["models"], resources.get("judge"))).items()}
+                     g, resources["models"], resources.get("judge")), gap_pairs=pairs, names=names).items()}
     elif benchmark == "vistorybench":   # one official run tree per generator (vistorybench/official.py)
         import time as _time
 

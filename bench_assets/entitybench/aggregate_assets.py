@@ -99,12 +99,14 @@ def entitybench_leaderboard(context: AssetExecutionContext, store: Store, models
 
 
 
-@asset(group_name=W.METRIC_GROUP, code_version="2",
+@asset(group_name=W.METRIC_GROUP, code_version="3",
        deps=["entitybench_presence_consistency", "entitybench_llm_consistency"],
        automation_condition=AutomationCondition.eager().without(~AutomationCondition.any_deps_missing()))
 def entitybench_gap_decay(context: AssetExecutionContext, store: Store) -> Output[pd.DataFrame]:
     """Gap-decay diagnostic: DINOv2 cosine of adjacent admitted appearances and LLM sim of the anchor
-    comparisons, binned by shot distance (1-2, 3-5, 6-10, 11-20, 21-50), with pair counts; plotted."""
+    comparisons, binned by shot distance (1-2, 3-5, 6-10, 11-20, 21-50: the project's addition), with pair
+    counts, plotted; beside them the authors' curves (every pair, one point per integer gap, mean / std as their
+    report writes them: binning "authors' code: integer gaps")."""
     tables = set(store.asset_tables())
     cols = "generator, item, metric_id, shot, entity_id, value, detail"
     emb = store.query(f"SELECT {cols} FROM entitybench_presence_consistency WHERE metric_id IN "

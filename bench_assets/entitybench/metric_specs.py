@@ -204,11 +204,14 @@ def _diagnostics() -> list[MetricSpec]:
                    scale=None, unit="appearances", coverage_policy="none", kind="diagnostic",
                    slots=("image_embedder", *GROUNDING), inputs=(METRIC_TABLES["presence"],)),
         MetricSpec("gap_decay_embedding", DIAGNOSTICS, "none",
-                   "embedding cosine of adjacent admitted appearances, binned by shot distance (paper Tables 19-21)",
+                   "embedding cosine of adjacent admitted appearances, binned by shot distance (paper Tables 19-21; "
+                   "the range bins 1-2/3-5/6-10/11-20/21-50 are the project's addition)",
                    coverage_policy="none", kind="diagnostic", slots=("image_embedder", *GROUNDING),
                    inputs=(METRIC_TABLES["presence"],)),
         MetricSpec("gap_decay_embedding_allpairs", DIAGNOSTICS, "none",
-                   "embedding cosine of every pair of admitted appearances (the spec's all-pairs option)",
+                   "embedding cosine of every non-adjacent pair of admitted appearances; with gap_decay_embedding "
+                   "the authors' all-pairs set, reported per integer gap as their gap_decay_curve (signal "
+                   "embedding_cosine_authors of entitybench_gap_decay, official export)",
                    paper_id=ADDITION, coverage_policy="none", kind="diagnostic",
                    slots=("image_embedder", *GROUNDING), inputs=(METRIC_TABLES["presence"],)),
         MetricSpec("llm_scene_pair", DIAGNOSTICS, "none",

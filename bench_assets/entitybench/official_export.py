@@ -57,9 +57,10 @@ def metric_value(row: Any) -> dict:
             "n_failed": _count(row["n_failed"]) + _count(row.get(EVAL)), "n_skipped": _count(row["n_skipped"])}
 
 
-def episode_json(episode_id: str, tier: str, num_shots: int, rows: pd.DataFrame) -> tuple[dict, dict, dict]:
+def episode_json(episode_id: str, tier: str, num_shots: int, rows: pd.DataFrame,
+                 gap_decay_data: Optional[list] = None) -> tuple[dict, dict, dict]:
     """(the authors' per-episode JSON, our additions, why each null value is null) from one generator's rows of
-    one episode."""
+    one episode; ``gap_decay_data``: its pairs in their record shape (audit.authors_gap_points)."""
     vb, metrics, additions, reasons = {}, {}, {}, {}
     for _, r in rows.sort_values("metric_id").iterrows():
         mid = r["metric_id"]
@@ -70,7 +71,7 @@ def episode_json(episode_id: str, tier: str, num_shots: int, rows: pd.DataFrame)
         if target[mid]["value"] is None and isinstance(why, str) and why:
             reasons[mid] = why
     ep = {"episode_id": episode_id, "tier": tier, "num_shots": int(num_shots), "vbench_means": vb,
-          "metrics": metrics, "per_entity_scores": {}, "gap_decay_data": []}
+          "metrics": metrics, "per_entity_scores": {}, "gap_decay_data": list(gap_decay_data or [])}
     return ep, additions, reasons
 
 
@@ -86,7 +87,9 @@ def _summary(vals: list[float], n_total: int) -> dict:
 
 def report_json(episodes: Iterable[dict], manifest: dict) -> dict:
     """The authors' ``report_<method>.json`` (aggregate_results): per tier ("all" = easy + medium + hard)
-    num_episodes, num_shots, ``vbench`` per dimension (with n_episodes_with_failures) and each metric's summary."""
+    num_episodes, num_shots, ``vbench`` per dimension (with n_episodes_with_failures), each metric's summary and,
+    where the tier's episodes have gap-decay pairs, ``gap_decay_curve`` / ``gap_decay_curve_by_type``."""
+    from bench_assets.entitybench.audit import authors_gap_curves
     eps = list(episodes)
     report: dict[str, Any] = {}
     for tier in ("all", *TIERS):
@@ -103,6 +106,7 @@ def report_json(episodes: Iterable[dict], manifest: dict) -> dict:
         report[tier] = {"num_episodes": n, "num_shots": sum(e["num_shots"] for e in trs), "vbench": vb,
                         **{m: _summary([e["metrics"][m]["value"] for e in trs if m in e["metrics"]
                                         and e["metrics"][m]["value"] is not None], n) for m in ALL_METRICS}}
+        report[tier].update(authors_gap_curves(d for e in trs for d in e.get("gap_decay_data", [])))
     report["_manifest"] = manifest
     return report
 
@@ -124,12 +128,16 @@ def eq23_tiers(rows: pd.DataFrame, tier_of: dict) -> dict:
 
 
 def export(records: pd.DataFrame, episodes: pd.DataFrame, generator: str, manifest: Optional[dict] = None,
-           run_manifest: Optional[dict] = None) -> dict:
+           run_manifest: Optional[dict] = None, gap_pairs: Optional[pd.DataFrame] = None,
+           names: Optional[dict] = None) -> dict:
     """``{file name: JSON}`` for one generator (the authors' method): every episode it has rows for, the report and
     the additions sidecar. ``episodes``: item, tier, n_shots (an episode without a row there is refused).
     ``run_manifest``: the authors' ``run_manifest.json`` for this run (entitybench/manifest.run_manifest), written
     as that file and, as their aggregate does, under the report's ``_manifest``; their ``manifest_comparable``
-    compares it with one of theirs."""
+    compares it with one of theirs. ``gap_pairs``: the pair rows of the gap-decay ids (generator, item, metric_id,
+    entity_id, value, detail) giving each episode's ``gap_decay_data`` and the report's curves; ``names``:
+    {item: {entity_id: registry name}} for their records."""
+    from bench_assets.entitybench.audit import authors_gap_points
     if run_manifest is not None:
         manifest = {**run_manifest, **(manifest or {})}
     sub = records[records["generator"] == generator]
@@ -143,8 +151,9 @@ def export(records: pd.DataFrame, episodes: pd.DataFrame, generator: str, manife
     additions: dict[str, dict] = defaultdict(dict)
     null_reasons: dict[str, dict] = {}
     eps = []
+    points = authors_gap_points(None if gap_pairs is None else gap_pairs[gap_pairs["generator"] == generator], names)
     for eid, rows in sub.groupby("item", sort=True):
-        ep, add, why = episode_json(eid, info.loc[eid, "tier"], info.loc[eid, "n_shots"], rows)
+        ep, add, why = episode_json(eid, info.loc[eid, "tier"], info.loc[eid, "n_shots"], rows, points.get(eid))
         out[f"{eid}.json"] = ep
         eps.append(ep)
         if add:

@@ -88,8 +88,9 @@ def sections(ctx: PageContext) -> list[dict]:
     gap = gap_decay_by_type(ctx.reader)
     lines = []
     if len(gap):
-        bins = sorted(gap["gap_bin"].astype(str).unique(), key=_bin_key)
         for (signal, etype), part in gap.groupby(["signal", "entity_type"]):
+            # per curve: the authors' integer gaps and the project's range bins are different axes
+            bins = sorted(part["gap_bin"].astype(str).unique(), key=_bin_key)
             series = {}
             for gen, p in part.groupby("generator"):
                 by = {str(b): (m, int(n)) for b, m, n in zip(p["gap_bin"], p["mean"], p["pairs"])}
@@ -98,7 +99,9 @@ def sections(ctx: PageContext) -> list[dict]:
                                                y_label="shot distance (k_j - k_i)"))
     out.append({"title": "Gap decay per entity type",
                 "note": "Similarity of an entity's admitted appearances by shot distance, one line per generator, "
-                        "n = pairs per bin (a diagnostic, not one of the 51 metrics).",
+                        "n = pairs per bin (a diagnostic, not one of the 51 metrics). Range bins (1-2, 3-5, ...) "
+                        "are the project's addition; embedding_cosine_authors is the authors' code: every pair, "
+                        "one point per integer gap.",
                 "charts": lines or ['<p class="none">not evaluated: no gap-decay pair in the store</p>']})
     paper = ctx.paper()
     tiers = paper[paper["slice"] != ctx.main_slice]

@@ -141,6 +141,63 @@ def test_gap_decay_pairs_match_the_authors(project, eid):
         assert a[:2] == b[:2] and abs(a[2] - b[2]) <= 2 * TOL, (a, b)
 
 
+def _gap_points(project) -> dict:
+    from bench_assets.entitybench import audit
+    pts = {}
+    for eid, p in project.items():
+        pts.update(audit.authors_gap_points(p["rows"].assign(item=eid)))
+    return pts
+
+
+def test_gap_decay_curves_match_the_authors_report(project):
+    """aggregate_results' gap_decay_curve / gap_decay_curve_by_type per tier: integer gaps, mean and population
+    std of every pair's cosine (4 decimals) and the pair count, from the project's adjacent + all-pairs rows."""
+    from bench_assets.entitybench import audit
+    report = json.loads((GOLD / "report.json").read_text())["report"]
+    tier_of = {e: t for t, ids in fx.TIERS.items() for e in ids}
+    pts = _gap_points(project)
+    for eid in fx.EPISODE_IDS:   # the per-episode records in their shape
+        want = golden()["episodes"][eid]["gap_decay_data"]
+        got = pts.get(eid, [])
+        assert [(d["entity_type"], d["gap"]) for d in got] == [(d["entity_type"], d["gap"]) for d in want], eid
+        assert all(abs(a["similarity"] - b["similarity"]) <= 2 * TOL for a, b in zip(got, want)), eid
+    ours = audit.authors_gap_report(pts, tier_of)
+    want_tiers = {t for t, r in report.items() if "gap_decay_curve" in r}
+    assert set(ours) == want_tiers and want_tiers, (set(ours), want_tiers)
+    bad = []
+    for tier in want_tiers:
+        for key in ("gap_decay_curve", "gap_decay_curve_by_type"):
+            w = report[tier][key]
+            g = ours[tier][key]
+            curves = [(None, w, g)] if key == "gap_decay_curve" else [(t, w[t], g.get(t, {})) for t in w]
+            if key != "gap_decay_curve" and set(g) != set(w):
+                bad.append((tier, key, sorted(g), sorted(w)))
+            for t, wc, gc in curves:
+                if list(gc) != list(wc):
+                    bad.append((tier, key, t, list(gc), list(wc)))
+                    continue
+                for gap in wc:
+                    if gc[gap]["n_pairs"] != wc[gap]["n_pairs"] or any(
+                            abs(gc[gap][k] - wc[gap][k]) > 5e-5 + TOL for k in ("mean_sim", "std_sim")):
+                        bad.append((tier, key, t, gap, gc[gap], wc[gap]))
+    assert not bad, bad
+    # the entitybench_gap_decay asset's table carries the same curves (integer-gap rows beside the range bins)
+    pairs = pd.concat([p["rows"].assign(item=eid) for eid, p in project.items()])
+    pairs = pairs[pairs["level"] == "pair"]
+    table = audit.gap_decay_table(pairs, None, pd.DataFrame({"item": list(tier_of), "tier": list(tier_of.values())}))
+    au = table[table["binning"] == audit.AUTHORS_BINS]
+    as_report = {}
+    for r in au.itertuples():
+        c = {"mean_sim": r.mean, "std_sim": r.std, "n_pairs": r.pairs}
+        if r.entity_type == "all types":
+            as_report.setdefault(r.tier, {}).setdefault("gap_decay_curve", {})[r.gap_bin] = c
+        else:
+            as_report.setdefault(r.tier, {}).setdefault("gap_decay_curve_by_type", {}).setdefault(
+                r.entity_type, {})[r.gap_bin] = c
+    assert as_report == ours
+    assert set(table["binning"]) == {audit.AUTHORS_BINS, audit.PROJECT_BINS}
+
+
 def _report_rows(project, metrics) -> pd.DataFrame:
     rows = []
     for eid, p in project.items():
