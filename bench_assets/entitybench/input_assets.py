@@ -93,7 +93,7 @@ def entitybench_outputs(context: AssetExecutionContext, paths: BenchPaths,
 
 # ----------------------------------------------------------------------------- grounding
 
-@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="3", pool="gpu", op_tags=GPU_OP_TAGS)
+@asset(partitions_def=P.generator_x_item, group_name=W.METRIC_GROUP, code_version="4", pool="gpu", op_tags=GPU_OP_TAGS)
 def entitybench_grounding(context: AssetExecutionContext, entitybench_outputs: pd.DataFrame,
                           entitybench_episode: pd.DataFrame, models: ModelRegistry, device: Device,
                           store: Store) -> Output[pd.DataFrame]:

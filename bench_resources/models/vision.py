@@ -290,6 +290,15 @@ def lite0_embedder(model, device, dtype, batch_size, lean=None) -> TorchImageEmb
                               cpu_threads=LITE0_CPU_THREADS if lean else 0)
 
 
+def clean_as_transformers_clip(text: str) -> str:
+    """transformers' CLIPTokenizer normaliser (its tokenizer.json: NFC, each run of whitespace to one space, lower
+    case), what a CLIPProcessor runs before BPE. open_clip's cleaning (OpenAI's own tokenizer's) also runs
+    ftfy.fix_text and html.unescape: curly quotes and HTML entities give other tokens."""
+    import re
+    import unicodedata
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFC", text)).strip().lower()
+
+
 class ClipModel:
     """open_clip model: image and text embeddings and their cosine similarity. ``resize``: 'shortest' (the
     checkpoint's own short-side resize and centre crop as VBench's torchvision transform, ``shortest_crop_tensor``),
@@ -318,6 +327,18 @@ class ClipModel:
         size = model.visual.image_size[0] if isinstance(model.visual.image_size, tuple) else model.visual.image_size
         return cls(model, open_clip.get_tokenizer(arch), size=size, mean=tuple(norm.mean), std=tuple(norm.std),
                    device=device, dtype=dtype, batch_size=batch_size, resize=resize, antialias=antialias)
+
+    def with_text_clean(self, clean: Callable[[str], str]) -> "ClipModel":
+        """The same model and image side, its tokenizer cleaning text with ``clean`` (a copy: the loaded slot is
+        shared by every benchmark in the process; the BPE cache is keyed after cleaning, so it is shared too). A
+        tokenizer without open_clip's ``clean_fn`` (none given) leaves the model as it is."""
+        import copy
+        if not hasattr(self.tokenizer, "clean_fn"):
+            return self
+        out = copy.copy(self)
+        out.tokenizer = copy.copy(self.tokenizer)
+        out.tokenizer.clean_fn = clean
+        return out
 
     def pixels(self, images: Sequence[np.ndarray]):
         if self.resize == "processor":
