@@ -91,6 +91,56 @@ def test_entitybench_report_aggregates_like_the_authors():
     assert rep["_manifest"]["method_name"] == "g2"
 
 
+def _gap_pairs(gen: str, base: float) -> pd.DataFrame:
+    """Pair rows as consistency.cross_shot_rows writes them (adjacent + all-pairs ids), valued per generator."""
+    rows = []
+    # (item, entity, type, appearances' shots)
+    for k, (item, ent, etype, shots) in enumerate([("ep_a", "c1", "character", [0, 1, 3]),
+                                                   ("ep_a", "o1", "object", [1, 3]),
+                                                   ("ep_b", "c1", "character", [2, 3]),
+                                                   ("ep_c", "o2", "object", [0, 2])]):
+        for i in range(len(shots)):
+            for j in range(i + 1, len(shots)):
+                d = shots[j] - shots[i]
+                rows.append({"generator": gen, "item": item, "metric_id": "gap_decay_embedding" if j == i + 1
+                             else "gap_decay_embedding_allpairs", "level": "pair", "entity_id": ent,
+                             "value": round(base - 0.01 * d - 0.003 * k - 0.001 * i, 6),
+                             "detail": json.dumps({"from_shot": shots[i], "shot_distance": d, "entity_type": etype,
+                                                   "gap_bin": "1-2"})})
+    rows.append({**rows[0], "value": None})   # a pair not computed: left out, as the authors drop crops
+    return pd.DataFrame(rows)                 # without an embedding
+
+
+def test_entitybench_export_writes_the_authors_gap_decay():
+    """gap_decay_data per episode (compute_gap_decay's records) and aggregate_results' integer-gap curves per tier
+    (np.mean / np.std over every pair, 4 decimals), from the project's adjacent + all-pairs rows."""
+    import numpy as np
+    pairs = pd.concat([_gap_pairs("g2", 0.9), _gap_pairs("other", 0.5)])
+    files = EO.export(_records("g2", {"ep_a": 0.2, "ep_b": 0.6, "ep_c": 0.9}), EPISODES, "g2", gap_pairs=pairs,
+                      names={"ep_a": {"c1": "Mara"}})
+    a = files["ep_a.json"]["gap_decay_data"]
+    # their order: entity, then i < j over its appearances by shot; names from the registry where given
+    assert [(d["entity_name"], d["entity_type"], d["gap"]) for d in a] == [
+        ("Mara", "character", 1), ("Mara", "character", 3), ("Mara", "character", 2), ("o1", "object", 2)]
+    assert a[0]["similarity"] == pytest.approx(0.89)
+    assert files["ep_b.json"]["gap_decay_data"][0]["entity_name"] == "c1"
+    rep = files["report_g2.json"]
+    pts = [d for e in ("ep_a", "ep_b", "ep_c") for d in files[f"{e}.json"]["gap_decay_data"]]
+    want = {str(g): {"mean_sim": round(float(np.mean(s)), 4), "std_sim": round(float(np.std(s)), 4),
+                     "n_pairs": len(s)}
+            for g in sorted({d["gap"] for d in pts}) for s in [[d["similarity"] for d in pts if d["gap"] == g]]}
+    assert rep["all"]["gap_decay_curve"] == want
+    assert list(want) == ["1", "2", "3"] and want["2"]["n_pairs"] == 3 and want["2"]["std_sim"] > 0
+    assert set(rep["all"]["gap_decay_curve_by_type"]) == {"character", "object"}
+    assert rep["hard"]["gap_decay_curve"] == {"2": {"mean_sim": round(0.9 - 0.02 - 0.009, 4), "std_sim": 0.0,
+                                                    "n_pairs": 1}}
+    assert rep["easy"]["gap_decay_curve_by_type"]["object"] == {"2": {"mean_sim": round(0.9 - 0.02 - 0.003, 4),
+                                                                      "std_sim": 0.0, "n_pairs": 1}}
+    # without pair rows: empty records and no curve keys, as their aggregate writes for no pairs
+    bare = EO.export(_records("g2", {"ep_a": 0.2}), EPISODES, "g2")
+    assert bare["ep_a.json"]["gap_decay_data"] == [] and "gap_decay_curve" not in bare["report_g2.json"]["all"]
+
+
 def test_entitybench_export_refuses_unknown_generator_and_episode():
     recs = _records("g", {"ep_a": 0.1, "ep_x": 0.2})
     with pytest.raises(ValueError, match="ep_x"):
@@ -167,6 +217,12 @@ def test_entitybench_official_export_end_to_end(eb_env, tmp_path, capsys):
     why = json.loads((out / "faithful" / "_additions_faithful.json").read_text())["null_reasons"][eid]
     assert "musiq" in why["imaging_quality"]
     assert _flatten_like_authors(ep)["cs_face"] == ep["metrics"]["cs_face"]["value"]
+    # every pair of appearances as their gap_decay_data (registry names), pooled into the report's integer-gap curve
+    pts = [d for p in (out / "faithful").glob("*.json") if not p.name.startswith(("_", "report", "run_"))
+           for d in json.loads(p.read_text())["gap_decay_data"]]
+    rep = json.loads((out / "faithful" / "report_faithful.json").read_text())["all"]
+    assert pts and sum(c["n_pairs"] for c in rep["gap_decay_curve"].values()) == len(pts)
+    assert {d["entity_type"] for d in pts} <= {"character", "object"} and all(d["gap"] >= 1 for d in pts)
 
 
 def test_mbench_official_export_end_to_end(tmp_path, monkeypatch, capsys):
