@@ -13,24 +13,36 @@ from bench_resources.models.base import batches, counted
 _CLIP_LO, _CLIP_HI, _MIN_FIT_PIXELS = 3, 252, 100
 
 
+def _gain_fit(a: np.ndarray, b: np.ndarray, both: bool):
+    """(mean a, mean b, var a, var b or None, cross moment) over the pixels clipped in neither frame; None when fewer
+    than _MIN_FIT_PIXELS are. Closed-form least squares from the moments (a generic lstsq on every pixel of a 720p
+    pair cost more than the flow itself); uint8 -> float64 is exact."""
+    ok = (a > _CLIP_LO) & (a < _CLIP_HI) & (b > _CLIP_LO) & (b < _CLIP_HI)
+    if int(ok.sum()) < _MIN_FIT_PIXELS:
+        return None
+    xa, xb = a[ok].astype(np.float64), b[ok].astype(np.float64)
+    ma, mb = xa.mean(), xb.mean()
+    da, db = xa - ma, xb - mb
+    var_b = float((db ** 2).mean()) if both else None
+    return ma, mb, float((da ** 2).mean()), var_b, float((da * db).mean())
+
+
+def _onto(x: np.ndarray, var: float, cov: float, mx, my) -> np.ndarray:
+    """``x`` mapped onto the other frame's brightness by the fitted gain and offset."""
+    gain = cov / var if var > 1e-9 else 1.0
+    return np.clip(gain * x.astype(np.float32) + (my - gain * mx), 0, 255).astype(np.uint8)
+
+
 def gain_aligned(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two grey frames with ``a`` mapped onto ``b``'s global brightness (least-squares gain and offset over the
     pixels clipped in neither). Flow estimates geometry: DIS's brightness-constancy term reads a global
     brightness change (flicker, exposure) as motion, so a flickering static shot looked moving (measured on real
     footage: 14 static pairs of 41 became 1 under +-35 % alternate-frame gain, and flickering went unmeasured)."""
-    fa, fb = a.astype(np.float32), b.astype(np.float32)
-    ok = (a > _CLIP_LO) & (a < _CLIP_HI) & (b > _CLIP_LO) & (b < _CLIP_HI)
-    n = int(ok.sum())
-    if n < _MIN_FIT_PIXELS:
+    fit = _gain_fit(a, b, both=False)
+    if fit is None:
         return a, b
-    # closed-form least squares from the moments (a generic lstsq on every pixel of a 720p pair cost more than
-    # the flow itself)
-    xa, xb = fa[ok].astype(np.float64), fb[ok].astype(np.float64)
-    ma, mb = xa.mean(), xb.mean()
-    var = float(((xa - ma) ** 2).mean())
-    gain = float(((xa - ma) * (xb - mb)).mean()) / var if var > 1e-9 else 1.0
-    offset = mb - gain * ma
-    return np.clip(gain * fa + offset, 0, 255).astype(np.uint8), b
+    ma, mb, var_a, _, cov = fit
+    return _onto(a, var_a, cov, ma, mb), b
 
 
 def gain_aligned_both(a: np.ndarray, b: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray],
@@ -38,20 +50,11 @@ def gain_aligned_both(a: np.ndarray, b: np.ndarray) -> tuple[tuple[np.ndarray, n
     """(``gain_aligned(a, b)``, ``gain_aligned(b, a)``) from one pass over the pair's common pixels: the mask, the
     means and the cross moment are the same in both directions (products commute), so each result is bitwise what
     ``gain_aligned`` gives alone. Motion smoothness asks every pair both ways."""
-    ok = (a > _CLIP_LO) & (a < _CLIP_HI) & (b > _CLIP_LO) & (b < _CLIP_HI)
-    if int(ok.sum()) < _MIN_FIT_PIXELS:
+    fit = _gain_fit(a, b, both=True)
+    if fit is None:
         return (a, b), (b, a)
-    xa, xb = a[ok].astype(np.float64), b[ok].astype(np.float64)   # uint8 -> float64 is exact, as via float32
-    ma, mb = xa.mean(), xb.mean()
-    da, db = xa - ma, xb - mb
-    var_a, var_b = float((da ** 2).mean()), float((db ** 2).mean())
-    cov = float((da * db).mean())
-
-    def onto(x, var, mx, my):
-        gain = cov / var if var > 1e-9 else 1.0
-        return np.clip(gain * x.astype(np.float32) + (my - gain * mx), 0, 255).astype(np.uint8)
-
-    return (onto(a, var_a, ma, mb), b), (onto(b, var_b, mb, ma), a)
+    ma, mb, var_a, var_b, cov = fit
+    return (_onto(a, var_a, cov, ma, mb), b), (_onto(b, var_b, cov, mb, ma), a)
 
 
 def flow_magnitude(flow: np.ndarray) -> np.ndarray:
