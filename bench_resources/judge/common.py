@@ -50,14 +50,20 @@ def bounded(text: Optional[str], limit: int = MAX_TEXT_KEPT) -> Optional[str]:
     return f"{text[:limit]}... [{len(text) - limit} more characters cut]"
 
 
+def _rgb_u8(image: np.ndarray, who: str) -> np.ndarray:
+    """``image`` as a contiguous RGB uint8 HxWx3 array, or one error naming the encoder and what it got."""
+    arr = np.ascontiguousarray(image)
+    if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3:
+        raise ValueError(f"{who} expects an RGB uint8 HxWx3 array, got {arr.dtype} {arr.shape}")
+    return arr
+
+
 def png_bytes(image: np.ndarray) -> bytes:
     """RGB uint8 HxWx3 -> PNG bytes. Deterministic (fixed compression, no metadata), so equal pixels give an equal
     crop id and an equal cache key."""
     from PIL import Image
 
-    arr = np.ascontiguousarray(image)
-    if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3:
-        raise ValueError(f"png_bytes expects an RGB uint8 HxWx3 array, got {arr.dtype} {arr.shape}")
+    arr = _rgb_u8(image, "png_bytes")
     buf = io.BytesIO()
     Image.fromarray(arr, mode="RGB").save(buf, format="PNG", compress_level=6, optimize=False)
     return buf.getvalue()
@@ -69,9 +75,7 @@ def jpeg_bytes(image: np.ndarray, quality: int = 90) -> bytes:
     for byte with the same PIL / libjpeg."""
     from PIL import Image
 
-    arr = np.ascontiguousarray(image)
-    if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3:
-        raise ValueError(f"jpeg_bytes expects an RGB uint8 HxWx3 array, got {arr.dtype} {arr.shape}")
+    arr = _rgb_u8(image, "jpeg_bytes")
     buf = io.BytesIO()
     Image.fromarray(arr).save(buf, format="JPEG", quality=quality)
     return buf.getvalue()
