@@ -128,7 +128,7 @@ def gap_decay_table(dino_pairs: Optional[pd.DataFrame], llm_pairs: Optional[pd.D
     out = pd.concat(frames).rename(columns={"count": "pairs"})
     order = {f"{lo}-{hi}": i for i, (lo, hi) in enumerate(judging.GAP_BINS)}
     tier_order = {"all": 0, "easy": 1, "medium": 2, "hard": 3}
-    out["_b"], out["_t"] = out["gap_bin"].map(order), out["tier"].map(tier_order)
+    out["_b"] = out["gap_bin"].map(order)
     out["binning"], out["std"] = PROJECT_BINS, np.nan
     out = pd.concat([out, _authors_rows(dino_pairs, tiers)], ignore_index=True)
     out["_b"] = [int(b) if bn == AUTHORS_BINS else o for b, bn, o in zip(out["gap_bin"], out["binning"], out["_b"])]
