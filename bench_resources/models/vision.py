@@ -81,9 +81,8 @@ def to_tensor(images: Sequence[np.ndarray], size: int, mean, std, device, dtype)
 @contextmanager
 def cpu_threads(device, n: int):
     """torch's intra-op thread count set to ``n`` for the block when ``device`` is a CPU (restored after); a no-op
-    for n = 0 or another device. The thread count decides no value: every conv / norm / pool of these embedders
-    splits its output, not its sums, over threads (EfficientNet-Lite0's features are bitwise the same at 1 and 2
-    threads, ``tests/test_offline_shot_cache.py``)."""
+    for n = 0 or another device. The count can move a value by ~1e-7 (oneDNN splits some sums by thread), so a
+    pinned count also makes values independent of the machine's cores (tests/test_offline_lean_embedder.py)."""
     import torch
     if not n or str(device).split(":")[0] != "cpu" or torch.get_num_threads() == n:
         yield
@@ -243,7 +242,7 @@ LITE0_LEAN = True
 # Intra-op threads of the lean path on a CPU: a network of small ops (depthwise convs on 7 x 7 to 112 x 112 maps)
 # spends more in OpenMP barrier waits than two threads save. Measured on the 2-core project machine (81 frames of
 # 832 x 480, batch 16): 1 thread 1.6-1.8 CPU-s against 5.5-6.9 at torch's default 2 under load (wall 4 s against
-# 15-20 s); the features are bitwise equal.
+# 15-20 s); the features move by <= 1.2e-7 against 2 threads (tests/test_offline_lean_embedder.py).
 LITE0_CPU_THREADS = 1
 
 
@@ -251,7 +250,7 @@ def lean_same_padding(model) -> int:
     """Fold each symmetric static 'same' padding of an efficientnet_lite_pytorch model into its convolution's own
     zero padding (one op and one padded copy of the activations less per conv; the 4 stride-2 convs with
     asymmetric padding keep theirs) and make its ReLU6 in place. The same sums over the same zeros: the features
-    are bitwise unchanged (tests/test_offline_shot_cache.py). Returns the number of convs folded."""
+    are bitwise unchanged (tests/test_offline_lean_embedder.py). Returns the number of convs folded."""
     import torch.nn as nn
     from efficientnet_lite_pytorch.utils import Conv2dStaticSamePadding
     n = 0
