@@ -333,8 +333,8 @@ def child(bench: str, case: str, args) -> dict:
     side = getattr(args, "path", None)
     if side is not None:   # the switches exist for this comparison only
         from bench_assets.entitybench import pillar1
-        from bench_resources.models import flow, vision
-        vision.LITE0_LEAN = pillar1.PREFETCH = flow.BOTH_WAYS_ONCE = side == "new"
+        from bench_resources.models import base, flow, vision
+        vision.LITE0_LEAN = pillar1.PREFETCH = flow.BOTH_WAYS_ONCE = base.RETAIN_FREED_HEAP = side == "new"
     tmp = Path(tempfile.mkdtemp(prefix=f"scale-{bench}-"))
     try:
         info = _setup(bench, case, tmp, args)  # media making is not part of the measured run
@@ -361,11 +361,11 @@ def child(bench: str, case: str, args) -> dict:
         c0, l0 = media.counters(), load_seconds()
         stop = _progress_writer(args.out, bench, case, info, c0, rss0)
         with instance_for_test() as instance:
-            cpu0 = _cpu()
+            cpu0, sys0 = _cpu(), resource.getrusage(resource.RUSAGE_SELF).ru_stime
             stats = evaluate(instance, assets=d.ALL_ASSETS, resources=resources, partitions=b.partitions,
                              items=info["items"], generators=gens, item_assets=b.item_assets,
                              generator_assets=b.generator_assets, aggregate_assets=[], progress=lambda s: None)
-            cpu_s = _cpu() - cpu0
+            cpu_s, sys_s = _cpu() - cpu0, resource.getrusage(resource.RUSAGE_SELF).ru_stime - sys0
             stop.set()
             if side is not None:
                 import pickle
@@ -378,7 +378,7 @@ def child(bench: str, case: str, args) -> dict:
                              generator_assets=b.generator_assets, aggregate_assets=[], progress=lambda s: None)
         rerun = {"forwards": again.forwards, "judge_calls": again.judge_calls, "decodes": again.decodes,
                  "materialized": len(again.materialized), "wall_s": again.wall_s}
-        return {"benchmark": bench, "case": case, **info, "cpu_s": cpu_s, "path": side,
+        return {"benchmark": bench, "case": case, **info, "cpu_s": cpu_s, "sys_s": sys_s, "path": side,
                 "wall_s": stats.wall_s, "forwards": stats.forwards,
                 "forward_s": stats.forward_s, "load_s": load_s, "decode": dc, "failed": [f"{s}: {m}"[:200] for s, _, m in stats.failed],
                 "materialized": len(stats.materialized), "rerun": rerun,
@@ -542,9 +542,9 @@ def stages_child(side: str, args) -> dict:
     from bench_assets.entitybench import metrics, pillar1
     from bench_assets.core.media import VideoSource
     from bench_resources.compute import ComputeDevice
-    from bench_resources.models import flow, vision
+    from bench_resources.models import base, flow, vision
     from bench_resources.models.slot_registry import SlotRegistry
-    vision.LITE0_LEAN = pillar1.PREFETCH = flow.BOTH_WAYS_ONCE = side == "new"
+    vision.LITE0_LEAN = pillar1.PREFETCH = flow.BOTH_WAYS_ONCE = base.RETAIN_FREED_HEAP = side == "new"
     e = args.episodes.split(",")[0]
     src = sorted((DATA / "generators" / "faithful" / e).glob("shot_*.mp4"))[0]
     path = make_shot(Path(args.workdir) / f"entitybench_{args.shot_frames}f" / e / src.name, src,
@@ -580,9 +580,9 @@ def stages_child(side: str, args) -> dict:
 
 def offline_shot(args) -> dict:
     """The offline EntityBench evaluation of --episodes, in fresh child processes, with the unoptimised path
-    (``old``: the embedder module as shipped at torch's default threads, every DIS pair fitted alone, shots opened
+    (``old``: the embedder module as shipped at torch's default threads, every DIS pair fitted alone, glibc's heap thresholds, shots opened
     and decoded in the caller's thread) and the optimised one (``new``: ``vision.LITE0_LEAN``,
-    ``flow.BOTH_WAYS_ONCE``, ``pillar1.PREFETCH``), --repeat
+    ``flow.BOTH_WAYS_ONCE``, ``pillar1.PREFETCH``, ``base.RETAIN_FREED_HEAP``), --repeat
     times each, alternating; models load before the measured run. CPU seconds per shot (every thread of the child,
     best of the repeats) side by side, and the largest difference between the two runs' tables."""
     stages = {}
@@ -611,6 +611,9 @@ def offline_shot(args) -> dict:
         raise SystemExit("offline-shot: a run failed; see above")
     shots = runs["old"][0]["shots"]
     cpu = {k: min(r["cpu_s"] for r in rs) / shots for k, rs in runs.items()}
+    best = {k: min(rs, key=lambda r: r["cpu_s"]) for k, rs in runs.items()}   # the run whose CPU is shown
+    sys_s = {k: best[k]["sys_s"] / shots for k in runs}
+    peak = {k: max(max(r.get("peak_rss_gib", 0.0), r.get("watch_peak_gib", 0.0)) for r in rs) for k, rs in runs.items()}
     wall = {k: min(r["wall_s"] for r in rs) / shots for k, rs in runs.items()}
     worst, problems = 0.0, []
     for o in runs["old"]:
@@ -620,14 +623,15 @@ def offline_shot(args) -> dict:
     n_tables = len(runs["old"][0]["tables"])
     print(f"\noffline EntityBench, episodes {args.episodes}: {shots} shots of {args.shot_frames} frames at 832x480, "
           f"{args.repeat} run(s) per path, best of them")
-    print(f"{'path':6s} {'CPU-s/shot':>10s} {'wall s/shot':>11s}")
+    print(f"{'path':6s} {'CPU-s/shot':>10s} {'of it system':>12s} {'wall s/shot':>11s} {'peak RSS GiB':>12s}")
     for k in ("old", "new"):
-        print(f"{k:6s} {cpu[k]:10.2f} {wall[k]:11.2f}")
+        print(f"{k:6s} {cpu[k]:10.2f} {sys_s[k]:12.2f} {wall[k]:11.2f} {peak[k]:12.2f}")
     print(f"new/old CPU: {cpu['new'] / cpu['old']:.3f} ({cpu['old'] / cpu['new']:.2f}x less); "
           f"wall: {wall['new'] / wall['old']:.3f}")
     print(f"values: {n_tables} tables per run, max |new - old| = {worst:.3g} over every numeric cell; "
           f"{'no other difference' if not problems else 'DIFFERENCES: ' + '; '.join(sorted(set(problems))[:8])}")
-    return {"stages": stages, "shots": shots, "cpu_s_per_shot": cpu, "wall_s_per_shot": wall, "max_abs_diff": worst,
+    return {"stages": stages, "shots": shots, "cpu_s_per_shot": cpu, "sys_s_per_shot": sys_s, "peak_rss_gib": peak,
+            "wall_s_per_shot": wall, "max_abs_diff": worst,
             "problems": sorted(set(problems)), "tables": n_tables,
             "runs": {k: [{x: v for x, v in r.items() if x != "tables"} for r in rs] for k, rs in runs.items()}}
 

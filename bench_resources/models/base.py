@@ -18,6 +18,42 @@ _items = 0
 _seconds = 0.0
 _load_seconds = 0.0
 
+# glibc returns a freed block over its mmap threshold (at most 32 MiB) to the kernel and maps fresh zeroed pages for
+# the next one: a batch of 16 EfficientNet-Lite0 activations (16 x 96 x 113 x 113 floats, 78 MiB) page-faulted anew
+# at every layer of every batch, half the offline embedder's CPU (0.8 of 1.6 CPU-s per 81-frame shot, all of it
+# system time). Below HEAP_MMAP_THRESHOLD blocks come from the heap and are reused by the next batch; up to
+# HEAP_TRIM_THRESHOLD of free heap top is kept instead of handed back (at 256 MiB a 16-frame batch's blocks were still
+# trimmed and re-faulted between passes; at 512 MiB not: tests/test_heap_retention.py), which is what the process may
+# hold beyond its live data. Allocation only: the same arithmetic on the same bytes, values bitwise unchanged (same
+# test). False: glibc's defaults (scripts/benchmark_scale.py's unoptimised path only).
+RETAIN_FREED_HEAP = True
+HEAP_MMAP_THRESHOLD = 256 << 20
+HEAP_TRIM_THRESHOLD = 512 << 20
+_heap_retained: Optional[bool] = None
+
+
+def retain_freed_heap() -> bool:
+    """Once per process, before its first model forward: raise glibc's mmap and trim thresholds (``mallopt``) so
+    freed activation blocks are reused instead of unmapped. True when set; False where the C library is not glibc
+    (nothing to change there) or ``RETAIN_FREED_HEAP`` is off."""
+    global _heap_retained
+    if _heap_retained is not None or not RETAIN_FREED_HEAP:
+        return bool(_heap_retained)
+    _heap_retained = False
+    try:
+        import ctypes
+        import ctypes.util
+        import platform
+        if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+            return False
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        m_trim_threshold, m_mmap_threshold = -1, -3   # malloc.h
+        _heap_retained = bool(libc.mallopt(m_mmap_threshold, HEAP_MMAP_THRESHOLD)) and \
+            bool(libc.mallopt(m_trim_threshold, HEAP_TRIM_THRESHOLD))
+    except (OSError, AttributeError):
+        pass
+    return _heap_retained
+
 
 def forward_count() -> int:
     return _forwards
@@ -46,6 +82,8 @@ def add_load_seconds(seconds: float) -> None:
 def counted(n_items: int) -> Iterator[None]:
     """Count one batched model forward over n_items and its wall time."""
     global _forwards, _items, _seconds
+    if _heap_retained is None:
+        retain_freed_heap()
     t0 = time.perf_counter()
     try:
         yield
