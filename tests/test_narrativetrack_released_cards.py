@@ -65,3 +65,25 @@ def test_a_bad_answerer_card_is_its_own_error_and_the_others_score(tmp_path, mon
     assert bad["value"] is None or bad["value"] != bad["value"], bad
     assert (bad["n_eval"], bad["n_failed"], bad["n_failed_evaluator"]) == (0, 3, 0), bad
     assert "nt_b_bad" in bad["reason"] and what in bad["reason"], bad["reason"]
+
+
+def test_a_bad_cards_rows_carry_the_question_columns_of_every_other_row(tmp_path):
+    """The card-failure rows start from the same question columns as the answerer's own rows (entity_id included;
+    they were built apart and left it out)."""
+    import pandas as pd
+
+    from bench_assets.narrativetrack import dataset, released
+    from bench_assets.narrativetrack.answering import answer_frame, answer_rows
+    qas = pd.DataFrame([{"qa_id": f"q{i}", "video_id": f"v{i % 2}", "entity_id": f"e{i}", "dimension": d,
+                         "format": "mc", "direction": "forward", "track_type": "reappear", "distractor": "none",
+                         "question": f"Q{i}?", "answer": "(b)", "options": None, "kept": i != 1}
+                        for i, d in enumerate(["Action Changes", "Appearance", "Location"])])
+    failed = released.card_failed_rows(qas, "nt_g", {"model": "m-1"}, "nt_g: bad card")
+    skipped = answer_rows(Judge(mode="off", cache_dir=str(tmp_path / "jc")),
+                          dataset.answerer_from_card("nt_g", {"model": "m-1"}), qas, frames=[])
+    question = ["qa_id", "video_id", "entity_id", "dimension", "format", "direction", "track_type", "distractor",
+                "answerer", "model"]
+    a, b = answer_frame(failed)[question], answer_frame(skipped)[question]
+    assert list(a["qa_id"]) == ["q0", "q2"] and list(a["entity_id"]) == ["e0", "e2"]
+    pd.testing.assert_frame_equal(a, b)
+    assert set(answer_frame(failed)["status"]) == {"failed"} and set(answer_frame(skipped)["status"]) == {"skipped"}

@@ -43,6 +43,13 @@ def options_of(value) -> Optional[dict]:
     return json.loads(value) if isinstance(value, str) and value else None
 
 
+def question_columns(r, answerer: str, model, backend) -> dict:
+    """The columns an answer row starts with, whatever became of the question: the QA's and the answerer's."""
+    return {"qa_id": r.qa_id, "video_id": r.video_id, "entity_id": getattr(r, "entity_id", None),
+            "dimension": r.dimension, "format": r.format, "direction": r.direction, "track_type": r.track_type,
+            "distractor": r.distractor, "answerer": answerer, "model": model, "backend": backend}
+
+
 def answer_rows(judge: Judge, answerer: dataset.Answerer, qas: pd.DataFrame,
                 frames: Sequence[np.ndarray]) -> list[dict]:
     """Ask the answerer every kept QA (its frames sampled uniformly), score strict and lenient."""
@@ -53,10 +60,7 @@ def answer_rows(judge: Judge, answerer: dataset.Answerer, qas: pd.DataFrame,
     except ValueError as e:
         ans_judge, ok, why = None, False, str(e)
     rows = []
-    base = lambda r: {"qa_id": r.qa_id, "video_id": r.video_id, "entity_id": r.entity_id,  # noqa: E731
-                      "dimension": r.dimension, "format": r.format, "direction": r.direction,
-                      "track_type": r.track_type, "distractor": r.distractor, "answerer": answerer.name,
-                      "model": answerer.model, "backend": answerer.backend}
+    base = lambda r: question_columns(r, answerer.name, answerer.model, answerer.backend)  # noqa: E731
     recs = list(qas.itertuples())
     if not ok:
         return [{**base(r), "status": "skipped", "reason": f"no answerer reachable: {why}", "raw_answer": None,

@@ -15,7 +15,7 @@ from bench_assets.core.generators import discover_generators
 from bench_assets.core.media import DecodeError, VideoSource
 from bench_assets.core.metric_spec import board_frame
 from bench_assets.narrativetrack import board
-from bench_assets.narrativetrack.answering import answer_frame, answer_rows
+from bench_assets.narrativetrack.answering import answer_frame, answer_rows, question_columns
 from bench_assets.narrativetrack import constants
 from bench_assets.narrativetrack import dataset
 from bench_assets.narrativetrack.metric_specs import METRICS
@@ -90,10 +90,8 @@ def card_failed_rows(qas: pd.DataFrame, name: str, card: dict, why: str) -> list
     """Every kept question of an answerer whose card is invalid: its failure (the card is the answerer's), with the
     card's error as the reason, so the board shows it unscored (None, never 0 %) and says why."""
     model = card.get("model")
-    return [{"qa_id": r.qa_id, "video_id": r.video_id, "dimension": r.dimension, "format": r.format,
-             "direction": r.direction, "track_type": r.track_type, "distractor": r.distractor, "answerer": name,
-             "model": model if isinstance(model, str) else None, "backend": None, "status": "failed", "reason": why}
-            for r in qas[qas["kept"].astype(bool)].itertuples()]
+    return [{**question_columns(r, name, model if isinstance(model, str) else None, None),
+             "status": "failed", "reason": why} for r in qas[qas["kept"].astype(bool)].itertuples()]
 
 
 @asset(group_name=GROUP, code_version="2")
