@@ -146,3 +146,44 @@ def test_kit_for_another_python_carries_that_pythons_extensions(tmp_path):
     r = subprocess.run([sys.executable, str(tmp_path / "kit_other" / "device_bench.py"), "--help"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and f"built for Python {other}" in r.stderr and f"--python {here}" in r.stderr
+
+
+# The lent GPU machine has OpenCV 5 (this project pins 4.14 for SFace). The major version the device imports.
+DEVICE_OPENCV = "opencv-python==5.0.0.93"
+
+
+def test_the_kit_runs_where_opencv_is_5_as_on_the_device(tmp_path):
+    """The device's OpenCV is 5.x: the kit's stages that call OpenCV (its decode fallback, flickering's frames, YuNet
+    face detection, the SSD detector and the crops they feed) run from the kit in a bare venv whose cv2 is 5.0, and
+    give finite values. Where the package registry is out of reach, nothing to check."""
+    wheels = tmp_path / "wheels"
+    r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d",
+                        str(wheels), DEVICE_OPENCV], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        pytest.skip(f"{DEVICE_OPENCV} not downloadable here: {r.stderr.strip()[-300:]}")
+    cv5 = tmp_path / "cv5"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(cv5),
+                    *map(str, wheels.glob("*.whl"))], check=True, timeout=600)
+    kit = _script("device_kit")
+    kit.build(tmp_path / "kit.zip")
+    with zipfile.ZipFile(tmp_path / "kit.zip") as z:
+        z.extractall(tmp_path / "kit")
+    py = kit.bare_venv(tmp_path / "venv")
+    link = tmp_path / "venv" / "bare-site" / "cv2"
+    link.unlink()
+    link.symlink_to(cv5 / "cv2")
+    ver = subprocess.run([str(py), "-c", "import cv2; print(cv2.__version__)"], capture_output=True, text=True)
+    assert ver.stdout.strip().startswith("5."), ver.stdout + ver.stderr
+    out_json = tmp_path / "bench.json"
+    r = subprocess.run([str(py), str(tmp_path / "kit" / "device_bench.py"), "--device", "cpu", "--shots", "1",
+                        "--warmup", "0", "--frames", "3", "--size", "128x96", "--grounding-frames", "1",
+                        "--entities", "1", "--detect-short-side", "256", "--threads", "1", "--no-flops",
+                        "--stages", "decode,flicker,amt,face,detect,crops_dinov2", "--json", str(out_json)],
+                       capture_output=True, text=True, timeout=1500, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    res = json.loads(out_json.read_text())
+    stages = {row["stage"]: row for row in res["rows"]}
+    assert set(stages) == {"decode", "flicker", "amt", "face", "detect", "crops_dinov2"}, stages
+    assert all(row.get("s_per_shot", 0) > 0 and not row.get("skipped") for row in stages.values()), stages
+    for stage in ("flicker", "amt"):
+        assert res["values"][stage] and all(v is not None and math.isfinite(v) for v in res["values"][stage]), stage
