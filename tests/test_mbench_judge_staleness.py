@@ -8,10 +8,23 @@ import hashlib
 import json
 
 import pandas as pd
-from dagster import AssetKey, AssetRecordsFilter, instance_for_test
+from dagster import (
+    AssetKey,
+    AssetRecordsFilter,
+    build_sensor_context,
+    instance_for_test,
+)
 
-from bench_assets.core.automation import Staleness, rerun_plan, uses_judge
+from bench_assets.core.automation import (
+    JUDGE_ID_TAG,
+    Staleness,
+    generator_sensor_factory,
+    rerun_plan,
+    uses_judge,
+)
 from bench_assets.mbench import wiring as W
+from bench_resources.config import build_resources
+from bench_resources.paths import BenchPaths
 from tests.support import run_benchmark
 from tests.support.fake_anthropic import FakeAnthropic, tool_answer
 from tests.support.mbench import MB, _world
@@ -119,10 +132,26 @@ def test_a_judge_model_change_reruns_exactly_mbench_judged_work_and_leaves_nothi
         a_words = [s for s in _strings(before) if "model-a" in s[2]]
         assert {t for t, _, _ in a_words} >= {"mbench_trigger", "mbench_scores", "mbench_leaderboard"}, a_words
 
-        # ---- switch to model-b: exactly the judge-using assets are stale, for the judge, nothing else
+        # ---- the UI's path: MBench's generator sensor (one run per partition, its asset selection) over the same
+        # data and store; after the CLI's run under model-a it requests nothing, under model-b exactly the trigger
+        # and the scores of each partition (the board follows its inputs by automation condition)
+        for k, v in {"BENCH_DATA_ROOT": data, "BENCH_GENERATORS_ROOT": data / "generators",
+                     "BENCH_STORE_ROOT": store_root}.items():
+            monkeypatch.setenv(k, str(v))
+        sensor = generator_sensor_factory(
+            benchmark="mbench", partitions=MB.partitions, item_ids=lambda: MB.item_ids(BenchPaths()),
+            generators_root=lambda: str(BenchPaths().generators_dir), item_assets=MB.item_assets,
+            generator_assets=MB.generator_assets, assets_fn=lambda: MB.assets, full_check_seconds=0)
+        tick = sensor(build_sensor_context(instance=instance))
+        assert not tick.run_requests, [(r.partition_key, r.asset_selection) for r in tick.run_requests]
         monkeypatch.setenv("BENCH_JUDGE_MODEL", "model-b")
-        from bench_resources.config import build_resources
-        from bench_resources.paths import BenchPaths
+        tick = sensor(build_sensor_context(instance=instance, cursor=tick.cursor))
+        requested = sorted((str(r.partition_key), k.to_user_string()) for r in tick.run_requests
+                           for k in r.asset_selection)
+        assert requested == sorted((pk, a) for pk in pks for a in ("mbench_scores", "mbench_trigger")), requested
+        assert {json.loads(r.tags[JUDGE_ID_TAG])["model"] for r in tick.run_requests} == {"model-b"}
+
+        # ---- switch to model-b: exactly the judge-using assets are stale, for the judge, nothing else
         res_b = build_resources(paths=BenchPaths(data_root=str(data), generators_root=str(data / "generators")),
                                 store_root=str(store_root))
         words = "judge changed: model model-a -> model-b"
