@@ -83,6 +83,21 @@ def _materialized_since(instance, mark):
     return sorted(out, key=str)
 
 
+def _latest_metadata(instance, pks):
+    """The metadata of the latest materialization of every MBench asset partition, as text, with where it was."""
+    out = {}
+    for a in MB.assets:
+        for key in a.keys:
+            name = key.to_user_string()
+            parts = ([None] if name == "mbench_leaderboard" else
+                     sorted({MB.partitions.split(pk)[1] for pk in pks}) if name in MB.item_assets else pks)
+            for pk in parts:
+                flt = AssetRecordsFilter(asset_key=key, asset_partitions=None if pk is None else [pk])
+                rec = instance.fetch_materializations(flt, limit=1).records[0]
+                out[(name, pk)] = json.dumps({k: str(v.value) for k, v in rec.asset_materialization.metadata.items()})
+    return out
+
+
 def _board_record(instance):
     rec = instance.fetch_materializations(AssetKey("mbench_leaderboard"), limit=1).records[0]
     meta = rec.asset_materialization.metadata
@@ -127,6 +142,7 @@ def test_a_judge_model_change_reruns_exactly_mbench_judged_work_and_leaves_nothi
         assert trig_a["confidence"].between(0.5, 0.6).all() and trig_a["reason"].str.startswith("model-a ").all()
         evo_a = before["mbench_scores"].query("metric_id == 'state_evolution'")
         assert evo_a["value"].notna().all() and (evo_a["value"] <= 0.25).all()   # (x-1)/4 with x in {1, 2}
+        assert any("model-a" in m for m in _latest_metadata(instance, pks).values())   # the trigger's reason
         manifest_a, digest_a = _board_record(instance)
         assert manifest_a["judge"]["model"] == "model-a"
         a_words = [s for s in _strings(before) if "model-a" in s[2]]
@@ -189,7 +205,8 @@ def test_a_judge_model_change_reruns_exactly_mbench_judged_work_and_leaves_nothi
         assert not set(trig_b["cache_key"]) & set(trig_a["cache_key"])
         evo_b = after["mbench_scores"].query("metric_id == 'state_evolution'")
         assert evo_b["value"].notna().all() and (evo_b["value"] >= 0.75).all()   # x in {4, 5}
-        assert after["mbench_scores"]["trigger_reason"].dropna().str.startswith("model-b ").all()
+        carried = after["mbench_scores"]["trigger_reason"]   # the scores carry the trigger's verdict and words
+        assert carried.notna().all() and carried.str.startswith("model-b ").all()
         # the board: its judged cells moved with the answers, and its substitute labels name model-b
         key = ["generator", "slice", "metric_id"]
         board_a, board_b = (t["mbench_leaderboard"].set_index(key).sort_index() for t in (before, after))
@@ -201,6 +218,8 @@ def test_a_judge_model_change_reruns_exactly_mbench_judged_work_and_leaves_nothi
         manifest_b, digest_b = _board_record(instance)
         assert manifest_b["judge"] == res_b["judge"].fingerprint() and manifest_b["judge"]["model"] == "model-b"
         assert digest_b != digest_a
+        # and no latest materialization of an MBench asset keeps model-a in its metadata (the UI's record)
+        assert [k for k, m in _latest_metadata(instance, pks).items() if "model-a" in m] == []
 
         # the same judge again: nothing re-runs, nothing is asked
         mark = instance.event_log_storage.get_maximum_record_id()
