@@ -523,33 +523,36 @@ def cmd_validate(args) -> int:
 
 
 def cmd_human_alignment(args) -> int:
-    """Kendall / Spearman / Pearson between a ratings table and the leaderboard's metric values."""
+    """Kendall / Spearman / Pearson between a ratings table and metric values: this store's leaderboard or an
+    outside table (``--metrics CSV``), over ViStoryBench's Lite split unless ``--split`` says otherwise (the
+    paper's Table 2 is over Lite). The reading and the statistics are vistorybench/human_alignment.py's."""
     import pandas as pd
-    from bench_assets.vistorybench.human_alignment import human_alignment_table, read_ratings
+    from bench_assets.vistorybench import human_alignment as ha
     from bench_resources.config import build_resources
-    board = _board(build_resources(), args.benchmark)
-    headline = dict(_benchmarks()[args.benchmark].headline or {})
-    if args.split:
-        headline["slice"] = args.split
-    for col, val in headline.items():
-        if col in board.columns:
-            board = board[board[col] == val]
+    vistory = args.benchmark == "vistorybench"
+    if args.split and not vistory:
+        raise CLIError(f"--split is ViStoryBench's story split; the {args.benchmark} board is read at its headline "
+                       f"slice {_benchmarks()[args.benchmark].headline}")
+    board = None
+    if not args.metrics:  # the store's board first: without one, that is the error whatever the ratings hold
+        board = _board(build_resources(), args.benchmark)
+        if not vistory:   # another benchmark's slices are not story splits: its headline slice, as printed
+            for col, val in (_benchmarks()[args.benchmark].headline or {}).items():
+                if col in board.columns:
+                    board = board[board[col] == val]
+            board = board.drop(columns=["slice"])
+        board = board[[c for c in ("generator", "metric_id", "value", "slice") if c in board.columns]]
+    opts = argparse.Namespace(ratings=args.ratings, metrics=args.metrics, metric=args.metric,
+                              slice=args.split or (ha.DEFAULT_SLICE if vistory or args.metrics else None))
     try:
-        ratings = read_ratings(args.ratings)
-    except (OSError, ValueError) as e:
-        raise CLIError(f"ratings {args.ratings}: {str(e).strip().splitlines()[0]}") from None
-    table = human_alignment_table(ratings, board[["generator", "metric_id", "value"]])
-    wanted = list(args.metric or []) + [m.strip() for m in (args.metrics or "").split(",") if m.strip()]
-    if wanted:
-        unknown = sorted(set(wanted) - set(board["metric_id"]))
-        if unknown:
-            raise CLIError(f"unknown metric id(s) {', '.join(unknown)}; the {args.benchmark} leaderboard has "
-                           f"{', '.join(sorted(set(board['metric_id']))[:12])}...")
-        table = table[table.metric_id.isin(wanted)]
+        table = ha.table_from_args(opts, lambda: board)
+    except ha.TableError as e:
+        raise CLIError(str(e)) from None
     if args.json:
         print(table.to_json(orient="records", indent=2))
     else:
-        cols = ["dimension", "metric_id", "kendall_tau", "spearman_rho", "pearson_r", "n_methods", "methods", "reason"]
+        cols = ["slice", "dimension", "metric_id", "kendall_tau", "spearman_rho", "pearson_r", "n_methods", "methods",
+                "reason"]
         with pd.option_context("display.width", 220, "display.max_colwidth", 80):
             print(table[cols].round(4).to_string(index=False))
     return 0
@@ -1160,9 +1163,12 @@ def _parser() -> argparse.ArgumentParser:
     ha = sub.add_parser("human-alignment", help="correlate human ratings (method,dimension,rating CSV) with metrics")
     ha.add_argument("--benchmark", default="vistorybench", choices=names)
     ha.add_argument("--ratings", required=True, help="CSV with columns method, dimension, rating")
-    ha.add_argument("--metric", action="append", help="only this metric id (repeatable)")
-    ha.add_argument("--metrics", default=None, help="only these metric ids, comma-separated")
-    ha.add_argument("--split", choices=("lite", "full"), default=None, help="ViStoryBench split (default: full)")
+    ha.add_argument("--metric", action="append", metavar="ID", help="only this metric id (repeatable, or "
+                                                                     "comma-separated)")
+    ha.add_argument("--metrics", default=None, metavar="CSV", help="metric values from an outside table, long "
+                    "(method,metric_id,value[,slice]) or wide (method,<metric_id>...); default: the store's board")
+    ha.add_argument("--split", choices=("lite", "full"), default=None,
+                    help="ViStoryBench story split (default: lite, as the paper's Table 2)")
     ha.add_argument("--json", action="store_true")
     ha.set_defaults(fn=cmd_human_alignment)
     im = sub.add_parser("import", help="convert a benchmark's official release into DATA_ROOT (canonical files, "
