@@ -239,8 +239,10 @@ class Bench:
             chunks = [frames[i:i + 32] for i in range(0, len(frames), 32)]
             out = M.stream_pillar1(chunks, self.a.fps, len(frames), {spec: model})
             value, err = out[metric]
-            if err:
+            if err and "NonFiniteOutput" not in err:
                 raise RuntimeError(err)
+            if err:   # the forward ran and is timed; its output is refused as the metric refuses it (None, reason)
+                self.notes[stage] = err
             self.values.setdefault(stage, []).append(value)
             return {"raft": len(M.dynamic_pairs(len(frames), self.a.fps)),
                     "amt": (len(frames) - 1) // 2}.get(stage, len(frames))
@@ -317,6 +319,7 @@ class Bench:
         from bench_resources.cv_decode import CvVideo, write_video
         a, torch = self.a, self.torch
         self.values: dict = {}
+        self.notes: dict = {}
         rows = []
         with tempfile.TemporaryDirectory() as tmp:
             self.tmp = tmp
@@ -360,7 +363,7 @@ class Bench:
                              "gflops_per_shot": fl / 1e9})
                 del model
         return {"rows": rows, "values": {k: [float(x) if x is not None else None for x in v]
-                                         for k, v in self.values.items()}}
+                                         for k, v in self.values.items()}, "notes": dict(self.notes)}
 
 
 STAGE_SLOT = {"raft": "flow", "amt": "interpolator", "dino": "vbench_dino", "dinov2": "image_embedder",
@@ -455,6 +458,8 @@ def main(argv=None) -> int:
         peak = f"{r['peak_gib']:.2f}" if r["peak_gib"] is not None else "-"
         print(f"{r['stage']:<15}{r['s_per_shot']:>10.3f}{r['items']:>12.1f}{ips:>10.1f}{peak:>10}"
               f"{r['gflops_per_shot']:>18.0f}")
+    for stage, why in res["notes"].items():   # timed, but the value is refused (the metric would be None)
+        print(f"{stage:<15} value refused: {why}")
     p = projection(rows, a.paper_shots, a.generators, a.dtype, tf32)
     total = sum(r["s_per_shot"] for r in rows if "s_per_shot" in r)
     print(f"\nprojection (measured here):  generator_s = {total:.3f} s/shot x {a.paper_shots} shots = "

@@ -67,7 +67,7 @@ def test_kit_builds_under_60_mib_and_runs_in_a_bare_venv(tmp_path):
 
     out_json = tmp_path / "bench.json"
     r = subprocess.run([str(py), str(tmp_path / "kit" / "device_bench.py"), "--device", "cpu", "--shots", "1",
-                        "--warmup", "0", "--frames", "3", "--size", "128x96", "--grounding-frames", "1",
+                        "--warmup", "0", "--frames", "3", "--size", "128x128", "--grounding-frames", "1",
                         "--entities", "1", "--detect-short-side", "256", "--threads", "1", "--no-flops",
                         "--json", str(out_json)],
                        capture_output=True, text=True, timeout=1500, cwd=tmp_path)
@@ -185,5 +185,7 @@ def test_the_kit_runs_where_opencv_is_5_as_on_the_device(tmp_path):
     stages = {row["stage"]: row for row in res["rows"]}
     assert set(stages) == {"decode", "flicker", "amt", "face", "detect", "crops_dinov2"}, stages
     assert all(row.get("s_per_shot", 0) > 0 and not row.get("skipped") for row in stages.values()), stages
-    for stage in ("flicker", "amt"):
-        assert res["values"][stage] and all(v is not None and math.isfinite(v) for v in res["values"][stage]), stage
+    assert res["values"]["flicker"] and all(v is not None and math.isfinite(v) for v in res["values"]["flicker"])
+    # at 96 px AMT-S's own arithmetic gives NaN midpoints: timed, and the value refused with the reason, not a number
+    assert res["values"]["amt"] == [None] and "128 px" in res["notes"]["amt"], res
+    assert any(ln.startswith("amt ") and "value refused: " in ln for ln in r.stdout.splitlines()), r.stdout[-2000:]

@@ -14,9 +14,13 @@ from typing import Sequence
 
 import numpy as np
 
-from bench_resources.models.base import counted
+from bench_resources.models.base import counted, require_finite
 
 AMT_S_PARAMS = {"corr_radius": 3, "corr_lvls": 4, "num_flows": 3}   # vbench/third_party/amt/cfgs/AMT-S.yaml
+# Measured: below 128 px per side after its padding to 16, AMT-S's 4-level correlation pyramid reaches a level one
+# pixel wide and its coordinate normalisation divides by zero; every midpoint pixel is NaN (VBench's own code too,
+# whose uint8 cast then reads the NaNs as a smooth-looking frame). The reason such a shot's metric carries.
+AMT_SMALL_HINT = "AMT-S's correlation pyramid needs at least 128 px per side after padding to 16"
 
 
 def amt_s_module():
@@ -83,7 +87,8 @@ class AmtInterpolator:
             with torch.no_grad(), counted(j - i), autocast(self.device, self.autocast_dtype):
                 mid = self.module(prep([a for a, _ in pairs[i:j]]), prep([b for _, b in pairs[i:j]]), embt,
                                   scale_factor=1.0, eval=True)["imgt_pred"]
-            mid = mid.float()[..., top:top + h, left:left + w]
+            mid = require_finite(mid.float()[..., top:top + h, left:left + w], "interpolator", "midpoint frames",
+                                 AMT_SMALL_HINT if min(h + top + bottom, w + left + right) < 128 else "")
             out += list((mid * 255.0).permute(0, 2, 3, 1).cpu().numpy().clip(0, 255).astype(np.uint8))
             i = j
         return out

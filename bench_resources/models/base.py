@@ -99,6 +99,30 @@ def batches(seq: Sequence, size: int) -> Iterator[Sequence]:
         yield seq[i:i + size]
 
 
+class NonFiniteOutput(RuntimeError):
+    """A model slot returned NaN or inf: the evaluator failed (an overflow at a lower ``BENCH_DTYPE``, an input the
+    network cannot take, broken weights). The metric is None with this reason, never a number made from it: a NaN
+    cast to uint8 (a midpoint frame) or compared with a threshold (a flow magnitude) reads as a plausible value."""
+
+
+def require_finite(x, slot: str, what: str, hint: str = ""):
+    """``x`` (a torch tensor or numpy array) as it is when every element is finite; NonFiniteOutput naming the
+    slot, what it returned, how many elements were not finite, and ``hint`` otherwise."""
+    import numpy as np
+    if hasattr(x, "detach"):
+        import torch
+        bad = int((~torch.isfinite(x)).sum())
+        dtype = str(x.dtype).removeprefix("torch.")
+    else:
+        bad = int((~np.isfinite(x)).sum())
+        dtype = str(x.dtype)
+    if bad:
+        raise NonFiniteOutput(f"slot '{slot}' returned {bad} non-finite value(s) of {x.numel() if hasattr(x, 'numel') else x.size} "
+                              f"in its {what} ({dtype}){': ' + hint if hint else ''}; the evaluator's failure, not the "
+                              "generator's")
+    return x
+
+
 class SlotUnavailable(RuntimeError):
     """One clear message: which slot, where its weights were expected, how to provide them."""
 

@@ -67,4 +67,5 @@ def dino_embedder(module, device, dtype, batch_size) -> TorchImageEmbedder:
     """Whole frames as VBench feeds DINO (``dino_transform(224)``: short side 224 bilinear, no crop); crops (not
     used by the authors' Pillar 1) squashed as every embedder's ``embed``."""
     return TorchImageEmbedder(module, size=224, mean=IMAGENET_MEAN, std=IMAGENET_STD, features=lambda m, x: m(x),
-                              device=device, dtype=dtype, batch_size=batch_size, frames="short_side")
+                              device=device, dtype=dtype, batch_size=batch_size, frames="short_side",
+                              slot="vbench_dino")

@@ -6,7 +6,7 @@ from typing import Sequence
 import cv2
 import numpy as np
 
-from bench_resources.models.base import batches, counted
+from bench_resources.models.base import batches, counted, require_finite
 
 
 # pixels this close to black or white may be clipped by a gain change: they do not enter the gain fit
@@ -183,7 +183,7 @@ class RaftFlow:
 
             from bench_resources.models.precision import autocast
             with torch.inference_mode(), counted(len(chunk)), autocast(self.device, self.autocast_dtype):
-                flows = self.module(prep([a for a, _ in chunk]), prep([b for _, b in chunk]),
-                                    num_flow_updates=self.iters)[-1].float()
+                flows = require_finite(self.module(prep([a for a, _ in chunk]), prep([b for _, b in chunk]),
+                                                   num_flow_updates=self.iters)[-1].float(), "flow", "flows")
             out += [f[:, top:top + h, left:left + w].permute(1, 2, 0).cpu().numpy() for f in flows]
         return out

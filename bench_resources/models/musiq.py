@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from bench_resources.models.base import counted
+from bench_resources.models.base import counted, require_finite
 
 # pyiqa's packages stood in for when their __init__ cannot run, and what musiq_arch reads from them
 PYIQA_BARE = {"pyiqa": (), "pyiqa.archs": (), "pyiqa.utils": ("registry", "download_util"),
@@ -77,6 +77,7 @@ class MusiqIQA:
                 j += 1
             x = torch.cat([vbench_longer_side(im, self.longer) for im in images[i:j]]).to(self.device)
             with torch.inference_mode(), counted(j - i), autocast(self.device, self.autocast_dtype):
-                out += [float(v) for v in self.module(x).float().reshape(j - i, -1)[:, 0].cpu()]
+                s = require_finite(self.module(x).float().reshape(j - i, -1)[:, 0], "imaging_quality", "scores")
+                out += [float(v) for v in s.cpu()]
             i = j
         return np.asarray(out)

@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 import cv2
 import numpy as np
 
-from bench_resources.models.base import batches, counted
+from bench_resources.models.base import batches, counted, require_finite
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 LITE_MEAN, LITE_STD = (0.498, 0.498, 0.498), (0.502, 0.502, 0.502)  # EfficientNet-Lite: (x - 127) / 128
@@ -108,7 +108,8 @@ class TorchImageEmbedder:
     were)."""
 
     def __init__(self, module, *, size: int, mean, std, features: Callable, device, dtype, batch_size: int,
-                 frames: str = "squash", crops: str = "squash", crop_resize: int = 0, cpu_threads: int = 0):
+                 frames: str = "squash", crops: str = "squash", crop_resize: int = 0, cpu_threads: int = 0,
+                 slot: str = "image_embedder"):
         if frames not in ("squash", "short_side"):
             raise ValueError(f"frames must be 'squash' or 'short_side', not {frames!r}")
         if crops not in ("squash", "processor"):
@@ -119,13 +120,14 @@ class TorchImageEmbedder:
         self.device, self.dtype, self.batch_size, self.frames = device, dtype, batch_size, frames
         # ``cpu_threads``: torch's intra-op threads for this module's forwards on a CPU device (0: torch's own)
         self.cpu_threads = cpu_threads
+        self.slot = slot   # named in a non-finite output's reason
 
     def _run(self, images: Sequence[np.ndarray], pixels: Callable) -> np.ndarray:
         import torch
         out = []
         for chunk in batches(list(images), self.batch_size):
             with torch.inference_mode(), counted(len(chunk)), cpu_threads(self.device, self.cpu_threads):
-                f = self.features(self.module, pixels(chunk)).float()
+                f = require_finite(self.features(self.module, pixels(chunk)).float(), self.slot, "features")
                 out.append(torch.nn.functional.normalize(f, dim=-1).cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
 
@@ -353,7 +355,8 @@ class ClipModel:
         for chunk in batches(list(images), self.batch_size):
             with torch.inference_mode(), counted(len(chunk)):
                 x = self.pixels(chunk)
-                out.append(torch.nn.functional.normalize(self.model.encode_image(x).float(), dim=-1).cpu().numpy())
+                f = require_finite(self.model.encode_image(x).float(), "clip", "image embeddings")
+                out.append(torch.nn.functional.normalize(f, dim=-1).cpu().numpy())
         return np.concatenate(out)
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
@@ -362,7 +365,8 @@ class ClipModel:
         for chunk in batches(list(texts), self.batch_size):
             with torch.inference_mode(), counted(len(chunk)):
                 tok = self.tokenizer(list(chunk)).to(self.device)
-                out.append(torch.nn.functional.normalize(self.model.encode_text(tok).float(), dim=-1).cpu().numpy())
+                f = require_finite(self.model.encode_text(tok).float(), "clip", "text embeddings")
+                out.append(torch.nn.functional.normalize(f, dim=-1).cpu().numpy())
         return np.concatenate(out)
 
     def similarity(self, images: Sequence[np.ndarray], texts: Sequence[str]) -> np.ndarray:
@@ -386,4 +390,4 @@ class AestheticPredictor:
         import torch
         emb = torch.from_numpy(self.clip.embed_images(images)).to(self.clip.device)
         with torch.inference_mode(), counted(len(images)):
-            return self.head(emb).squeeze(-1).float().cpu().numpy()
+            return require_finite(self.head(emb).squeeze(-1).float(), "aesthetic", "scores").cpu().numpy()
