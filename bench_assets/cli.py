@@ -1146,8 +1146,8 @@ def _parser() -> argparse.ArgumentParser:
     me.add_argument("--json", action="store_true", help="every field of every metric, as JSON")
     me.add_argument("--wide", action="store_true", help="every column on one line per metric (very wide)")
     me.set_defaults(fn=cmd_metrics)
-    ex = sub.add_parser("export", help="a benchmark's board as a Hugging Face dataset folder or a W&B offline run "
-                                       "(written locally)")
+    ex = sub.add_parser("export", help="a benchmark's board as a Hugging Face dataset folder, a W&B offline run or "
+                                       "the benchmark's own result files (written locally)")
     ex.add_argument("--benchmark", required=True, choices=names)
     ex.add_argument("--format", required=True, choices=("hf", "wandb", "official"))
     ex.add_argument("--out", required=True, metavar="DIR")
@@ -1178,7 +1178,8 @@ def _parser() -> argparse.ArgumentParser:
     im.add_argument("--out", default=None, metavar="DATA_ROOT", help="default: BENCH_DATA_ROOT")
     im.set_defaults(fn=cmd_import)
     ir = sub.add_parser("import-results", help="put a run of a benchmark's own evaluation code (its official "
-                                               "result files) beside ours: marked rows, never comparable")
+                                               "result files) beside ours: marked rows, not comparable unless "
+                                               "the benchmark's protocol says so")
     ir.add_argument("benchmark", choices=sorted(RESULT_READERS))
     ir.add_argument("path", help="the official result file or folder (see README 'From the official release')")
     ir.add_argument("--method", default=None, help="name of the method (default: from the files)")
