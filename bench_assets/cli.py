@@ -637,7 +637,10 @@ def cmd_import_results(args) -> int:
         print(f"error: {p}", file=sys.stderr)
     ours = _item_records(resources["store"], args.benchmark)
     gen = args.against or (src.method if src.method in set(ours["generator"]) else None)
-    if gen is None:
+    if not (df["level"] == "item").any():  # an overall-only file (MBench's submission): nothing per item to pair
+        print(f"side by side: the file has no per-item values (only overall ones); compare the board's cells: "
+              f"bench leaderboard --benchmark {args.benchmark}")
+    elif gen is None:
         print(f"side by side: no generator of ours named {src.method!r} (give --against GENERATOR; have "
               f"{', '.join(sorted(set(ours['generator']))) or 'none'})")
     else:
