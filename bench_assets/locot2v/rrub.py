@@ -98,7 +98,7 @@ def main(argv: Optional[Sequence[str]] = None, score: Optional[Callable] = None)
         res = build_resources()
         model, why = res["models"].slot_or_reason("aesthetic_v25", res["device"])
         if model is None:
-            print(f"cannot score images: {why}", file=sys.stderr)
+            print(f"error: cannot score images: {why}", file=sys.stderr)
             return 2
         score = model.score
     if args.out is None:
@@ -109,7 +109,7 @@ def main(argv: Optional[Sequence[str]] = None, score: Optional[Callable] = None)
     try:
         record = compute_rrub(image_paths(args.images), score, args.top)
     except (FileNotFoundError, ValueError) as e:
-        print(str(e), file=sys.stderr)
+        print(f"error: {e}", file=sys.stderr)  # one `error:` line, as every user error of `bench`
         return 2
     record["source"] = args.source or str(Path(args.images).resolve())
     write_json(out, record)
