@@ -130,6 +130,9 @@ def check_counts(ents_raw: list, shots_raw: list, where: str) -> None:
                            f"{allowance} unscheduled, {UNSCHEDULED_ENV})")
 
 
+_NOTED: set[tuple[str, str]] = set()  # (episode id, note) already warned in this process
+
+
 def parse_episode(raw: Any, source: str = "<memory>") -> Episode:
     """Validate one episode's JSON object; the error names the episode (or file) and the problem."""
     if not isinstance(raw, dict):
@@ -204,8 +207,10 @@ def parse_episode(raw: Any, source: str = "<memory>") -> Episode:
     never = [i for i in ids if i not in scheduled]
     if never:
         notes.append(f"registry entities never scheduled: {never}")
-    for n in notes:
-        warnings.warn(f"{where}: {n}", stacklevel=2)
+    for n in notes:  # once per process: every asset re-parses the stored episode (900 repeats on the release)
+        if (eid, n) not in _NOTED:
+            _NOTED.add((eid, n))
+            warnings.warn(f"{where}: {n}", stacklevel=2)
     return Episode(eid, tier, str(raw.get("title", "")), str(raw.get("summary", "")), tuple(entities),
                    tuple(shots), tuple(notes))
 
