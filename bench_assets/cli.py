@@ -1210,7 +1210,11 @@ def main(argv: list[str] | None = None) -> int:
     """The console script calls this with no argv: then the process ends by ``os._exit`` once the output is
     flushed, skipping CPython's final collection of the dagster/torch/pandas heap (3-11 s after the last line)."""
     if argv is None:
-        code = _main(sys.argv[1:])
+        try:
+            code = _main(sys.argv[1:])
+        except BrokenPipeError:  # `bench metrics | head`: the reader left; no traceback, the shell's SIGPIPE status
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            code = 141
         _exit_now(code)
     return _main(list(argv))
 
