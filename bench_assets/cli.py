@@ -1259,6 +1259,12 @@ def _main(argv: list[str]) -> int:
     except (CLIError, GeneratorError, BadName) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except ValueError as e:  # EntityBench's `authors` prompt set without a readable clone: the user's setting
+        from bench_assets.entitybench.judging import PromptSetError
+        if not isinstance(e, PromptSetError):
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(interrupts.message(), file=sys.stderr)
         return interrupts.exit_code()
