@@ -294,21 +294,25 @@ class SlotWait:
     pool: str
     since: float                 # epoch seconds the step was queued for the slot
     holders: list[str]           # the runs holding the pool's slots
+    held_steps: dict = field(default_factory=dict)   # holder run -> its steps holding a slot (asset names)
 
     def words(self, instance: DagsterInstance) -> str:
-        held = ", ".join(describe_run(instance, r) for r in self.holders) or "no run (slots being freed)"
+        held = (", ".join(describe_run(instance, r, self.held_steps.get(r, ())) for r in self.holders)
+                or "no run (slots being freed)")
         return (f"waiting for a slot of pool {self.pool!r} (held by {held}) for {time.time() - self.since:.0f} s: "
                 f"{self.step_key} starts when it is free")
 
 
-def describe_run(instance: DagsterInstance, run_id: str) -> str:
-    """``run 1a2b3c4d (mbench_scores, partition a|b, pid 123)``: what a user needs to find the run holding a slot."""
+def describe_run(instance: DagsterInstance, run_id: str, steps: Sequence[str] = ()) -> str:
+    """``run 1a2b3c4d (mbench_scores, partition a|b, pid 123)``: what a user needs to find the run holding a slot.
+    ``steps``: its steps holding the slot, named for `bench evaluate`'s runs (an ephemeral job whose recorded asset
+    selection is empty: the job's name, ``__ephemeral_asset_job__``, says nothing)."""
     run = instance.get_run_by_id(run_id)
     if run is None:
         return f"run {run_id[:8]}"
     bits = [run.job_name]
-    if run.job_name.startswith("__") and run.asset_selection:   # `bench evaluate`'s runs: say their assets
-        names = sorted(k.to_user_string() for k in run.asset_selection)
+    names = sorted(steps) or sorted(k.to_user_string() for k in (run.asset_selection or ()))
+    if run.job_name.startswith("__") and names:   # `bench evaluate`'s runs: say their assets
         bits = [", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "")]
     if run.tags.get("dagster/partition"):
         bits.append(f"partition {run.tags['dagster/partition']}")
@@ -330,8 +334,12 @@ def slot_waits(instance: DagsterInstance, run_ids: Sequence[str]) -> list[SlotWa
         claimed = {(c.run_id, c.step_key) for c in info.claimed_slots}
         for p in info.pending_steps:
             if p.run_id in mine and p.assigned_timestamp is None and (p.run_id, p.step_key) not in claimed:
-                out.append(SlotWait(p.run_id, p.step_key, pool, p.enqueued_timestamp.timestamp(),
-                                    sorted({c.run_id for c in info.claimed_slots if c.run_id not in mine})))
+                held: dict = {}
+                for c in info.claimed_slots:
+                    if c.run_id not in mine:
+                        held.setdefault(c.run_id, []).append(c.step_key)
+                out.append(SlotWait(p.run_id, p.step_key, pool, p.enqueued_timestamp.timestamp(), sorted(held),
+                                    {r: sorted(s) for r, s in held.items()}))
     return out
 
 
