@@ -16,7 +16,7 @@ from bench_assets.narrativetrack import pipeline
 from bench_assets.narrativetrack import stages
 from bench_assets.narrativetrack import states
 from bench_assets.narrativetrack.frame_cache import sampled_frames, video_row
-from bench_assets.narrativetrack.tables import as_strings, entity_boxes, even_positions
+from bench_assets.narrativetrack.tables import as_strings, entity_boxes, even_positions, judge_failure_metadata
 from bench_assets.narrativetrack.wiring import GROUP, P, data_dir
 from bench_resources.judge import Judge
 from bench_resources.paths import BenchPaths
@@ -58,6 +58,9 @@ def narrativetrack_context(context: AssetExecutionContext, narrativetrack_video:
                 pick = [seg["samples"][i] for i in even_positions(len(seg["samples"]), constants.CONTEXT_FRAMES)]
                 boxed = [pipeline.green_box(frames[k], own[k]) for k in pick]
                 reqs.append((len(rows) - 1, judging.context_request(boxed, f"P{ent + 1}", j)))
+    # segments the judge was meant to describe and did not (its call failed, or it was configured but unreachable):
+    # the evaluator's failures, counted for the re-run rule (core/automation.py: re-asked while the judge is live)
+    unanswered = [] if ok or getattr(judge, "mode", "off") == "off" else [r["reason"] for r in rows]
     if reqs:
         for (i, _), res in zip(reqs, judge.ask_many([r for _, r in reqs])):
             rows[i]["cache_key"] = res.cache_key
@@ -70,12 +73,14 @@ def narrativetrack_context(context: AssetExecutionContext, narrativetrack_video:
                 rows[i]["reason"] = ((f"judge {res.status}: {res.reason}" if res.status != "ok"
                                       else "judge: INVALID (no green box seen)")
                                      + "; offline attributes shown, left out of change lists")
+                if res.status != "ok":   # an INVALID answer is the judge's verdict, not a failure
+                    unanswered.append(rows[i]["reason"])
     df = pd.DataFrame(rows, columns=["entity", "segment", "start", "end", "shot", "samples", "action", "outfit",
                                      "scene", "measures", "source", "reason", "cache_key"])
     df["video_id"] = video["video_id"]
     as_strings(df, "reason", "cache_key", "source", "action", "outfit", "scene", "measures")
     return Output(df, metadata={"segments": len(df), "sources": MetadataValue.json(
-        dict(Counter(df["source"]))) if len(df) else "none"})
+        dict(Counter(df["source"]))) if len(df) else "none", **judge_failure_metadata(unanswered)})
 
 
 @asset(partitions_def=P.items, group_name=GROUP, code_version="2")
@@ -102,7 +107,7 @@ def narrativetrack_entity_registry(context: AssetExecutionContext, narrativetrac
     # one attribute source per video: the judge's where it answered any segment, else the heuristic; segments of
     # the other source (a judge failure filled by the heuristic) are left out of change lists (states.usable)
     style = "free_text" if len(ctx) and ctx["source"].astype(str).str.startswith("judge:").any() else "heuristic"
-    rows = []
+    rows, unanswered = [], []
     for ent, boxes in sorted(by_entity.items()):
         segs = [{"start": float(s["start"]), "end": float(s["end"]), "action": s["action"], "outfit": s["outfit"],
                  "scene": s["scene"], "source": s["source"],
@@ -120,6 +125,8 @@ def narrativetrack_entity_registry(context: AssetExecutionContext, narrativetrac
         changes = {a: states.change_texts(usable, a, style) for a in states.ATTRS}
         flag_source, flag_reason, cache_key = "computed from the change lists", (
             None if ok else f"second-step flags by the judge: {why}"), None
+        if not ok and getattr(judge, "mode", "off") != "off":
+            unanswered.append(flag_reason)
         # crops not all held
         best = pipeline.canonical_best((b, pipeline.crop(frames[b["sample"]], b["box"])) for b in boxes)
         if best is None:
@@ -139,6 +146,7 @@ def narrativetrack_entity_registry(context: AssetExecutionContext, narrativetrac
                 flag_source, flag_reason = f"judge:{judge.model}", None
             else:
                 flag_reason = f"judge {res.status}: {res.reason}"
+                unanswered.append(flag_reason)
         rows.append({
             "entity_id": f"P{ent + 1}", "entity": ent, "track_type": tt, "n_boxes": len(boxes),
             "runs": json.dumps([[round(a, 3), round(b, 3)] for a, b in runs]),
@@ -156,7 +164,7 @@ def narrativetrack_entity_registry(context: AssetExecutionContext, narrativetrac
     df["video_id"], df["source_sha256"], df["duration"] = video["video_id"], video["sha256"], duration
     as_strings(df, "reason", "cache_key")
     return Output(df, metadata={"entities": len(df), "track_types": MetadataValue.json(
-        dict(Counter(df["track_type"])) if len(df) else {})})
+        dict(Counter(df["track_type"])) if len(df) else {}), **judge_failure_metadata(unanswered)})
 
 
 @asset(partitions_def=P.items, group_name=GROUP, code_version="1")

@@ -39,6 +39,15 @@ def entity_boxes(dets_df: pd.DataFrame, ident: pd.DataFrame) -> dict[int, list[d
     return out
 
 
+def judge_failure_metadata(reasons: list) -> dict:
+    """Materialization metadata of a judge-using asset: ``evaluator_failures`` (the questions the judge did not
+    answer; core/automation.py re-asks them while the judge is live) and the five most common reasons."""
+    from collections import Counter
+    top = Counter(str(r)[:120] for r in reasons).most_common(5)
+    return {"evaluator_failures": len(reasons),
+            "evaluator_failure_reasons": "; ".join(f"{n}x {r}" for r, n in top) or "none"}
+
+
 def even_positions(n: int, k: int) -> list[int]:
     if n <= 0:
         return []
