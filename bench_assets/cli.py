@@ -169,7 +169,7 @@ def _run(benchmark: str, generator_path: str | None = None, aggregates: bool = T
     stats = evaluate(instance, assets=b.assets, resources=resources, partitions=b.partitions,
                      items=items, generators=gens, item_assets=b.item_assets, generator_assets=generator_assets,
                      aggregate_assets=[] if metric is not None else
-                     (b.aggregate_assets if aggregates else [b.leaderboard]), force=force,
+                     (b.aggregate_assets if aggregates else board_assets(b)), force=force,
                      unit=b.unit, units=(lambda item: b.units_of(resources["paths"], item)) if b.units_of else None)
     stats.items = items
     for line in rerun_lines(stats):
@@ -180,6 +180,16 @@ def _run(benchmark: str, generator_path: str | None = None, aggregates: bool = T
     for line in staleness_unknown_lines(stats):          # a staleness check that could not run says so
         print(line, file=sys.stderr)
     return resources, gens, stats
+
+
+def board_assets(b) -> list[str]:
+    """The leaderboard and the aggregates it reads (ViStoryBench's Inception Score), in dependency order: what a
+    plain `bench evaluate` materialises after the partitions (every other aggregate with --aggregates). With the
+    leaderboard alone, a user's generator had no Inception Score ('inception score not computed')."""
+    from dagster import AssetKey
+    key = AssetKey(b.leaderboard)
+    deps = next((a.asset_deps[key] for a in b.assets if key in getattr(a, "keys", ())), set())
+    return [n for n in b.aggregate_assets if AssetKey(n) in deps] + [b.leaderboard]
 
 
 def choose_items(items: list[str], have: list[str], only: list[str] | None, limit: int | None, dim: str,
@@ -1123,7 +1133,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--benchmark", required=True, help=f"one of {', '.join(names)}")
     ev.add_argument("--generator", required=True, help="folder holding generator.yaml and the outputs")
     ev.add_argument("--aggregates", action="store_true",
-                    help="also every other aggregate (effect sizes, reports, ...), not only the leaderboard")
+                    help="also every other aggregate (effect sizes, reports, ...), not only the leaderboard and "
+                         "what it reads")
     ev.add_argument("--force", action="store_true",
                     help="re-run every partition of this generator (and the items) even when up to date")
     ev.add_argument("--items", default=None, metavar="ID,ID",
