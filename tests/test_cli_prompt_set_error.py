@@ -29,6 +29,8 @@ def test_authors_prompts_without_a_clone_is_one_error_line(one_episode, tmp_path
     extra = {"BENCH_ENTITYBENCH_JUDGE_PROMPTS": "authors"}
     if clone:
         extra["BENCH_ENTITYBENCH_AUTHORS_CODE"] = str(tmp_path / clone)
+    else:   # a clone named in the developer's own environment (the full tier's authors tests) must not leak in
+        monkeypatch.delenv("BENCH_ENTITYBENCH_AUTHORS_CODE", raising=False)
     cli_env(monkeypatch, tmp_path, data, **extra)
     assert cli.main(["evaluate", "--benchmark", "entitybench", "--generator", str(gen)]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error:") or "Traceback" in ln]
