@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import subprocess
 import sys
 import zipfile
@@ -189,3 +190,31 @@ def test_the_kit_runs_where_opencv_is_5_as_on_the_device(tmp_path):
     # at 96 px AMT-S's own arithmetic gives NaN midpoints: timed, and the value refused with the reason, not a number
     assert res["values"]["amt"] == [None] and "128 px" in res["notes"]["amt"], res
     assert any(ln.startswith("amt ") and "value refused: " in ln for ln in r.stdout.splitlines()), r.stdout[-2000:]
+
+
+def test_device_run_is_one_call_that_leaves_every_table(tmp_path):
+    """scripts/device_run.sh, the one command a lent device runs: unpacks the carried kit, records the machine, runs
+    device_bench.py once per precision within the budget and leaves tables and JSON under $OUT; a missing kit is one
+    error (exit 2); a precision the budget cannot fit is skipped and said."""
+    kit = _script("device_kit")
+    zpath = tmp_path / "kit.zip"
+    kit.build(zpath)
+    env = {**os.environ, "KIT": str(zpath), "OUT": str(tmp_path / "out"), "PY": sys.executable,
+           "DEVICE": "cpu", "DTYPES": "float32 bfloat16", "BUDGET_S": "600",
+           "BENCH_ARGS": "--shots 1 --warmup 0 --frames 3 --size 128x128 --threads 1 --no-flops --stages flicker,amt"}
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "device_run.sh")], env=env, capture_output=True, text=True,
+                       timeout=900, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    out = tmp_path / "out"
+    assert "torch" in (out / "machine.txt").read_text()
+    for dtype in ("float32", "bfloat16"):
+        res = json.loads((out / f"device_{dtype}.json").read_text())
+        assert {row["stage"] for row in res["rows"]} == {"decode", "flicker", "amt"}
+        assert all(v is not None and math.isfinite(v) for v in res["values"]["amt"]), res
+        assert f"dtype {dtype}" in (out / f"device_{dtype}.txt").read_text()
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "device_run.sh")], env={**env, "BUDGET_S": "30"},
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.count("skipped ") == 2 and "of the 30s budget left" in r.stdout, r.stdout
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "device_run.sh")], env={**env, "KIT": str(tmp_path / "none")},
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith("error: no kit at"), r.stderr
