@@ -25,7 +25,7 @@ from bench_assets.narrativetrack.judged import qa_filters
 from bench_assets.narrativetrack.manifest import FACE_MERGE, manifest, protocol
 from bench_assets.narrativetrack.metric_specs import METRICS
 from bench_assets.narrativetrack.registry_assets import narrativetrack_pipeline_quality
-from bench_assets.narrativetrack.tables import measured_inputs, registry_records
+from bench_assets.narrativetrack.tables import judge_failure_metadata, measured_inputs, registry_records
 from bench_assets.narrativetrack.wiring import BENCH, GROUP, P, data_dir
 from bench_resources.judge import Judge
 from bench_resources.models import ModelRegistry
@@ -106,12 +106,11 @@ def narrativetrack_answers(context: AssetExecutionContext, paths: BenchPaths, na
     except ValueError as e:
         df["answerer_fingerprint"] = json.dumps({"error": str(e)})
     st = Counter(df["status"])
-    why = Counter(df.loc[df.status != "ok", "reason"].dropna().astype(str).str[:120])
     return Output(df, metadata={"answered": int(st.get("ok", 0)), "skipped": int(st.get("skipped", 0)),
                                 "failed": int(st.get("failed", 0)),
                                 # unanswered items are re-asked when the answerer's endpoint / judge state changes
-                                "evaluator_failures": int(st.get("skipped", 0) + st.get("failed", 0)),
-                                "evaluator_failure_reasons": "; ".join(f"{n}x {r}" for r, n in why.most_common(5)),
+                                **judge_failure_metadata(df.loc[df.status != "ok", "reason"].dropna(),
+                                                         st.get("skipped", 0) + st.get("failed", 0)),
                                 "answerer_endpoint": MetadataValue.json({k: v for k, v in answerer.endpoint().items()}),
                                 "strict_accuracy": (round(100 * float(df.loc[df.status == "ok", "strict"].mean()), 2)
                                                     if st.get("ok") else "None")}

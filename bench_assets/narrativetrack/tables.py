@@ -2,7 +2,7 @@
 per-sample facts the measured questions ask about. Pure (DataFrames in, lists and dicts out)."""
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Optional
 
 import numpy as np
@@ -39,13 +39,13 @@ def entity_boxes(dets_df: pd.DataFrame, ident: pd.DataFrame) -> dict[int, list[d
     return out
 
 
-def judge_failure_metadata(reasons: list) -> dict:
-    """Materialization metadata of a judge-using asset: ``evaluator_failures`` (the questions the judge did not
-    answer; core/automation.py re-asks them while the judge is live) and the five most common reasons."""
-    from collections import Counter
+def judge_failure_metadata(reasons, n: int | None = None) -> dict:
+    """Materialization metadata of a judge-using asset: ``evaluator_failures`` (the questions the judge or the
+    answerer did not answer, ``n`` where not every one has a reason; core/automation.py re-asks them while the judge
+    is live) and the five most common reasons."""
     top = Counter(str(r)[:120] for r in reasons).most_common(5)
-    return {"evaluator_failures": len(reasons),
-            "evaluator_failure_reasons": "; ".join(f"{n}x {r}" for r, n in top) or "none"}
+    return {"evaluator_failures": len(reasons) if n is None else int(n),
+            "evaluator_failure_reasons": "; ".join(f"{k}x {r}" for r, k in top)}
 
 
 def even_positions(n: int, k: int) -> list[int]:
