@@ -325,6 +325,18 @@ def _tables(store_root: Path, tmp: Path) -> dict:
     return out
 
 
+def _set_path(side: str) -> None:
+    """The offline path's switches: ``new`` the optimised path, ``old`` the unoptimised one (see ``offline_shot``)."""
+    from bench_assets.entitybench import pillar1
+    from bench_resources.models import base, flow, vision
+    vision.LITE0_LEAN = pillar1.PREFETCH = flow.BOTH_WAYS_ONCE = base.RETAIN_FREED_HEAP = side == "new"
+
+
+def _peak_gib(r: dict) -> float:
+    """A child's peak RSS: the larger of its own count and the watchdog's."""
+    return max(r.get("peak_rss_gib", 0.0), r.get("watch_peak_gib", 0.0))
+
+
 def child(bench: str, case: str, args) -> dict:
     """Runs inside a fresh process: one benchmark, one case, every item and generator asset, in-process.
     ``--path old|new`` (offline-shot part): the unoptimised or optimised offline path, models loaded before the
@@ -332,9 +344,7 @@ def child(bench: str, case: str, args) -> dict:
     os.environ.setdefault("BENCH_JUDGE_MODE", "off")  # the judge is an evaluator of its own; not timed here
     side = getattr(args, "path", None)
     if side is not None:   # the switches exist for this comparison only
-        from bench_assets.entitybench import pillar1
-        from bench_resources.models import base, flow, vision
-        vision.LITE0_LEAN = pillar1.PREFETCH = flow.BOTH_WAYS_ONCE = base.RETAIN_FREED_HEAP = side == "new"
+        _set_path(side)
     tmp = Path(tempfile.mkdtemp(prefix=f"scale-{bench}-"))
     try:
         info = _setup(bench, case, tmp, args)  # media making is not part of the measured run
@@ -472,7 +482,7 @@ def print_bench(rows: list[dict]) -> None:
     print("-" * len(hdr))
     for r in rows:
         d = r.get("decode", {})
-        peak = max(r.get("peak_rss_gib", 0.0), r.get("watch_peak_gib", 0.0))
+        peak = _peak_gib(r)
         vids = max(1, r.get("videos", 1))
         conv = f"{d.get('frames_converted', 0) - d.get('legacy_frames', 0)}/" \
                f"{d.get('frames_needed', 0) - d.get('legacy_frames', 0)}" if d else "-"
@@ -539,12 +549,11 @@ def stages_child(side: str, args) -> dict:
     degree's among them), the whole Pillar 1 walk, and the SSD detector on the 5 grounding frames; ``side`` as in
     ``child``. Best of 2."""
     from bench_assets.entitybench import frames as shot_frames
-    from bench_assets.entitybench import metrics, pillar1
+    from bench_assets.entitybench import metrics
     from bench_assets.core.media import VideoSource
     from bench_resources.compute import ComputeDevice
-    from bench_resources.models import base, flow, vision
     from bench_resources.models.slot_registry import SlotRegistry
-    vision.LITE0_LEAN = pillar1.PREFETCH = flow.BOTH_WAYS_ONCE = base.RETAIN_FREED_HEAP = side == "new"
+    _set_path(side)
     e = args.episodes.split(",")[0]
     src = sorted((DATA / "generators" / "faithful" / e).glob("shot_*.mp4"))[0]
     path = make_shot(Path(args.workdir) / f"entitybench_{args.shot_frames}f" / e / src.name, src,
@@ -580,9 +589,9 @@ def stages_child(side: str, args) -> dict:
 
 def offline_shot(args) -> dict:
     """The offline EntityBench evaluation of --episodes, in fresh child processes, with the unoptimised path
-    (``old``: the embedder module as shipped at torch's default threads, every DIS pair fitted alone, glibc's heap thresholds, shots opened
-    and decoded in the caller's thread) and the optimised one (``new``: ``vision.LITE0_LEAN``,
-    ``flow.BOTH_WAYS_ONCE``, ``pillar1.PREFETCH``, ``base.RETAIN_FREED_HEAP``), --repeat
+    (``old``: the embedder module as shipped at torch's default threads, every DIS pair fitted alone, glibc's heap
+    thresholds, shots opened and decoded in the caller's thread) and the optimised one (``new``: ``_set_path``'s
+    ``vision.LITE0_LEAN``, ``flow.BOTH_WAYS_ONCE``, ``pillar1.PREFETCH``, ``base.RETAIN_FREED_HEAP``), --repeat
     times each, alternating; models load before the measured run. CPU seconds per shot (every thread of the child,
     best of the repeats) side by side, and the largest difference between the two runs' tables."""
     stages = {}
@@ -610,10 +619,10 @@ def offline_shot(args) -> dict:
     if any(r.get("error") or "tables" not in r for rs in runs.values() for r in rs):
         raise SystemExit("offline-shot: a run failed; see above")
     shots = runs["old"][0]["shots"]
-    cpu = {k: min(r["cpu_s"] for r in rs) / shots for k, rs in runs.items()}
     best = {k: min(rs, key=lambda r: r["cpu_s"]) for k, rs in runs.items()}   # the run whose CPU is shown
+    cpu = {k: best[k]["cpu_s"] / shots for k in runs}
     sys_s = {k: best[k]["sys_s"] / shots for k in runs}
-    peak = {k: max(max(r.get("peak_rss_gib", 0.0), r.get("watch_peak_gib", 0.0)) for r in rs) for k, rs in runs.items()}
+    peak = {k: max(_peak_gib(r) for r in rs) for k, rs in runs.items()}
     wall = {k: min(r["wall_s"] for r in rs) / shots for k, rs in runs.items()}
     worst, problems = 0.0, []
     for o in runs["old"]:

@@ -239,10 +239,10 @@ class Bench:
             chunks = [frames[i:i + 32] for i in range(0, len(frames), 32)]
             out = M.stream_pillar1(chunks, self.a.fps, len(frames), {spec: model})
             value, err = out[metric]
-            if err and "NonFiniteOutput" not in err:
-                raise RuntimeError(err)
-            if err:   # the forward ran and is timed; its output is refused as the metric refuses it (None, reason)
-                self.notes[stage] = err
+            if err:
+                if "NonFiniteOutput" not in err:
+                    raise RuntimeError(err)
+                self.notes[stage] = err   # the forward ran and is timed; its output refused as the metric refuses it
             self.values.setdefault(stage, []).append(value)
             return {"raft": len(M.dynamic_pairs(len(frames), self.a.fps)),
                     "amt": (len(frames) - 1) // 2}.get(stage, len(frames))

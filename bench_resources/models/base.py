@@ -108,18 +108,16 @@ class NonFiniteOutput(RuntimeError):
 def require_finite(x, slot: str, what: str, hint: str = ""):
     """``x`` (a torch tensor or numpy array) as it is when every element is finite; NonFiniteOutput naming the
     slot, what it returned, how many elements were not finite, and ``hint`` otherwise."""
-    import numpy as np
     if hasattr(x, "detach"):
         import torch
-        bad = int((~torch.isfinite(x)).sum())
-        dtype = str(x.dtype).removeprefix("torch.")
+        bad, total = int((~torch.isfinite(x)).sum()), x.numel()
     else:
-        bad = int((~np.isfinite(x)).sum())
-        dtype = str(x.dtype)
+        import numpy as np
+        bad, total = int((~np.isfinite(x)).sum()), x.size
     if bad:
-        raise NonFiniteOutput(f"slot '{slot}' returned {bad} non-finite value(s) of {x.numel() if hasattr(x, 'numel') else x.size} "
-                              f"in its {what} ({dtype}){': ' + hint if hint else ''}; the evaluator's failure, not the "
-                              "generator's")
+        dtype = str(x.dtype).removeprefix("torch.")
+        raise NonFiniteOutput(f"slot '{slot}' returned {bad} non-finite value(s) of {total} in its {what} ({dtype})"
+                              f"{': ' + hint if hint else ''}; the evaluator's failure, not the generator's")
     return x
 
 
